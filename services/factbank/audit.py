@@ -1,0 +1,151 @@
+"""The append-only, hash-chained audit log.
+
+Each bank has its own chain (admin actions outside any bank share the `NULL` chain): a row's
+hash covers the previous row's hash in the same chain plus everything the row says, so an
+edited, deleted or reordered row breaks every hash after it. Appends to one chain are
+serialised with a transaction-scoped advisory lock, so two writers cannot fork it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import asyncpg
+
+GENESIS = b"\x00" * 32
+_LOCK_NAMESPACE = 0x61756474  # "audt"
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who did something: resolved from the request's token (or `None`s for the operator CLI)."""
+
+    bank_id: int | None = None
+    member_id: int | None = None
+    token_id: int | None = None
+    agent: str = ""
+
+
+OPERATOR = Actor()
+
+
+def _canonical(row: Mapping[str, Any]) -> bytes:
+    detail = row["detail"]
+    if isinstance(detail, str):
+        detail = json.loads(detail)
+    body = {
+        "at": row["at"].astimezone(UTC).isoformat(),
+        "bank_id": row["bank_id"],
+        "member_id": row["member_id"],
+        "token_id": row["token_id"],
+        "action": row["action"],
+        "target": row["target"],
+        "detail": detail,
+    }
+    return json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def chain_hash(prev_hash: bytes, row: Mapping[str, Any]) -> bytes:
+    return hashlib.sha256(prev_hash + _canonical(row)).digest()
+
+
+async def append(
+    conn: asyncpg.Connection,
+    actor: Actor,
+    action: str,
+    target: str = "",
+    detail: Mapping[str, Any] | None = None,
+    *,
+    bank_id: int | None = None,
+) -> int:
+    """Append one record inside the caller's transaction; returns its id."""
+    bank = bank_id if bank_id is not None else actor.bank_id
+    await conn.execute(
+        "SELECT pg_advisory_xact_lock($1, $2)", _LOCK_NAMESPACE, (bank or 0) & 0x7FFFFFFF
+    )
+    prev = await conn.fetchval(
+        "SELECT hash FROM audit_log WHERE bank_id IS NOT DISTINCT FROM $1 ORDER BY id DESC LIMIT 1",
+        bank,
+    )
+    row = {
+        "at": datetime.now(UTC),
+        "bank_id": bank,
+        "member_id": actor.member_id,
+        "token_id": actor.token_id,
+        "action": action,
+        "target": str(target),
+        "detail": dict(detail or {}),
+    }
+    prev_hash = prev or GENESIS
+    digest = chain_hash(prev_hash, row)
+    return await conn.fetchval(
+        """INSERT INTO audit_log (at, bank_id, member_id, token_id, action, target, detail,
+                                  prev_hash, hash)
+           VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9) RETURNING id""",
+        row["at"],
+        bank,
+        actor.member_id,
+        actor.token_id,
+        action,
+        row["target"],
+        json.dumps(row["detail"], ensure_ascii=False),
+        prev_hash,
+        digest,
+    )
+
+
+@dataclass(frozen=True)
+class Problem:
+    audit_id: int
+    bank_id: int | None
+    what: str
+
+
+async def rows(conn: asyncpg.Connection, bank_id: int | None = None) -> AsyncIterator[dict]:
+    """Audit rows in chain order (all banks, or one bank)."""
+    query = "SELECT * FROM audit_log"
+    args: list[Any] = []
+    if bank_id is not None:
+        query += " WHERE bank_id = $1"
+        args.append(bank_id)
+    query += " ORDER BY bank_id NULLS FIRST, id"
+    async with conn.transaction(readonly=True, isolation="repeatable_read"):
+        async for record in conn.cursor(query, *args):
+            yield dict(record)
+
+
+async def verify(conn: asyncpg.Connection, bank_id: int | None = None) -> list[Problem]:
+    """Walk every chain; report each row whose links or hash do not hold."""
+    problems: list[Problem] = []
+    last: dict[int | None, bytes] = {}
+    async for row in rows(conn, bank_id):
+        chain = row["bank_id"]
+        expected_prev = last.get(chain, GENESIS)
+        if bytes(row["prev_hash"]) != expected_prev:
+            problems.append(Problem(row["id"], chain, "broken link: a row before it was removed, "
+                                    "inserted or reordered"))
+        if chain_hash(bytes(row["prev_hash"]), row) != bytes(row["hash"]):
+            problems.append(Problem(row["id"], chain, "hash mismatch: the row was edited"))
+        last[chain] = bytes(row["hash"])
+    return problems
+
+
+def export_record(row: Mapping[str, Any]) -> dict[str, Any]:
+    detail = row["detail"]
+    return {
+        "id": row["id"],
+        "at": row["at"].astimezone(UTC).isoformat(),
+        "bank_id": row["bank_id"],
+        "member_id": row["member_id"],
+        "token_id": row["token_id"],
+        "action": row["action"],
+        "target": row["target"],
+        "detail": json.loads(detail) if isinstance(detail, str) else detail,
+        "prev_hash": bytes(row["prev_hash"]).hex(),
+        "hash": bytes(row["hash"]).hex(),
+    }

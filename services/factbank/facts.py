@@ -1,0 +1,110 @@
+"""Reading and writing fact rows. Every query is scoped by bank id: there is no other way in."""
+
+from __future__ import annotations
+
+import hashlib
+import unicodedata
+from datetime import UTC, datetime
+
+import asyncpg
+
+from factbank import trust
+from factbank.banks import NotFound
+from factbank.models import Author, Fact, Source
+
+FACT_SELECT = """
+SELECT f.*, b.name AS bank, m.name AS member, c.decays
+FROM facts f
+JOIN banks b ON b.id = f.bank_id
+JOIN members m ON m.id = f.created_by_member
+JOIN categories c ON c.bank_id = f.bank_id AND c.name = f.category
+"""
+
+
+def content_hash(content: str) -> bytes:
+    """Hash of the normalised text: the same words in other whitespace/case are one fact."""
+    norm = " ".join(unicodedata.normalize("NFKC", content).casefold().split())
+    return hashlib.sha256(norm.encode()).digest()
+
+
+def effective_trust(row: asyncpg.Record | dict, now: datetime | None = None) -> float:
+    return trust.DEFAULT.effective(
+        row["trust"], row["confirmed_at"], now or datetime.now(UTC), bool(row["decays"])
+    )
+
+
+def to_fact(row: asyncpg.Record | dict, now: datetime | None = None) -> Fact:
+    return Fact(
+        id=row["id"],
+        bank=row["bank"],
+        content=row["content"],
+        category=row["category"],
+        tags=list(row["tags"]),
+        source=Source(kind=row["source_kind"], location=row["source_location"]),
+        quote=row["quote"],
+        project=row["project"],
+        origin=row["origin"],
+        tentative=row["tentative"],
+        trust=round(row["trust"], 4),
+        effective_trust=round(effective_trust(row, now), 4),
+        status=row["status"],
+        superseded_by=row["superseded_by"],
+        supersede_reason=row["supersede_reason"],
+        created_by=Author(member=row["member"], agent=row["created_by_agent"]),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        confirmed_at=row["confirmed_at"],
+    )
+
+
+async def get_row(conn: asyncpg.Connection, bank_id: int, fact_id: int, *, lock: bool = False):
+    sql = FACT_SELECT + " WHERE f.bank_id = $1 AND f.id = $2"
+    if lock:
+        sql += " FOR UPDATE OF f"
+    row = await conn.fetchrow(sql, bank_id, fact_id)
+    if row is None:
+        raise NotFound(f"no fact #{fact_id} in this bank")
+    return row
+
+
+async def get_fact(conn: asyncpg.Connection, bank_id: int, fact_id: int) -> Fact:
+    return to_fact(await get_row(conn, bank_id, fact_id))
+
+
+async def list_facts(
+    conn: asyncpg.Connection,
+    bank_id: int,
+    *,
+    status: str | None = None,
+    category: str | None = None,
+    project: str | None = None,
+    after: int = 0,
+    limit: int = 100,
+) -> tuple[list[Fact], int | None]:
+    """A page of a bank's facts in id order; deleted facts only when asked for by status."""
+    rows = await conn.fetch(
+        FACT_SELECT
+        + """ WHERE f.bank_id = $1 AND f.id > $2
+              AND ($3::text IS NULL AND f.status <> 'deleted' OR f.status = $3)
+              AND ($4::text IS NULL OR f.category = $4)
+              AND ($5::text IS NULL OR f.project = $5)
+            ORDER BY f.id LIMIT $6""",
+        bank_id,
+        after,
+        status,
+        category,
+        project,
+        limit + 1,
+    )
+    now = datetime.now(UTC)
+    facts = [to_fact(r, now) for r in rows[:limit]]
+    next_cursor = facts[-1].id if len(rows) > limit else None
+    return facts, next_cursor
+
+
+async def category_exists(conn: asyncpg.Connection, bank_id: int, name: str) -> bool:
+    return bool(
+        await conn.fetchval(
+            "SELECT 1 FROM categories WHERE bank_id = $1 AND name = $2", bank_id, name
+        )
+    )

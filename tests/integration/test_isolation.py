@@ -1,0 +1,105 @@
+"""Walk every route of both apps, from their own route tables, so a new route is covered.
+
+For each route: no token -> 401; bank A's token on bank B's fact -> 403/404 and none of B's
+content in the answer; a read-only token on a non-GET route -> 403. Routes with a body
+declare an example in `opt={"example": ...}`; a route without one fails here on purpose.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from litestar.routes import HTTPRoute
+
+from tests.integration.conftest import auth, fact_body
+
+SECRET_CONTENT = "Bank beta keeps its ledger on host zircon-7"
+
+
+def _routes(app):
+    for route in app.routes:
+        if not isinstance(route, HTTPRoute):
+            continue
+        for handler in route.route_handlers:
+            for method in handler.http_methods:
+                if method in ("HEAD", "OPTIONS"):
+                    continue
+                yield route.path, method, handler
+
+
+def _is_open(path: str) -> bool:
+    return path in ("/healthz", "/readyz")
+
+
+def _fill(path: str, fact_id: int) -> str:
+    return re.sub(r"\{[a-z_]+(:[a-z]+)?\}", str(fact_id), path)
+
+
+async def _call(client, method, path, handler, headers):
+    example = handler.opt.get("example")
+    kwargs = {"headers": headers}
+    if method in ("POST", "PUT", "PATCH"):
+        assert example is not None, f"{method} {path} must declare opt={{'example': ...}}"
+        if isinstance(example, str):
+            kwargs["content"] = example
+        else:
+            kwargs["json"] = example
+    elif example is not None and method == "GET":
+        kwargs["params"] = example
+    return await client.request(method, path, **kwargs)
+
+
+async def test_every_route_needs_a_token_and_keeps_banks_apart(stack, two_banks):
+    alpha, beta = two_banks
+    r = await stack.ingest.post("/v1/facts", json=fact_body(SECRET_CONTENT), headers=auth(beta.rw))
+    assert r.status_code == 201, r.text
+    beta_fact = r.json()["fact"]["id"]
+    walked = 0
+    for client in (stack.ingest, stack.recall):
+        for path, method, handler in _routes(client.app):
+            if _is_open(path):
+                continue
+            if path.startswith("/schema"):
+                # The OpenAPI document is an API route too: it needs a token.
+                r = await client.get(path)
+                assert r.status_code == 401, (path, r.status_code)
+                continue
+            url = _fill(path, beta_fact)
+            walked += 1
+            r = await _call(client, method, url, handler, {})
+            assert r.status_code == 401, (method, path, r.status_code, r.text)
+
+            r = await _call(client, method, url, handler, auth(alpha.admin))
+            assert SECRET_CONTENT not in r.text, (method, path)
+            assert "zircon" not in r.text, (method, path)
+            if "{" in path:
+                assert r.status_code in (403, 404), (method, path, r.status_code, r.text)
+
+            if method != "GET":
+                r = await _call(client, method, url, handler, auth(alpha.ro))
+                assert r.status_code == 403, (method, path, r.status_code, r.text)
+    assert walked >= 3
+    # Bank beta's fact is untouched by everything alpha tried.
+    r = await stack.ingest.get(f"/v1/facts/{beta_fact}", headers=auth(beta.ro))
+    assert r.status_code == 200
+    body = r.json()
+    fact = body.get("fact", body)
+    assert fact["content"] == SECRET_CONTENT
+    assert fact["status"] == "active"
+
+
+async def test_openapi_document_is_served_with_a_token(stack, two_banks):
+    alpha, _ = two_banks
+    for client in (stack.ingest, stack.recall):
+        r = await client.get("/schema/openapi.json", headers=auth(alpha.ro))
+        assert r.status_code == 200
+        doc = json.loads(r.text)
+        assert any(p.startswith("/v1/") for p in doc["paths"])
+
+
+async def test_health_is_open(stack):
+    for client in (stack.ingest, stack.recall):
+        assert (await client.get("/healthz")).json() == {"status": "ok"}
+        r = await client.get("/readyz")
+        assert r.status_code == 200 and r.json()["database"] == "ok"
