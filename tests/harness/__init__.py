@@ -1,0 +1,1 @@
+"""End-to-end harness infrastructure: real Claude Code, Codex and Pi against a fake model."""
