@@ -108,11 +108,12 @@ _QUANTITY = re.compile(rf"(?<![\w.])(\d+(?:\.\d+)?)\s*({_UNIT_ALT})(?![a-z0-9_])
 _DIGITS = re.compile(r"\d+(?:\.\d+)*")
 _NUMBER_TOKEN = re.compile(r"^v?\d+(?:\.\d+)*$")
 
+# "one" is left out: it is usually a pronoun or an article, not a count.
 _EN_NUMBER_WORDS = {
     "zero": 0, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
     "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "twenty": 20, "thirty": 30, "forty": 40,
     "fifty": 50, "hundred": 100, "thousand": 1000, "twice": 2, "double": 2, "triple": 3,
-}  # fmt: skip  -- "one" is left out: it is usually a pronoun or an article.
+}  # fmt: skip
 _ZH_DIGITS = {
     "零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4,
     "五": 5, "六": 6, "七": 7, "八": 8, "九": 9,
