@@ -92,6 +92,7 @@ CREATE TABLE facts (
     embedding         vector(384),
     embedding_model   text,
     doc_len           integer NOT NULL DEFAULT 0,
+    indexed           boolean NOT NULL DEFAULT false,
     FOREIGN KEY (bank_id, category) REFERENCES categories (bank_id, name) ON UPDATE CASCADE
 );
 CREATE INDEX facts_bank_status ON facts (bank_id, status);

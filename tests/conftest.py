@@ -17,6 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 import pytest
+
 from factbank import db, migrations
 
 _counter = itertools.count()

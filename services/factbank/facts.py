@@ -108,3 +108,50 @@ async def category_exists(conn: asyncpg.Connection, bank_id: int, name: str) -> 
             "SELECT 1 FROM categories WHERE bank_id = $1 AND name = $2", bank_id, name
         )
     )
+
+
+async def record_event(
+    conn: asyncpg.Connection,
+    fact_id: int,
+    bank_id: int,
+    kind: str,
+    *,
+    before: float | None,
+    after: float | None,
+    member_id: int | None,
+    agent: str = "",
+    reason: str = "",
+    related: int | None = None,
+) -> None:
+    """One row of a fact's history: every trust change and lifecycle step, with who and why."""
+    await conn.execute(
+        """INSERT INTO fact_events (fact_id, bank_id, kind, trust_before, trust_after, member_id,
+                                    agent, reason, related_fact)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)""",
+        fact_id,
+        bank_id,
+        kind,
+        before,
+        after,
+        member_id,
+        agent,
+        reason,
+        related,
+    )
+
+
+async def bump_version(conn: asyncpg.Connection, bank_id: int) -> None:
+    """Every write bumps the bank's version; recall caches key on it, so reads see the write."""
+    await conn.execute("UPDATE banks SET version = version + 1 WHERE id = $1", bank_id)
+
+
+async def events(conn: asyncpg.Connection, bank_id: int, fact_id: int) -> list[dict]:
+    rows = await conn.fetch(
+        """SELECT e.id, e.kind, e.trust_before, e.trust_after, m.name AS member, e.agent,
+                  e.reason, e.related_fact, e.created_at
+           FROM fact_events e LEFT JOIN members m ON m.id = e.member_id
+           WHERE e.bank_id = $1 AND e.fact_id = $2 ORDER BY e.id""",
+        bank_id,
+        fact_id,
+    )
+    return [dict(r) for r in rows]

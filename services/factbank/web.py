@@ -6,6 +6,7 @@ lives here once, so the two services cannot disagree on it.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -28,22 +29,15 @@ from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
-from factbank import banks, db
+from factbank import banks, db, embedder
 from factbank.banks import Principal
+from factbank.gate import Refused
+from factbank.retain import BatchRefused, Deps
 from factbank.settings import Settings
 
 log = logging.getLogger("factbank.web")
 
 OPEN_PATHS = ["^/healthz$", "^/readyz$"]
-
-
-class GateRefused(ValueError):
-    """Input that is well-formed but refused by a domain rule: a 422 with the reason."""
-
-    def __init__(self, message: str, *, field: str | None = None, extra: Any = None) -> None:
-        super().__init__(message)
-        self.field = field
-        self.extra = extra
 
 
 @dataclass
@@ -54,7 +48,12 @@ class Runtime:
     pool: asyncpg.Pool | None = None
     read_pool: asyncpg.Pool | None = None
     redis: Any = None
+    model: embedder.Loaded = field(default_factory=lambda: embedder.Loaded(None, "not loaded"))
     extras: dict[str, Any] = field(default_factory=dict)
+
+    def deps(self) -> Deps:
+        assert self.pool is not None
+        return Deps(self.pool, self.settings, self.model.embedder)
 
     @property
     def reader(self) -> asyncpg.Pool:
@@ -124,8 +123,10 @@ def _domain_exception(_: Request, exc: Exception) -> Response:
         return _error(404, str(exc))
     if isinstance(exc, banks.Conflict):
         return _error(409, str(exc))
-    if isinstance(exc, GateRefused):
-        return _error(422, str(exc), field=exc.field, extra=exc.extra)
+    if isinstance(exc, Refused):
+        return _error(422, f"refused: {exc}", reasons=exc.reasons)
+    if isinstance(exc, BatchRefused):
+        return _error(422, str(exc), errors=exc.errors)
     if isinstance(exc, ValueError):
         return _error(422, str(exc))
     log.exception("unhandled error")
@@ -195,6 +196,7 @@ def create_app(
             rt.redis = aioredis.from_url(
                 settings.redis_url, socket_timeout=0.5, socket_connect_timeout=0.5
             )
+        rt.model = await asyncio.to_thread(embedder.load, settings.embedder)
         try:
             for hook in on_start:
                 result = hook(rt)

@@ -1,13 +1,18 @@
-"""The ingest service: the only way anything enters a bank."""
+"""The ingest service: the only way anything enters a bank. Routes only map HTTP to the core."""
 
 from __future__ import annotations
 
-from factbank import facts
-from factbank.models import Fact, NewFact
+import msgspec
+from litestar import Litestar, Request, delete, get, patch, post
+from litestar.params import FromPath, JSONBody, Parameter
+
+from factbank import categories, lifecycle, retain
+from factbank.models import Fact, NewFact, Strict
+from factbank.retain import BatchRefused, Outcome
 from factbank.settings import Settings
 from factbank.web import create_app, requires, runtime
-from factbank_ingest import writes
-from litestar import Litestar, Request, get, post
+
+MAX_IMPORT_BYTES = 32 * 1024 * 1024
 
 EXAMPLE_FACT = {
     "content": "The staging API listens on port 8443",
@@ -19,21 +24,186 @@ EXAMPLE_FACT = {
 }
 
 
+class Supersede(Strict):
+    fact: NewFact
+    replaces: list[int]
+    reason: str
+
+
+class Judgement(Strict):
+    reason: str = ""
+
+
+class Edit(Strict):
+    tags: list[str] | None = None
+    category: str | None = None
+
+
+class NewCategory(Strict):
+    name: str
+    description: str = ""
+    auto_inject: bool = False
+    decays: bool = True
+
+
+class ImportResult(msgspec.Struct, kw_only=True):
+    stored: int
+    reinforced: int
+    results: list[Outcome]
+
+
 @post("/v1/facts", guards=[requires("write")], status_code=201, opt={"example": EXAMPLE_FACT})
-async def add_fact(request: Request, data: NewFact) -> writes.AddResult:
-    """Add one fact (content, category, source, verbatim quote). Refusals say why."""
-    rt = runtime(request)
-    return await writes.add(rt, request.user, data)
+async def add_fact(request: Request, data: JSONBody[NewFact]) -> Outcome:
+    """Save one verified fact: one atomic claim, its category, a source (kind + location) and
+    a verbatim quote from it. A repeat of the same claim reinforces the existing fact; a similar
+    but different claim is stored and `possible_duplicate_of` names what it may supersede."""
+    return await retain.add(runtime(request).deps(), request.user, data)
+
+
+@post(
+    "/v1/facts/import",
+    guards=[requires("write")],
+    status_code=201,
+    request_max_body_size=MAX_IMPORT_BYTES,
+    opt={"example": msgspec.json.encode(EXAMPLE_FACT).decode() + "\n"},
+)
+async def import_facts(request: Request) -> ImportResult:
+    """Import JSONL (one fact per line) in ONE transaction: any bad line refuses the whole
+    import, and the answer lists every bad line with its reasons."""
+    body = await request.body()
+    items: list[NewFact] = []
+    errors: list[dict] = []
+    lines = [
+        (n, ln)
+        for n, ln in enumerate(body.decode("utf-8", "replace").splitlines(), 1)
+        if ln.strip()
+    ]
+    if not lines:
+        raise BatchRefused(
+            [{"line": 0, "reasons": [{"field": "body", "reason": "no JSONL lines"}]}]
+        )
+    for n, line in lines:
+        try:
+            items.append(msgspec.json.decode(line, type=NewFact))
+        except msgspec.ValidationError as exc:
+            errors.append({"line": n, "reasons": [{"field": "line", "reason": str(exc)}]})
+        except msgspec.DecodeError as exc:
+            errors.append(
+                {"line": n, "reasons": [{"field": "line", "reason": f"malformed JSON: {exc}"}]}
+            )
+    if errors:
+        raise BatchRefused(errors)
+    try:
+        outcomes = await retain.add_many(runtime(request).deps(), request.user, items)
+    except BatchRefused as exc:
+        raise BatchRefused(
+            [{"line": lines[e["index"]][0], "reasons": e["reasons"]} for e in exc.errors]
+        ) from None
+    return ImportResult(
+        stored=sum(o.status == "stored" for o in outcomes),
+        reinforced=sum(o.status == "reinforced" for o in outcomes),
+        results=outcomes,
+    )
+
+
+@post(
+    "/v1/facts/supersede",
+    guards=[requires("write")],
+    status_code=201,
+    opt={"example": {"fact": EXAMPLE_FACT, "replaces": [1], "reason": "moved to 8443"}},
+)
+async def supersede_facts(request: Request, data: JSONBody[Supersede]) -> Outcome:
+    """Replace facts that no longer hold: stores the new fact, retires the old ones and links
+    them to it with the reason, so a recall that hits an old claim returns the current one."""
+    return await retain.supersede(
+        runtime(request).deps(), request.user, data.fact, data.replaces, data.reason
+    )
+
+
+@post(
+    "/v1/facts/{fact_id:int}/confirm",
+    guards=[requires("write")],
+    status_code=200,
+    opt={"example": {"reason": "checked deploy/staging.yaml"}},
+)
+async def confirm_fact(request: Request, fact_id: FromPath[int], data: JSONBody[Judgement]) -> Fact:
+    """The fact held when you checked it: trust rises (t += 0.30(1-t)) and decay restarts."""
+    return await lifecycle.confirm(runtime(request).deps(), request.user, fact_id, data.reason)
+
+
+@post(
+    "/v1/facts/{fact_id:int}/dispute",
+    guards=[requires("write")],
+    status_code=200,
+    opt={"example": {"reason": "the file now says 8444"}},
+)
+async def dispute_fact(request: Request, fact_id: FromPath[int], data: JSONBody[Judgement]) -> Fact:
+    """The fact looks wrong: trust falls (t -= 0.40t). If you know the right claim, supersede."""
+    return await lifecycle.dispute(runtime(request).deps(), request.user, fact_id, data.reason)
+
+
+@patch(
+    "/v1/facts/{fact_id:int}",
+    guards=[requires("write")],
+    opt={"example": {"tags": ["staging", "端口"]}},
+)
+async def edit_fact(request: Request, fact_id: FromPath[int], data: JSONBody[Edit]) -> Fact:
+    """Change a fact's tags or category (content is immutable: supersede to change a claim)."""
+    return await lifecycle.edit(
+        runtime(request).deps(), request.user, fact_id, tags=data.tags, category=data.category
+    )
+
+
+@delete("/v1/facts/{fact_id:int}", guards=[requires("write")], status_code=200)
+async def delete_fact(
+    request: Request, fact_id: FromPath[int], reason: str = Parameter(default="", max_length=500)
+) -> Fact:
+    """Soft delete: no longer recalled; the row and its history stay, and it is audited."""
+    return await lifecycle.delete(runtime(request).deps(), request.user, fact_id, reason)
+
+
+@delete("/v1/facts/{fact_id:int}/purge", guards=[requires("admin")], status_code=200)
+async def purge_fact(request: Request, fact_id: FromPath[int]) -> dict:
+    """Hard delete for admins: the fact, its history, postings and cached embedding."""
+    return await lifecycle.purge(runtime(request).deps(), request.user, fact_id)
 
 
 @get("/v1/facts/{fact_id:int}", guards=[requires("read")])
-async def get_fact(request: Request, fact_id: int) -> Fact:
-    """One fact of this bank by id (404 for any other bank's id)."""
-    async with runtime(request).pool.acquire() as conn:
-        return await facts.get_fact(conn, request.user.bank_id, fact_id)
+async def get_fact(request: Request, fact_id: FromPath[int]) -> dict:
+    """A fact with its full history: events, the facts it superseded, and its successors."""
+    return await lifecycle.history(runtime(request).pool, request.user, fact_id)
 
 
-ROUTES = [add_fact, get_fact]
+@post(
+    "/v1/categories",
+    guards=[requires("write")],
+    status_code=201,
+    opt={"example": {"name": "runbooks", "description": "How to operate a service."}},
+)
+async def add_category(request: Request, data: JSONBody[NewCategory]) -> dict:
+    """Add a category to this bank's registry (names: lowercase, digits, '-', '_')."""
+    return await categories.add(
+        runtime(request).pool,
+        request.user,
+        data.name,
+        data.description,
+        data.auto_inject,
+        data.decays,
+    )
+
+
+ROUTES = [
+    add_fact,
+    import_facts,
+    supersede_facts,
+    confirm_fact,
+    dispute_fact,
+    edit_fact,
+    delete_fact,
+    purge_fact,
+    get_fact,
+    add_category,
+]
 
 
 def create(settings: Settings | None = None, *, dsn: str | None = None) -> Litestar:

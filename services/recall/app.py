@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from litestar import Litestar, Request, get
+from litestar.params import Parameter
+
 from factbank import facts
 from factbank.models import FactPage
 from factbank.settings import Settings
 from factbank.web import create_app, requires, runtime
-from litestar import Litestar, Request, get
-from litestar.params import Parameter
 
 
 @get("/v1/facts", guards=[requires("read")])
@@ -22,8 +23,13 @@ async def list_facts(
     """A page of this bank's facts in id order; pass `next_cursor` back as `after`."""
     async with runtime(request).reader.acquire() as conn:
         page, cursor = await facts.list_facts(
-            conn, request.user.bank_id, status=status, category=category, project=project,
-            after=after, limit=limit,
+            conn,
+            request.user.bank_id,
+            status=status,
+            category=category,
+            project=project,
+            after=after,
+            limit=limit,
         )
     return FactPage(facts=page, next_cursor=cursor)
 

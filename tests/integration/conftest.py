@@ -7,11 +7,12 @@ from dataclasses import dataclass
 
 import asyncpg
 import pytest
+from litestar.testing import AsyncTestClient
+
 from factbank import banks
 from factbank.settings import Settings
 from factbank_ingest import app as ingest_app
 from factbank_recall import app as recall_app
-from litestar.testing import AsyncTestClient
 
 
 @dataclass

@@ -6,8 +6,8 @@ import asyncio
 
 import asyncpg
 import pytest
-from factbank import db, migrations
 
+from factbank import db, migrations
 from tests.conftest import with_database
 
 

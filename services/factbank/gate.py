@@ -1,0 +1,196 @@
+"""The write gate (principle 1): what a fact must carry to enter a bank, checked before
+anything is stored or embedded, with secrets redacted first (principle 10).
+
+A fact is one atomic claim with a category from the bank's registry, a source (kind plus a
+location) and a verbatim quote from that source. Text that looks like a pasted conversation or
+a log dump is refused with the reason: memory that ingests transcripts spreads their errors.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from factbank import redaction
+from factbank.models import NewFact
+
+MAX_QUOTE_CHARS = 2000
+MAX_TAGS = 12
+MAX_TAG_CHARS = 40
+MAX_PROJECT_CHARS = 200
+MAX_LOCATION_CHARS = 500
+MAX_CONTENT_LINES = 4
+
+_SPEAKER = re.compile(
+    r"^\s*(user|assistant|human|ai|system|claude|codex|gpt|me|you|q|a|用户|助手|我|你)\s*[:：>]",
+    re.IGNORECASE | re.MULTILINE,
+)
+_LOG_LINE = re.compile(
+    r"^\s*(\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}|\[?\d{2}:\d{2}:\d{2}|"
+    r"(DEBUG|INFO|WARN|WARNING|ERROR|FATAL|TRACE)\b[\s:\]]|"
+    r"at [\w.$]+\(|File \".*\", line \d+|Traceback \(most recent call last\))",
+    re.MULTILINE,
+)
+_SHA = re.compile(r"^[0-9a-f]{7,40}$", re.IGNORECASE)
+_URL = re.compile(r"^https?://\S+$", re.IGNORECASE)
+
+
+class Refused(ValueError):
+    """The fact was refused: `reasons` lists each problem as {field, reason}."""
+
+    def __init__(self, reasons: list[dict[str, str]]) -> None:
+        self.reasons = reasons
+        super().__init__("; ".join(f"{r['field']}: {r['reason']}" for r in reasons))
+
+
+@dataclass
+class Prepared:
+    """A fact that passed the gate: normalised and redacted, ready to store."""
+
+    content: str
+    category: str
+    tags: list[str]
+    source_kind: str
+    source_location: str
+    quote: str
+    project: str | None
+    origin: str
+    tentative: bool
+    agent: str
+    redacted: list[redaction.Finding] = field(default_factory=list)
+
+
+def _dump_reason(text: str, what: str) -> str | None:
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if len(_SPEAKER.findall(text)) >= 2:
+        return f"{what} looks like a pasted conversation; save the one fact it established"
+    if len(_LOG_LINE.findall(text)) >= 3:
+        return f"{what} looks like a log dump; save the error and its cause, quote one line"
+    if what == "content" and len(lines) > MAX_CONTENT_LINES:
+        return (
+            f"content has {len(lines)} lines; a fact is one atomic claim (at most "
+            f"{MAX_CONTENT_LINES} lines)"
+        )
+    return None
+
+
+def _check_source(kind: str, location: str) -> str | None:
+    if kind in ("file", "doc", "command") and not location:
+        hint = {
+            "file": "a path, e.g. src/app.py:42",
+            "doc": "a document name or path",
+            "command": "the command that was run",
+        }[kind]
+        return f"source kind '{kind}' needs a location: {hint}"
+    if kind == "url" and not _URL.match(location):
+        return "source kind 'url' needs an http(s) URL as its location"
+    if kind == "commit" and not any(_SHA.match(p) for p in re.split(r"[\s@:#]+", location)):
+        return "source kind 'commit' needs a commit SHA (7-40 hex digits) in its location"
+    return None
+
+
+def _clean_tags(tags: list[str], reasons: list[dict[str, str]]) -> list[str]:
+    out: list[str] = []
+    for i, tag in enumerate(tags):
+        tag = " ".join(tag.split())
+        if not tag:
+            continue
+        if len(tag) > MAX_TAG_CHARS:
+            reasons.append(
+                {
+                    "field": f"tags[{i}]",
+                    "reason": f"tag is {len(tag)} characters; the limit is {MAX_TAG_CHARS}",
+                }
+            )
+            continue
+        if tag.casefold() not in (t.casefold() for t in out):
+            out.append(tag)
+    if len(out) > MAX_TAGS:
+        reasons.append({"field": "tags", "reason": f"{len(out)} tags; the limit is {MAX_TAGS}"})
+    return out
+
+
+def check(new: NewFact, *, max_chars: int, policy: str, agent: str = "") -> Prepared:
+    """Validate and redact one fact; raise `Refused` listing every problem found."""
+    reasons: list[dict[str, str]] = []
+    content = new.content.strip()
+    quote = new.quote.strip()
+    location = new.source.location.strip()
+    if not content:
+        reasons.append({"field": "content", "reason": "content is empty"})
+    elif len(content) > max_chars:
+        reasons.append(
+            {
+                "field": "content",
+                "reason": f"content is {len(content)} characters; "
+                f"the limit is {max_chars}: save one atomic claim",
+            }
+        )
+    elif reason := _dump_reason(content, "content"):
+        reasons.append({"field": "content", "reason": reason})
+    if not quote:
+        reasons.append(
+            {
+                "field": "quote",
+                "reason": "a verbatim quote from the source is required"
+                + (" (the user's own words)" if new.source.kind == "user" else ""),
+            }
+        )
+    elif len(quote) > MAX_QUOTE_CHARS:
+        reasons.append(
+            {
+                "field": "quote",
+                "reason": f"quote is {len(quote)} characters; the "
+                f"limit is {MAX_QUOTE_CHARS}: quote the lines that show the fact",
+            }
+        )
+    elif reason := _dump_reason(quote, "quote"):
+        reasons.append({"field": "quote", "reason": reason})
+    if len(location) > MAX_LOCATION_CHARS:
+        reasons.append(
+            {
+                "field": "source.location",
+                "reason": f"location is longer than {MAX_LOCATION_CHARS} characters",
+            }
+        )
+    elif reason := _check_source(new.source.kind, location):
+        reasons.append({"field": "source.location", "reason": reason})
+    project = (new.project or "").strip() or None
+    if project and len(project) > MAX_PROJECT_CHARS:
+        reasons.append(
+            {
+                "field": "project",
+                "reason": f"project key is longer than {MAX_PROJECT_CHARS} characters",
+            }
+        )
+    tags = _clean_tags(new.tags, reasons)
+    if reasons:
+        raise Refused(reasons)
+
+    clean, findings = redaction.redact_fields(
+        {"content": content, "quote": quote, "source": location, "tags": tags}
+    )
+    if findings and policy == "reject":
+        kinds = sorted({f"{f.field}: {f.kind}" for f in findings})
+        raise Refused(
+            [
+                {
+                    "field": "content",
+                    "reason": "this bank rejects facts containing "
+                    "secrets; found " + ", ".join(kinds),
+                }
+            ]
+        )
+    return Prepared(
+        content=str(clean["content"]),
+        category=new.category,
+        tags=list(clean["tags"] or []),
+        source_kind=new.source.kind,
+        source_location=str(clean["source"]),
+        quote=str(clean["quote"]),
+        project=project,
+        origin=new.origin,
+        tentative=new.tentative,
+        agent=(new.agent or agent or "")[:64],
+        redacted=findings,
+    )

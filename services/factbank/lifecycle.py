@@ -1,0 +1,251 @@
+"""What happens to a fact after it is retained: confirm, dispute, edit, delete, purge, history.
+
+Trust changes lock the fact's row (`FOR UPDATE`) and compute from the locked value, so two
+agents confirming and disputing at once both land, in some order, and neither is lost. Every
+change writes a fact event (who, why, before, after), bumps the bank version and is audited.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import asyncpg
+
+from factbank import audit, embedder, facts, lexicon
+from factbank.banks import Principal
+from factbank.gate import MAX_TAG_CHARS, MAX_TAGS, Refused
+from factbank.models import Fact
+from factbank.retain import Deps
+from factbank.trust import DEFAULT as POLICY
+
+
+async def _locked(conn: asyncpg.Connection, principal: Principal, fact_id: int):
+    row = await facts.get_row(conn, principal.bank_id, fact_id, lock=True)
+    if row["status"] == "deleted":
+        raise Refused([{"field": "id", "reason": f"fact #{fact_id} is deleted"}])
+    return row
+
+
+async def _judge(deps: Deps, principal: Principal, fact_id: int, kind: str, reason: str) -> Fact:
+    async with deps.pool.acquire() as conn, conn.transaction():
+        row = await _locked(conn, principal, fact_id)
+        before = row["trust"]
+        if kind == "confirmed":
+            after = POLICY.stored(POLICY.confirm(before))
+            status = (
+                "active"
+                if row["status"] == "disputed" and POLICY.injectable(after)
+                else row["status"]
+            )
+            await conn.execute(
+                "UPDATE facts SET trust = $2, status = $3, confirmed_at = now(), "
+                "updated_at = now() WHERE id = $1",
+                fact_id,
+                after,
+                status,
+            )
+        else:
+            after = POLICY.stored(POLICY.dispute(before))
+            status = (
+                "disputed"
+                if row["status"] == "active" and not POLICY.injectable(after)
+                else row["status"]
+            )
+            await conn.execute(
+                "UPDATE facts SET trust = $2, status = $3, updated_at = now() WHERE id = $1",
+                fact_id,
+                after,
+                status,
+            )
+        await facts.record_event(
+            conn,
+            fact_id,
+            principal.bank_id,
+            kind,
+            before=before,
+            after=after,
+            member_id=principal.member_id,
+            agent=principal.agent,
+            reason=reason,
+        )
+        action = {"confirmed": "fact.confirm", "disputed": "fact.dispute"}[kind]
+        await audit.append(
+            conn, principal.actor(), action, str(fact_id), {"before": before, "after": after}
+        )
+        await facts.bump_version(conn, principal.bank_id)
+        return await facts.get_fact(conn, principal.bank_id, fact_id)
+
+
+async def confirm(deps: Deps, principal: Principal, fact_id: int, reason: str = "") -> Fact:
+    return await _judge(deps, principal, fact_id, "confirmed", reason)
+
+
+async def dispute(deps: Deps, principal: Principal, fact_id: int, reason: str) -> Fact:
+    if not reason.strip():
+        raise Refused([{"field": "reason", "reason": "say why the fact is wrong"}])
+    return await _judge(deps, principal, fact_id, "disputed", reason)
+
+
+async def edit(
+    deps: Deps,
+    principal: Principal,
+    fact_id: int,
+    *,
+    tags: Sequence[str] | None = None,
+    category: str | None = None,
+) -> Fact:
+    """Change tags and/or category; tags are indexed by both legs, so both are rebuilt."""
+    if tags is None and category is None:
+        raise Refused([{"field": "tags", "reason": "nothing to change: give tags or category"}])
+    clean_tags = None
+    if tags is not None:
+        clean_tags = list(dict.fromkeys(" ".join(t.split()) for t in tags if t.strip()))
+        if len(clean_tags) > MAX_TAGS or any(len(t) > MAX_TAG_CHARS for t in clean_tags):
+            raise Refused(
+                [
+                    {
+                        "field": "tags",
+                        "reason": f"at most {MAX_TAGS} tags of at most {MAX_TAG_CHARS} characters",
+                    }
+                ]
+            )
+        from factbank import redaction
+
+        clean_tags = list(redaction.redact_fields({"tags": clean_tags})[0]["tags"] or [])
+    async with deps.pool.acquire() as conn:
+        row = await facts.get_row(conn, principal.bank_id, fact_id)
+        new_tags = clean_tags if clean_tags is not None else list(row["tags"])
+        text = lexicon.indexed_text(row["content"], new_tags)
+        vector = None
+        if deps.embedder is not None:
+            vector = (await embedder.embed_passages(conn, deps.embedder, [text]))[0]
+        async with conn.transaction():
+            row = await _locked(conn, principal, fact_id)
+            if category is not None and not await facts.category_exists(
+                conn, principal.bank_id, category
+            ):
+                raise Refused([{"field": "category", "reason": f"unknown category {category!r}"}])
+            await conn.execute(
+                """UPDATE facts SET tags = $2, category = $3, updated_at = now(),
+                          embedding = coalesce($4::vector, embedding),
+                          embedding_model = coalesce($5, embedding_model) WHERE id = $1""",
+                fact_id,
+                new_tags,
+                category or row["category"],
+                vector,
+                deps.embedder.name if deps.embedder and vector is not None else None,
+            )
+            if row["indexed"]:
+                await lexicon.unindex_fact(conn, principal.bank_id, fact_id)
+                await lexicon.index_fact(conn, principal.bank_id, fact_id, text)
+            changes = {k: v for k, v in (("tags", clean_tags), ("category", category)) if v}
+            await facts.record_event(
+                conn,
+                fact_id,
+                principal.bank_id,
+                "edited",
+                before=row["trust"],
+                after=row["trust"],
+                member_id=principal.member_id,
+                agent=principal.agent,
+                reason=", ".join(f"{k} changed" for k in changes),
+            )
+            await audit.append(
+                conn, principal.actor(), "fact.edit", str(fact_id), {"changed": sorted(changes)}
+            )
+            await facts.bump_version(conn, principal.bank_id)
+            return await facts.get_fact(conn, principal.bank_id, fact_id)
+
+
+async def delete(deps: Deps, principal: Principal, fact_id: int, reason: str = "") -> Fact:
+    """Soft delete: the row and its history stay (audited); it is no longer searchable."""
+    async with deps.pool.acquire() as conn, conn.transaction():
+        row = await _locked(conn, principal, fact_id)
+        await conn.execute(
+            "UPDATE facts SET status = 'deleted', updated_at = now() WHERE id = $1", fact_id
+        )
+        await lexicon.unindex_fact(conn, principal.bank_id, fact_id)
+        await facts.record_event(
+            conn,
+            fact_id,
+            principal.bank_id,
+            "deleted",
+            before=row["trust"],
+            after=row["trust"],
+            member_id=principal.member_id,
+            agent=principal.agent,
+            reason=reason,
+        )
+        await audit.append(conn, principal.actor(), "fact.delete", str(fact_id), {"reason": reason})
+        await facts.bump_version(conn, principal.bank_id)
+        return await facts.get_fact(conn, principal.bank_id, fact_id)
+
+
+async def purge(deps: Deps, principal: Principal, fact_id: int) -> dict:
+    """Hard delete (admin): the row, its events, postings and its cached embedding if unused.
+
+    The audit log keeps that a purge happened, by whom, of which id, never the content."""
+    async with deps.pool.acquire() as conn, conn.transaction():
+        row = await facts.get_row(conn, principal.bank_id, fact_id, lock=True)
+        if row["indexed"]:
+            await lexicon.unindex_fact(conn, principal.bank_id, fact_id)
+        await conn.execute(
+            "UPDATE facts SET superseded_by = NULL WHERE superseded_by = $1", fact_id
+        )
+        await conn.execute(
+            "UPDATE fact_events SET related_fact = NULL WHERE related_fact = $1", fact_id
+        )
+        await conn.execute("DELETE FROM facts WHERE id = $1", fact_id)
+        cache_removed = 0
+        if row["embedding_model"]:
+            text = lexicon.indexed_text(row["content"], list(row["tags"]))
+            still_used = await conn.fetchval(
+                "SELECT count(*) FROM facts WHERE content = $1 AND tags = $2 "
+                "AND embedding_model = $3",
+                row["content"],
+                list(row["tags"]),
+                row["embedding_model"],
+            )
+            if not still_used:
+                result = await conn.execute(
+                    "DELETE FROM embedding_cache WHERE model = $1 AND content_hash = $2",
+                    row["embedding_model"],
+                    embedder.text_hash(text),
+                )
+                cache_removed = int(result.rsplit(" ", 1)[-1])
+        await audit.append(
+            conn,
+            principal.actor(),
+            "fact.purge",
+            str(fact_id),
+            {"cache_rows_removed": cache_removed},
+        )
+        await facts.bump_version(conn, principal.bank_id)
+    return {"purged": fact_id, "cache_rows_removed": cache_removed}
+
+
+async def history(pool: asyncpg.Pool, principal: Principal, fact_id: int) -> dict:
+    """A fact with every event, the facts it superseded, and its successor chain."""
+    async with pool.acquire() as conn:
+        fact = await facts.get_fact(conn, principal.bank_id, fact_id)
+        predecessors = await conn.fetch(
+            "SELECT id FROM facts WHERE bank_id = $1 AND superseded_by = $2 ORDER BY id",
+            principal.bank_id,
+            fact_id,
+        )
+        chain: list[Fact] = []
+        current = fact
+        seen = {fact.id}
+        while current.superseded_by is not None and current.superseded_by not in seen:
+            current = await facts.get_fact(conn, principal.bank_id, current.superseded_by)
+            seen.add(current.id)
+            chain.append(current)
+        return {
+            "fact": fact,
+            "events": await facts.events(conn, principal.bank_id, fact_id),
+            "supersedes": [
+                await facts.get_fact(conn, principal.bank_id, r["id"]) for r in predecessors
+            ],
+            "successors": chain,
+            "current": chain[-1] if chain else fact,
+        }

@@ -1,0 +1,354 @@
+"""Retain: add a fact, add many (one transaction), supersede. The write gate, redaction,
+embedding and the duplicate-vs-correction decision all happen here, once, for every caller.
+
+A near-duplicate (same bank, category and project; cosine >= NEAR, or the same normalised
+text) reinforces the existing fact only when `claims.compare` says it makes the same claim.
+Otherwise the new fact is stored and the response names the old ones it may supersede, so
+"port 8080" followed by "port 8081" never strengthens the claim it contradicts (principle 3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import asyncpg
+import numpy as np
+
+from factbank import audit, claims, embedder, facts, gate, lexicon
+from factbank.banks import NotFound, Principal
+from factbank.gate import Prepared, Refused
+from factbank.models import Fact, NewFact
+from factbank.settings import Settings
+from factbank.trust import DEFAULT as POLICY
+
+NEAR = 0.90  # cosine of e5-small passages: "port 8080" vs "port 8081" 0.988, unrelated ~0.86
+
+
+@dataclass
+class Deps:
+    """What writes need: the pool, the settings, and the embedder (None: lexical only)."""
+
+    pool: asyncpg.Pool
+    settings: Settings
+    embedder: embedder.Embedder | None
+
+
+@dataclass
+class Outcome:
+    status: str  # "stored" | "reinforced"
+    fact: Fact
+    possible_duplicate_of: list[int] = field(default_factory=list)
+    redacted: list[dict[str, str]] = field(default_factory=list)
+    note: str = ""
+
+
+def _model(deps: Deps) -> str | None:
+    return deps.embedder.name if deps.embedder is not None else None
+
+
+async def _bank_policy(conn: asyncpg.Connection, bank_id: int) -> str:
+    return await conn.fetchval("SELECT redaction_policy FROM banks WHERE id = $1", bank_id)
+
+
+async def prepare(
+    deps: Deps, principal: Principal, items: Sequence[NewFact]
+) -> tuple[list[Prepared | None], list[dict], list[np.ndarray | None]]:
+    """Gate and embed a batch outside any transaction; returns (prepared, errors, vectors)."""
+    async with deps.pool.acquire() as conn:
+        policy = await _bank_policy(conn, principal.bank_id)
+        categories = {
+            r["name"]
+            for r in await conn.fetch(
+                "SELECT name FROM categories WHERE bank_id = $1", principal.bank_id
+            )
+        }
+        prepared: list[Prepared | None] = []
+        errors: list[dict] = []
+        for i, item in enumerate(items):
+            try:
+                p = gate.check(
+                    item,
+                    max_chars=deps.settings.max_fact_chars,
+                    policy=policy,
+                    agent=principal.agent,
+                )
+                if p.category not in categories:
+                    raise Refused(
+                        [
+                            {
+                                "field": "category",
+                                "reason": f"unknown category "
+                                f"{p.category!r}; known: {', '.join(sorted(categories))}",
+                            }
+                        ]
+                    )
+                prepared.append(p)
+            except Refused as exc:
+                prepared.append(None)
+                errors.append({"index": i, "reasons": exc.reasons})
+        vectors: list[np.ndarray | None] = [None] * len(items)
+        if deps.embedder is not None and not errors:
+            ok = [(i, p) for i, p in enumerate(prepared) if p is not None]
+            texts = [lexicon.indexed_text(p.content, p.tags) for _, p in ok]
+            if texts:
+                for (i, _), v in zip(
+                    ok, await embedder.embed_passages(conn, deps.embedder, texts), strict=True
+                ):
+                    vectors[i] = v
+    return prepared, errors, vectors
+
+
+async def _near_duplicates(
+    conn: asyncpg.Connection, bank_id: int, p: Prepared, vector: np.ndarray | None
+) -> list[asyncpg.Record]:
+    """Same bank, category and project; exact text first, then nearest by cosine >= NEAR."""
+    return await conn.fetch(
+        """SELECT id, content, trust, created_by_member, created_by_agent, similarity FROM (
+               SELECT f.id, f.content, f.trust, f.created_by_member, f.created_by_agent,
+                      CASE WHEN f.content_hash = $4 THEN 2.0
+                           WHEN $5::vector IS NULL OR f.embedding IS NULL THEN 0.0
+                           ELSE 1 - (f.embedding <=> $5::vector) END AS similarity
+               FROM facts f
+               WHERE f.bank_id = $1 AND f.category = $2 AND f.project IS NOT DISTINCT FROM $3
+                 AND f.status IN ('active', 'disputed')
+           ) c
+           WHERE similarity >= $6 ORDER BY similarity DESC, id LIMIT 5""",
+        bank_id,
+        p.category,
+        p.project,
+        facts.content_hash(p.content),
+        vector,
+        NEAR,
+    )
+
+
+async def _reinforce(
+    conn: asyncpg.Connection, principal: Principal, p: Prepared, old: asyncpg.Record, why: str
+) -> None:
+    row = await conn.fetchrow(
+        "SELECT trust, created_by_member, created_by_agent FROM facts WHERE id = $1 FOR UPDATE",
+        old["id"],
+    )
+    by_other = row["created_by_member"] != principal.member_id or (
+        p.agent and row["created_by_agent"] and p.agent != row["created_by_agent"]
+    )
+    after = POLICY.stored(POLICY.reinforce(row["trust"], bool(by_other)))
+    await conn.execute(
+        "UPDATE facts SET trust = $2, updated_at = now() WHERE id = $1", old["id"], after
+    )
+    await facts.record_event(
+        conn,
+        old["id"],
+        principal.bank_id,
+        "reinforced",
+        before=row["trust"],
+        after=after,
+        member_id=principal.member_id,
+        agent=p.agent,
+        reason=(
+            "saved again by another "
+            + ("member" if row["created_by_member"] != principal.member_id else "agent")
+            if by_other
+            else "saved again"
+        )
+        + f": {why}",
+    )
+
+
+async def _insert(
+    conn: asyncpg.Connection,
+    principal: Principal,
+    p: Prepared,
+    vector: np.ndarray | None,
+    model: str | None,
+    *,
+    reason: str = "",
+) -> int:
+    t = POLICY.stored(POLICY.initial(p.origin, p.tentative))
+    model = model if vector is not None else None
+    fact_id = await conn.fetchval(
+        """INSERT INTO facts (bank_id, content, category, tags, source_kind, source_location,
+                              quote, project, origin, tentative, trust, created_by_member,
+                              created_by_agent, content_hash, embedding, embedding_model)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+           RETURNING id""",
+        principal.bank_id,
+        p.content,
+        p.category,
+        p.tags,
+        p.source_kind,
+        p.source_location,
+        p.quote,
+        p.project,
+        p.origin,
+        p.tentative,
+        t,
+        principal.member_id,
+        p.agent,
+        facts.content_hash(p.content),
+        vector,
+        model,
+    )
+    await lexicon.index_fact(
+        conn, principal.bank_id, fact_id, lexicon.indexed_text(p.content, p.tags)
+    )
+    origin = p.origin + (", tentative" if p.tentative else "")
+    await facts.record_event(
+        conn,
+        fact_id,
+        principal.bank_id,
+        "created",
+        before=None,
+        after=t,
+        member_id=principal.member_id,
+        agent=p.agent,
+        reason=reason or f"origin {origin}",
+    )
+    return fact_id
+
+
+async def _retain_one(
+    conn: asyncpg.Connection,
+    principal: Principal,
+    p: Prepared,
+    vector: np.ndarray | None,
+    model: str | None,
+) -> tuple[str, int, list[int], str]:
+    possible: list[int] = []
+    for old in await _near_duplicates(conn, principal.bank_id, p, vector):
+        verdict = claims.compare(p.content, old["content"])
+        if verdict.same_claim:
+            await _reinforce(conn, principal, p, old, verdict.reason)
+            return "reinforced", old["id"], [], verdict.reason
+        possible.append(old["id"])
+    fact_id = await _insert(conn, principal, p, vector, model)
+    note = ""
+    if possible:
+        note = (
+            f"similar to #{', #'.join(map(str, possible))} but not the same claim; "
+            "if this corrects it, supersede it"
+        )
+    return "stored", fact_id, possible, note
+
+
+async def add_many(deps: Deps, principal: Principal, items: Sequence[NewFact]) -> list[Outcome]:
+    """Retain facts in ONE transaction: any refusal refuses the whole batch, per-item reasons."""
+    prepared, errors, vectors = await prepare(deps, principal, items)
+    if errors:
+        raise BatchRefused(errors)
+    done: list[tuple[str, int, list[int], str, Prepared]] = []
+    async with deps.pool.acquire() as conn, conn.transaction():
+        for p, v in zip(prepared, vectors, strict=True):
+            assert p is not None
+            status, fact_id, possible, note = await _retain_one(conn, principal, p, v, _model(deps))
+            done.append((status, fact_id, possible, note, p))
+            await audit.append(
+                conn,
+                principal.actor(),
+                f"fact.{status}",
+                str(fact_id),
+                {"redacted": [f.kind for f in p.redacted], "possible_duplicate_of": possible},
+            )
+        await facts.bump_version(conn, principal.bank_id)
+        return [
+            Outcome(
+                status,
+                await facts.get_fact(conn, principal.bank_id, fact_id),
+                possible,
+                [{"field": f.field, "kind": f.kind} for f in p.redacted],
+                note,
+            )
+            for status, fact_id, possible, note, p in done
+        ]
+
+
+async def add(deps: Deps, principal: Principal, item: NewFact) -> Outcome:
+    try:
+        return (await add_many(deps, principal, [item]))[0]
+    except BatchRefused as exc:
+        raise Refused(exc.errors[0]["reasons"]) from None
+
+
+class BatchRefused(ValueError):
+    """Some items of a batch were refused; nothing was stored. `errors` has index + reasons."""
+
+    def __init__(self, errors: list[dict]) -> None:
+        self.errors = errors
+        super().__init__(f"{len(errors)} item(s) refused; nothing was stored")
+
+
+async def supersede(
+    deps: Deps, principal: Principal, item: NewFact, replaces: Sequence[int], reason: str
+) -> Outcome:
+    """Store the new fact and retire the ones it replaces, linked to it with the reason."""
+    if not reason.strip():
+        raise Refused([{"field": "reason", "reason": "say why the old fact no longer holds"}])
+    if not replaces:
+        raise Refused([{"field": "replaces", "reason": "name at least one fact id to supersede"}])
+    prepared, errors, vectors = await prepare(deps, principal, [item])
+    if errors:
+        raise Refused(errors[0]["reasons"])
+    p = prepared[0]
+    assert p is not None
+    async with deps.pool.acquire() as conn, conn.transaction():
+        olds = []
+        for old_id in dict.fromkeys(replaces):
+            row = await conn.fetchrow(
+                "SELECT id, trust, status FROM facts WHERE bank_id = $1 AND id = $2 FOR UPDATE",
+                principal.bank_id,
+                old_id,
+            )
+            if row is None:
+                raise NotFound(f"no fact #{old_id} in this bank")
+            if row["status"] in ("superseded", "deleted"):
+                raise Refused(
+                    [{"field": "replaces", "reason": f"fact #{old_id} is already {row['status']}"}]
+                )
+            olds.append(row)
+        new_id = await _insert(
+            conn,
+            principal,
+            p,
+            vectors[0],
+            _model(deps),
+            reason=f"supersedes #{', #'.join(str(o['id']) for o in olds)}: {reason}",
+        )
+        for old in olds:
+            after = POLICY.stored(POLICY.supersede(old["trust"]))
+            await conn.execute(
+                """UPDATE facts SET status = 'superseded', trust = $2, superseded_by = $3,
+                          supersede_reason = $4, updated_at = now() WHERE id = $1""",
+                old["id"],
+                after,
+                new_id,
+                reason,
+            )
+            await facts.record_event(
+                conn,
+                old["id"],
+                principal.bank_id,
+                "superseded",
+                before=old["trust"],
+                after=after,
+                member_id=principal.member_id,
+                agent=p.agent,
+                reason=reason,
+                related=new_id,
+            )
+        await audit.append(
+            conn,
+            principal.actor(),
+            "fact.supersede",
+            str(new_id),
+            {"replaces": [o["id"] for o in olds]},
+        )
+        await facts.bump_version(conn, principal.bank_id)
+        fact = await facts.get_fact(conn, principal.bank_id, new_id)
+    return Outcome(
+        "stored",
+        fact,
+        [],
+        [{"field": f.field, "kind": f.kind} for f in p.redacted],
+        f"supersedes #{', #'.join(str(o['id']) for o in olds)}",
+    )
