@@ -17,11 +17,18 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+
 from factbank.tokenizer import content_words
 
 SET_DIR = Path(__file__).resolve().parents[2] / "evals" / "sets" / "agent-memory"
 CATEGORIES = {
-    "environment", "preferences", "project", "decisions", "gotchas", "people", "reference"
+    "environment",
+    "preferences",
+    "project",
+    "decisions",
+    "gotchas",
+    "people",
+    "reference",
 }
 ORIGINS = {"user", "verified", "inferred"}
 KINDS = {"exact", "paraphrase", "crosslingual", "refusal", "chronology"}
@@ -165,7 +172,8 @@ def test_answerable_queries_have_answers_and_no_overlap():
 def test_every_answerable_query_has_a_lexical_hard_negative(q):
     words = content_words(q["text"])
     sharing = [
-        n for n in q["hard_negatives"]
+        n
+        for n in q["hard_negatives"]
         if words & content_words(by_id()[n]["content"] + " " + " ".join(by_id()[n]["tags"]))
     ]
     assert sharing, f"{q['id']}: no hard negative shares a content word with the query"
