@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -164,6 +165,15 @@ def _sse(event: str | None, data: Any) -> bytes:
     return f"{head}data: {payload}\n\n".encode()
 
 
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Harnesses drop keep-alive connections abruptly when they exit; that's not an error.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class FakeModel:
     """The server. Use as a context manager, or call :meth:`start` / :meth:`stop`."""
 
@@ -179,7 +189,7 @@ class FakeModel:
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> FakeModel:
         handler = _make_handler(self)
-        server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        server = _QuietServer(("127.0.0.1", 0), handler)
         server.daemon_threads = True
         self._server = server
         self._thread = threading.Thread(

@@ -349,3 +349,78 @@ def run_pi(
         prompt,
     ]
     return run_process(argv, cwd=cwd, env=env, timeout=timeout)
+
+
+def codex_hooks_inventory(
+    home: Path,
+    cwd: Path,
+    fake: FakeModel,
+    *,
+    harnesses: Harnesses | None = None,
+    timeout: float = 30.0,
+) -> list[dict[str, Any]]:
+    """Ask the real Codex (``codex app-server``, JSON-RPC over stdio, method ``hooks/list``)
+    which hooks it discovered for ``cwd``: each has ``key`` (``<hooks.json path>:<event
+    snake_case>:<group index>:<handler index>``), ``currentHash`` (``sha256:...``),
+    ``trustStatus`` (``untrusted``/``trusted``/...), ``timeoutSec``, ``command``, ...
+    This is the same call Codex's own ``/hooks`` screen makes."""
+    h = harnesses or ensure_harnesses()
+    configure_codex_home(home, fake)
+    proc = subprocess.Popen(
+        [str(h.codex), "app-server"],
+        cwd=cwd,
+        env=codex_env(home, fake, h),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"clientInfo": {"name": "factbank-tests", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "hooks/list", "params": {"cwds": [str(cwd)]}},
+    ]
+    result: dict[str, Any] | None = None
+    deadline = time.monotonic() + timeout
+    try:
+        for req in requests:
+            proc.stdin.write(json.dumps(req) + "\n")
+        proc.stdin.flush()
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            msg = json.loads(line)
+            if msg.get("id") == 2:
+                if "error" in msg:
+                    raise RuntimeError(f"hooks/list failed: {msg['error']}")
+                result = msg["result"]
+                break
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        proc.wait()
+    if result is None:
+        raise HarnessTimeout("codex app-server did not answer hooks/list")
+    return [hook for entry in result.get("data", []) for hook in entry.get("hooks", [])]
+
+
+def trust_codex_hooks(home: Path, hooks: Sequence[Mapping[str, Any]]) -> None:
+    """Record ``hooks`` (from :func:`codex_hooks_inventory`) as trusted, exactly as Codex's
+    ``/hooks`` screen stores it: ``[hooks.state."<key>"] trusted_hash = "<currentHash>"`` in
+    config.toml. A hook whose command/event/matcher/timeout later changes gets a new hash and
+    is untrusted again (skipped silently) until re-trusted."""
+    path = codex_config_path(home)
+    doc = tomlkit.parse(path.read_text()) if path.exists() else tomlkit.document()
+    hooks_table = _toml_table(doc, "hooks")
+    state = _toml_table(hooks_table, "state")
+    for hook in hooks:
+        entry = tomlkit.table()
+        entry["trusted_hash"] = hook["currentHash"]
+        state[hook["key"]] = entry
+    path.write_text(tomlkit.dumps(doc))

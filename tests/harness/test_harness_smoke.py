@@ -24,11 +24,13 @@ from .runners import (
     add_codex_mcp_server,
     add_command_hook,
     claude_settings_path,
+    codex_hooks_inventory,
     codex_hooks_path,
     pi_extensions_dir,
     run_claude,
     run_codex,
     run_pi,
+    trust_codex_hooks,
 )
 
 pytestmark = pytest.mark.harness
@@ -198,6 +200,39 @@ def test_codex_skips_untrusted_hooks_silently(
     assert fake_model.generation_requests("responses")
     assert hooks.calls() == []
     assert not fake_model.requests_containing("FB-SESSION-UNTRUSTED")
+
+
+def test_codex_runs_hooks_once_trusted_like_its_hooks_screen(
+    harnesses: Harnesses, fake_model: FakeModel, harness_home: Path, harness_cwd: Path,
+    tmp_path: Path,
+) -> None:
+    hooks = StandInHooks(tmp_path / "hooks", context_outputs("TRUSTED"))
+    hooks.register(codex_hooks_path(harness_home), ["SessionStart", "UserPromptSubmit"])
+
+    inventory = codex_hooks_inventory(harness_home, harness_cwd, fake_model, harnesses=harnesses)
+    assert [h["trustStatus"] for h in inventory] == ["untrusted", "untrusted"]
+    assert all(h["currentHash"].startswith("sha256:") for h in inventory)
+    trust_codex_hooks(harness_home, inventory)
+    again = codex_hooks_inventory(harness_home, harness_cwd, fake_model, harnesses=harnesses)
+    assert [h["trustStatus"] for h in again] == ["trusted", "trusted"]
+
+    result = run_codex(
+        harness_home, harness_cwd, "hello", fake_model, harnesses=harnesses,
+        bypass_hook_trust=False,
+    )
+    assert_ok(result)
+    assert fake_model.requests_containing("FB-SESSION-TRUSTED-7f3a")
+    assert fake_model.requests_containing("FB-PROMPT-TRUSTED-91c2")
+
+    # Changing a hook's command changes its hash: it is no longer trusted.
+    hooks_file = codex_hooks_path(harness_home)
+    data = json.loads(hooks_file.read_text())
+    data["hooks"]["SessionStart"][0]["hooks"][0]["command"] += " --changed"
+    hooks_file.write_text(json.dumps(data))
+    changed = codex_hooks_inventory(harness_home, harness_cwd, fake_model, harnesses=harnesses)
+    status = {h["eventName"]: h["trustStatus"] for h in changed}
+    assert status["userPromptSubmit"] == "trusted"
+    assert status["sessionStart"] != "trusted"
 
 
 # -- (c) Pi: before_agent_start injection + registerTool --------------------------------------
