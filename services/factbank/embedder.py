@@ -136,7 +136,7 @@ async def embed_passages(
         embedder.name,
         list(set(hashes)),
     )
-    found = {bytes(r["content_hash"]): np.asarray(r["embedding"], dtype=np.float32) for r in rows}
+    found = {bytes(r["content_hash"]): as_array(r["embedding"]) for r in rows}
     missing = list(dict.fromkeys(h for h in hashes if h not in found))
     STATS.hits += len(texts) - sum(1 for h in hashes if h in missing)
     STATS.misses += len(missing)
@@ -154,6 +154,12 @@ async def embed_passages(
         STATS.written += int(result.rsplit(" ", 1)[-1])
         found.update(zip(missing, vectors, strict=True))
     return [found[h] for h in hashes]
+
+
+def as_array(value: object) -> np.ndarray:
+    """pgvector's asyncpg codec returns `Vector` objects; everything here works on numpy."""
+    to_numpy = getattr(value, "to_numpy", None)
+    return np.asarray(to_numpy() if to_numpy else value, dtype=np.float32)
 
 
 def _literal(vector: np.ndarray) -> str:
