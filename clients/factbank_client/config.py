@@ -1,0 +1,123 @@
+"""Client configuration: one TOML file names the services and one token per bank.
+
+    # ~/.config/factbank/config.toml
+    url = "http://100.64.0.5:8701"          # ingest; recall defaults to the next port
+    recall_url = "http://100.64.0.5:8702"   # optional
+    team_categories = ["decisions", "people"]  # writes in these go to the team bank
+    [banks.personal]
+    token = "fb_..."
+    [banks.team]
+    token = "fb_..."
+
+Environment overrides: FACTBANK_CONFIG (the file), FACTBANK_URL, FACTBANK_RECALL_URL,
+FACTBANK_TOKEN (a token for the `personal` bank), FACTBANK_TEAM_TOKEN (for `team`).
+Standard library only: the hooks import this on every prompt and must start fast.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+DEFAULT_URL = "http://127.0.0.1:8701"
+PERSONAL = "personal"
+TEAM = "team"
+
+
+def config_path() -> Path:
+    explicit = os.environ.get("FACTBANK_CONFIG")
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "factbank" / "config.toml"
+
+
+def _next_port(url: str) -> str:
+    parts = urlsplit(url)
+    port = (parts.port or (443 if parts.scheme == "https" else 80)) + 1
+    host = parts.hostname or "127.0.0.1"
+    host = f"[{host}]" if ":" in host else host
+    return urlunsplit(parts._replace(netloc=f"{host}:{port}"))
+
+
+@dataclass
+class ClientConfig:
+    url: str = DEFAULT_URL
+    recall_url: str = ""
+    tokens: dict[str, str] = field(default_factory=dict)
+    team_categories: list[str] = field(default_factory=list)
+    path: Path | None = None
+
+    def __post_init__(self) -> None:
+        self.url = self.url.rstrip("/")
+        self.recall_url = (self.recall_url or _next_port(self.url)).rstrip("/")
+
+    @property
+    def banks(self) -> list[str]:
+        """Configured bank labels, personal first."""
+        return sorted(self.tokens, key=lambda b: (b != PERSONAL, b != TEAM, b))
+
+    def write_bank(self, category: str | None = None, bank: str | None = None) -> str:
+        """Where a write goes: the named bank, the team bank for team categories, else
+        personal (or the only bank configured)."""
+        if bank:
+            if bank not in self.tokens:
+                raise KeyError(f"no token configured for bank {bank!r}")
+            return bank
+        if category and category in self.team_categories and TEAM in self.tokens:
+            return TEAM
+        if PERSONAL in self.tokens:
+            return PERSONAL
+        if len(self.tokens) == 1:
+            return next(iter(self.tokens))
+        raise KeyError("no personal bank configured; pass a bank explicitly")
+
+
+def load(path: Path | None = None) -> ClientConfig:
+    """The config file (if any) with environment overrides applied."""
+    path = path or config_path()
+    data: dict = {}
+    if path.is_file():
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    tokens = {name: str(b.get("token", "")) for name, b in (data.get("banks") or {}).items()
+              if isinstance(b, dict) and b.get("token")}
+    if os.environ.get("FACTBANK_TOKEN"):
+        tokens[PERSONAL] = os.environ["FACTBANK_TOKEN"]
+    if os.environ.get("FACTBANK_TEAM_TOKEN"):
+        tokens[TEAM] = os.environ["FACTBANK_TEAM_TOKEN"]
+    return ClientConfig(
+        url=os.environ.get("FACTBANK_URL") or data.get("url") or DEFAULT_URL,
+        recall_url=os.environ.get("FACTBANK_RECALL_URL") or data.get("recall_url") or "",
+        tokens=tokens,
+        team_categories=list(data.get("team_categories") or []),
+        path=path,
+    )
+
+
+def save_login(url: str, token: str, bank: str = PERSONAL, *, recall_url: str | None = None,
+               path: Path | None = None) -> Path:
+    """Record a bank's token (and the URLs) in the config file, keeping its comments/order."""
+    import tomlkit
+
+    path = path or config_path()
+    doc = tomlkit.parse(path.read_text("utf-8")) if path.is_file() else tomlkit.document()
+    doc["url"] = url.rstrip("/")
+    if recall_url:
+        doc["recall_url"] = recall_url.rstrip("/")
+    banks = doc.get("banks")
+    if banks is None:
+        banks = tomlkit.table(is_super_table=True)
+        doc["banks"] = banks
+    entry = banks.get(bank)
+    if entry is None:
+        entry = tomlkit.table()
+        banks[bank] = entry
+    entry["token"] = token
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(tomlkit.dumps(doc), "utf-8")
+    path.chmod(0o600)
+    return path
