@@ -96,6 +96,10 @@ def _install(root: Path, packages: tuple[str, ...], npm: str) -> None:
         "npm_config_update_notifier": "false",
         "npm_config_fund": "false",
         "npm_config_audit": "false",
+        # Fail fast (and skip) when the registry is unreachable instead of backing off ~3 min.
+        "npm_config_fetch_retries": "2",
+        "npm_config_fetch_retry_mintimeout": "2000",
+        "npm_config_fetch_retry_maxtimeout": "10000",
     }
     cmd = [npm, "install", "--no-audit", "--no-fund", "--save-exact", *packages]
     try:
