@@ -153,6 +153,33 @@ def configure_claude_home(home: Path, fake: FakeModel) -> Path:
     return path
 
 
+def add_claude_mcp_server(
+    home: Path,
+    name: str,
+    command: str,
+    args: Sequence[str] = (),
+    *,
+    env: Mapping[str, str] | None = None,
+    allow_tools: Sequence[str] = (),
+) -> None:
+    """Register a user-scope stdio MCP server in ``~/.claude.json`` (``mcpServers``, merged)
+    and allow ``allow_tools`` (e.g. ``mcp__NAME__TOOL``) in settings.json ``permissions.allow``
+    (``claude -p`` denies tools that would need a permission prompt)."""
+    path = home / ".claude.json"
+    data = read_json(path)
+    server: dict[str, Any] = {"type": "stdio", "command": command, "args": list(args)}
+    if env:
+        server["env"] = dict(env)
+    data.setdefault("mcpServers", {})[name] = server
+    write_json(path, data)
+    if allow_tools:
+        settings = claude_settings_path(home)
+        conf = read_json(settings)
+        allow = conf.setdefault("permissions", {}).setdefault("allow", [])
+        allow.extend(t for t in allow_tools if t not in allow)
+        write_json(settings, conf)
+
+
 def claude_env(home: Path, fake: FakeModel, harnesses: Harnesses) -> dict[str, str]:
     return base_env(
         home,

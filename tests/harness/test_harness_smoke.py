@@ -18,9 +18,10 @@ from typing import Any
 import jsonschema
 import pytest
 
-from .fake_model import FakeModel, Text, ToolCall, tool_names
+from .fake_model import FakeModel, Rule, Text, ToolCall, tool_names
 from .npm import Harnesses
 from .runners import (
+    add_claude_mcp_server,
     add_codex_mcp_server,
     add_command_hook,
     claude_settings_path,
@@ -371,6 +372,46 @@ def test_codex_calls_stdio_mcp_tool(
     assert [json.loads(line) for line in log.read_text().splitlines()] == [args]
     outputs = [i for i in gen[1].body["input"] if i.get("type") == "function_call_output"]
     assert outputs and "FB-MCP-SAVED-a71b id=42" in json.dumps(outputs[-1])
+
+
+def test_claude_calls_stdio_mcp_tool(
+    harnesses: Harnesses, fake_model: FakeModel, harness_home: Path, harness_cwd: Path,
+    tmp_path: Path,
+) -> None:
+    server = tmp_path / "mcp_server.py"
+    server.write_text(MCP_SERVER)
+    log = tmp_path / "mcp-log.jsonl"
+    tool = "mcp__facts__save_fact"
+    add_claude_mcp_server(
+        harness_home, "facts", sys.executable, [str(server)],
+        env={"FB_MCP_LOG": str(log)}, allow_tools=[tool],
+    )
+    args = {"content": "uses pnpm", "source": "user said"}
+    # While the server is still connecting Claude Code offers `WaitForMcpServers` instead of
+    # the server's tools: call it until the tool shows up, then call the tool, then answer.
+    fake_model.script(
+        Rule(
+            ToolCall("WaitForMcpServers", {}),
+            api="anthropic",
+            when=lambda b: tool not in tool_names(b) and "WaitForMcpServers" in tool_names(b),
+            times=5,
+        ),
+        ToolCall(tool, args),
+        Text("saved it"),
+    )
+
+    result = run_claude(harness_home, harness_cwd, "remember: pnpm", fake_model,
+                        harnesses=harnesses)
+    assert_ok(result)
+    assert json.loads(result.stdout)["result"] == "saved it", result.describe()
+    assert [json.loads(line) for line in log.read_text().splitlines()] == [args]
+    last = fake_model.generation_requests("anthropic")[-1].body
+    results = [
+        block
+        for m in last["messages"] if m["role"] == "user" and isinstance(m["content"], list)
+        for block in m["content"] if block.get("type") == "tool_result"
+    ]
+    assert results and "FB-MCP-SAVED-a71b id=42" in json.dumps(results[-1])
 
 
 # -- (e) Stop hooks: what they receive, what they may answer ----------------------------------
