@@ -122,6 +122,8 @@ CREATE TABLE postings (
     term    text NOT NULL,
     fact_id bigint NOT NULL REFERENCES facts (id) ON DELETE CASCADE,
     tf      integer NOT NULL CHECK (tf > 0),
+    -- The fact's token count, copied here so scoring a posting never touches the facts table.
+    doc_len integer NOT NULL,
     PRIMARY KEY (bank_id, term, fact_id)
 );
 CREATE INDEX postings_fact ON postings (fact_id);

@@ -1,0 +1,82 @@
+"""BM25 inside Postgres equals rank_bm25.BM25Okapi on the same tokens (the oracle)."""
+
+from __future__ import annotations
+
+import pytest
+from rank_bm25 import BM25Okapi
+
+from factbank import lexicon
+from factbank.tokenizer import tokenize
+from tests.integration.conftest import auth, fact_body
+
+FACTS = [
+    ("The billing API listens on port 8080", ["billing", "api", "账单"]),
+    ("账单服务 ledgerline 部署在 host db-2 上", ["ledgerline", "账单服务", "billing"]),
+    ("Use pnpm, never npm, in the kitewing repo", ["pnpm", "包管理", "kitewing"]),
+    ("Postgres for ledgerline runs on db-2:5433", ["postgres", "数据库", "ledgerline"]),
+    ("错误 E0502 的原因是同时借用了可变引用", ["rust", "E0502", "借用"]),
+    ("The nightly job writes Parquet to /data/tidemark/out", ["tidemark", "parquet", "夜跑"]),
+    ("Redis cache is at cache-1:6379 for the billing API", ["redis", "缓存", "billing"]),
+    ("CI runs on runner-7 with 4 GB of memory", ["ci", "runner", "内存"]),
+    ("The billing API needs Python 3.11", ["python", "billing", "版本"]),
+    ("Deploys for the billing API go through argo", ["argo", "部署", "billing"]),
+]
+
+QUERIES = [
+    "billing api port",  # 'billing' is in more than half the facts: negative idf
+    "ledgerline 数据库 端口",
+    "E0502",
+    "which host runs the billing service? 账单",
+    "pnpm npm",
+    "nothing matches zzzz",
+    "billing billing api",  # repeated query tokens count twice, as in rank_bm25
+]
+
+
+@pytest.fixture
+async def bank(stack, two_banks):
+    alpha, _ = two_banks
+    for content, tags in FACTS:
+        r = await stack.ingest.post(
+            "/v1/facts", json=fact_body(content, tags=tags), headers=auth(alpha.rw)
+        )
+        assert r.status_code == 201, r.text
+    return alpha
+
+
+@pytest.mark.parametrize("query", QUERIES)
+async def test_scores_equal_rank_bm25(bank, conn, query):
+    bank_id = await conn.fetchval("SELECT id FROM banks WHERE name = 'alpha'")
+    rows = await conn.fetch(
+        "SELECT id, content, tags FROM facts WHERE bank_id = $1 ORDER BY id", bank_id
+    )
+    corpus = [tokenize(lexicon.indexed_text(r["content"], list(r["tags"]))) for r in rows]
+    oracle = BM25Okapi(corpus)
+    q = tokenize(query)
+    expected = {r["id"]: s for r, s in zip(rows, oracle.get_scores(q), strict=True)}
+    got = {fid: score for fid, score, _ in await lexicon.bm25(conn, bank_id, q, limit=100)}
+    for fid, score in expected.items():
+        if fid in got:
+            assert got[fid] == pytest.approx(score, rel=1e-9, abs=1e-12)
+        else:  # a fact that shares no term with the query is not returned at all
+            assert not set(q) & set(corpus[list(expected).index(fid)])
+
+
+async def test_query_without_usable_terms_returns_nothing(bank, conn):
+    bank_id = await conn.fetchval("SELECT id FROM banks WHERE name = 'alpha'")
+    for query in ["", "   ", "the and of", "的 了 是", "!!! ??? ..."]:
+        assert await lexicon.bm25(conn, bank_id, tokenize(query)) == []
+
+
+async def test_user_text_is_never_query_syntax(bank, conn):
+    bank_id = await conn.fetchval("SELECT id FROM banks WHERE name = 'alpha'")
+    for query in ["billing' OR 1=1 --", "port & | ! :*", "$1 %s ${x}", "\\x00 ' \""]:
+        await lexicon.bm25(conn, bank_id, tokenize(query))  # never raises
+
+
+async def test_index_statistics_match_postings(bank, conn):
+    stats = await conn.fetchrow("SELECT doc_count, total_len FROM banks WHERE name = 'alpha'")
+    assert stats["doc_count"] == len(FACTS)
+    assert stats["total_len"] == await conn.fetchval(
+        "SELECT sum(doc_len) FROM facts f JOIN banks b ON b.id = f.bank_id WHERE b.name = 'alpha'"
+    )
