@@ -1,0 +1,551 @@
+"""The client library: every command, the MCP server and scripts talk to the services here.
+
+One `Client` holds the configured banks (a personal bank, maybe a team bank). Reads that make
+sense across banks (search, inject, categories, stats) ask every bank and label each answer
+with the bank it came from; writes go to one bank, chosen by `ClientConfig.write_bank`; an
+operation on a fact id goes to the bank that holds that id (ids are unique on a server, and a
+bank that does not hold it answers 404). Every failure, HTTP or network, becomes one
+`FactbankError` carrying the server's message and its reasons, so callers print one line.
+
+This module talks HTTP only; it never imports the server packages.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from factbank_client.config import ClientConfig
+
+AGENT_HEADER = "X-Factbank-Agent"
+# Connect fast (a down service should fail in seconds), read patiently (the first write of a
+# session may load the embedder on the server).
+DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
+# An import embeds every fact inside one transaction: minutes for a big file.
+IMPORT_TIMEOUT = httpx.Timeout(900.0, connect=5.0)
+# The ingest service refuses import bodies above 32 MiB; stay under it with headroom.
+MAX_IMPORT_CHUNK_BYTES = 30 * 1024 * 1024
+NEW_FACT_FIELDS = ("content", "category", "source", "quote", "origin", "tentative", "tags",
+                   "project", "agent")
+
+
+class FactbankError(Exception):
+    """A failed call: the server's own message, with every reason it gave, on one line."""
+
+    def __init__(self, message: str, *, status: int | None = None,
+                 reasons: Sequence[dict] = (), errors: Sequence[dict] = (),
+                 bank: str | None = None) -> None:
+        self.message = message
+        self.status = status
+        self.reasons = list(reasons)
+        self.errors = list(errors)
+        self.bank = bank
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        text = self.message
+        detail = self.message
+        reasons = [f"{r.get('field', '?')}: {r.get('reason', '')}" for r in self.reasons]
+        # The server already joins the reasons into `detail`; only add what is missing.
+        missing = [r for r in reasons if r not in detail]
+        if missing:
+            text += " (" + "; ".join(missing) + ")"
+        for err in self.errors:
+            why = "; ".join(f"{r.get('field', '?')}: {r.get('reason', '')}"
+                            for r in err.get("reasons", []))
+            where = f"line {err['line']}" if "line" in err else f"item {err.get('index', '?')}"
+            text += f"\n  {where}: {why}"
+        if self.status:
+            text = f"{self.status} {text}"
+        if self.bank:
+            text = f"[{self.bank}] {text}"
+        return text
+
+
+def _error_from(response: httpx.Response, bank: str) -> FactbankError:
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        message = str(body.get("detail") or response.reason_phrase)
+        return FactbankError(message, status=response.status_code,
+                             reasons=body.get("reasons") or [], errors=body.get("errors") or [],
+                             bank=bank)
+    text = response.text.strip()[:200] or response.reason_phrase
+    return FactbankError(text, status=response.status_code, bank=bank)
+
+
+@dataclass
+class Service:
+    """Which of the two services a call goes to."""
+
+    name: str  # "ingest" | "recall"
+
+
+INGEST = Service("ingest")
+RECALL = Service("recall")
+
+
+class Client:
+    """The factbank API for the banks in a `ClientConfig`.
+
+    `agent` names the calling agent (sent as `X-Factbank-Agent`, recorded with every write);
+    it defaults to `$FACTBANK_AGENT`, else "cli". Pass `http` to share one connection pool
+    between many short-lived clients (the HTTP MCP server does).
+    """
+
+    def __init__(self, config: ClientConfig, *, agent: str | None = None,
+                 timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
+                 http: httpx.Client | None = None) -> None:
+        self.config = config
+        self.agent = agent or os.environ.get("FACTBANK_AGENT") or "cli"
+        self._owns_http = http is None
+        self.http = http or httpx.Client(timeout=timeout)
+
+    def close(self) -> None:
+        if self._owns_http:
+            self.http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- plumbing ------------------------------------------------------------------------
+
+    @property
+    def banks(self) -> list[str]:
+        if not self.config.tokens:
+            raise FactbankError("no bank configured: run `factbank login --url URL --token TOKEN`"
+                                " or set FACTBANK_TOKEN")
+        return self.config.banks
+
+    def _base(self, service: Service) -> str:
+        return self.config.url if service is INGEST else self.config.recall_url
+
+    def _headers(self, bank: str) -> dict[str, str]:
+        token = self.config.tokens.get(bank)
+        if not token:
+            raise FactbankError(f"no token configured for bank {bank!r}")
+        return {"Authorization": f"Bearer {token}", AGENT_HEADER: self.agent}
+
+    def request(self, method: str, service: Service, path: str, bank: str, *,
+                json_body: Any = None, params: dict | None = None, content: Any = None,
+                headers: dict[str, str] | None = None,
+                timeout: httpx.Timeout | None = None) -> httpx.Response:
+        """One call to one bank; any non-2xx answer or network failure is a FactbankError."""
+        url = self._base(service) + path
+        kwargs: dict[str, Any] = {"headers": {**self._headers(bank), **(headers or {})}}
+        if json_body is not None:
+            kwargs["json"] = json_body
+        if content is not None:
+            kwargs["content"] = content
+        if params:
+            kwargs["params"] = {k: v for k, v in params.items() if v is not None}
+        if timeout is not None:
+            kwargs["timeout"] = timeout
+        try:
+            response = self.http.request(method, url, **kwargs)
+        except httpx.TimeoutException as exc:
+            raise FactbankError(f"{service.name} at {self._base(service)} timed out "
+                                f"({type(exc).__name__})", bank=bank) from exc
+        except httpx.HTTPError as exc:
+            raise FactbankError(f"cannot reach {service.name} at {self._base(service)}: "
+                                f"{exc or type(exc).__name__}", bank=bank) from exc
+        if response.is_error:
+            raise _error_from(response, bank)
+        return response
+
+    def _json(self, method: str, service: Service, path: str, bank: str, **kw: Any) -> Any:
+        return self.request(method, service, path, bank, **kw).json()
+
+    def _owner(self, fact_id: int, bank: str | None) -> str:
+        """The bank holding `fact_id`: the one named, else the first that does not 404."""
+        if bank:
+            return bank
+        banks = self.banks
+        if len(banks) == 1:
+            return banks[0]
+        for label in banks:
+            try:
+                self.request("GET", INGEST, f"/v1/facts/{int(fact_id)}", label)
+                return label
+            except FactbankError as exc:
+                if exc.status != 404:
+                    raise
+        raise FactbankError(f"fact {fact_id} not found in any configured bank "
+                            f"({', '.join(banks)})", status=404)
+
+    # --- writes --------------------------------------------------------------------------
+
+    def add(self, fact: dict, *, bank: str | None = None) -> dict:
+        """Save one fact (NewFact shape). Returns the outcome: stored or reinforced, the fact,
+        `possible_duplicate_of` (facts it may supersede), what was redacted, a note."""
+        label = self._write_bank(fact.get("category"), bank)
+        return self._labelled(label, self._json("POST", INGEST, "/v1/facts", label,
+                                                json_body=fact))
+
+    def add_many(self, facts: Iterable[dict], *, bank: str | None = None,
+                 progress: Callable[[int], None] | None = None) -> dict:
+        """Import facts (NewFact shape) in one transaction: one bad fact refuses them all, and
+        the error lists every bad line. `progress(n)` is called as facts are uploaded."""
+        lines = [json.dumps(f, ensure_ascii=False) for f in facts]
+        return self.import_lines(lines, bank=bank, progress=progress)
+
+    def import_lines(self, lines: Sequence[str], *, bank: str | None = None,
+                     progress: Callable[[int], None] | None = None) -> dict:
+        """POST JSONL lines as one import (one transaction). Callers split huge files first
+        (`chunk_lines`); this refuses nothing itself."""
+        label = self._write_bank(None, bank)
+
+        def body() -> Iterator[bytes]:
+            batch: list[str] = []
+            size = 0
+            for line in lines:
+                batch.append(line)
+                size += len(line)
+                if size >= 256 * 1024:
+                    yield ("\n".join(batch) + "\n").encode()
+                    if progress:
+                        progress(len(batch))
+                    batch, size = [], 0
+            if batch:
+                yield ("\n".join(batch) + "\n").encode()
+                if progress:
+                    progress(len(batch))
+
+        result = self._json("POST", INGEST, "/v1/facts/import", label, content=body(),
+                            headers={"Content-Type": "application/x-ndjson"},
+                            timeout=IMPORT_TIMEOUT)
+        result["bank"] = label
+        return result
+
+    def supersede(self, fact: dict, replaces: Sequence[int], reason: str, *,
+                  bank: str | None = None) -> dict:
+        """Store `fact` and retire `replaces` (linked to it with `reason`). Happens in the bank
+        that holds the replaced facts."""
+        if not replaces:
+            raise FactbankError("supersede needs at least one fact id to replace")
+        label = self._owner(replaces[0], bank)
+        outcome = self._json("POST", INGEST, "/v1/facts/supersede", label,
+                             json_body={"fact": fact, "replaces": [int(i) for i in replaces],
+                                        "reason": reason})
+        outcome["bank"] = label
+        return outcome
+
+    def confirm(self, fact_id: int, reason: str = "", *, bank: str | None = None) -> dict:
+        """The fact held when checked: trust rises and its age decay restarts."""
+        label = self._owner(fact_id, bank)
+        return self._labelled(label, self._json(
+            "POST", INGEST, f"/v1/facts/{int(fact_id)}/confirm", label,
+            json_body={"reason": reason}))
+
+    def dispute(self, fact_id: int, reason: str = "", *, bank: str | None = None) -> dict:
+        """The fact looks wrong: trust falls. If the right claim is known, supersede instead."""
+        label = self._owner(fact_id, bank)
+        return self._labelled(label, self._json(
+            "POST", INGEST, f"/v1/facts/{int(fact_id)}/dispute", label,
+            json_body={"reason": reason}))
+
+    def edit(self, fact_id: int, *, tags: list[str] | None = None,
+             category: str | None = None, bank: str | None = None) -> dict:
+        label = self._owner(fact_id, bank)
+        body = {k: v for k, v in (("tags", tags), ("category", category)) if v is not None}
+        return self._labelled(label, self._json(
+            "PATCH", INGEST, f"/v1/facts/{int(fact_id)}", label, json_body=body))
+
+    def delete(self, fact_id: int, reason: str = "", *, bank: str | None = None) -> dict:
+        """Soft delete: no longer recalled; the row and its audited history stay."""
+        label = self._owner(fact_id, bank)
+        return self._labelled(label, self._json(
+            "DELETE", INGEST, f"/v1/facts/{int(fact_id)}", label, params={"reason": reason}))
+
+    def add_category(self, name: str, description: str = "", *, auto_inject: bool = False,
+                     decays: bool = True, bank: str | None = None) -> dict:
+        label = self._write_bank(None, bank)
+        return self._labelled(label, self._json(
+            "POST", INGEST, "/v1/categories", label,
+            json_body={"name": name, "description": description, "auto_inject": auto_inject,
+                       "decays": decays}))
+
+    # --- reads ---------------------------------------------------------------------------
+
+    def history(self, fact_id: int, *, bank: str | None = None) -> dict:
+        """A fact with its events, the facts it superseded, its successors and the current one."""
+        label = self._owner(fact_id, bank)
+        return self._labelled(label, self._json("GET", INGEST, f"/v1/facts/{int(fact_id)}",
+                                                label))
+
+    def get(self, fact_id: int, *, bank: str | None = None) -> dict:
+        """One fact (with `bank`); see `history` for its events and successors."""
+        data = self.history(fact_id, bank=bank)
+        return {**data["fact"], "bank_label": data["bank"]}
+
+    def search(self, query: str, *, project: str | None = None, limit: int = 5,
+               mode: str = "hybrid", banks: Sequence[str] | None = None) -> dict:
+        """Search every configured bank; results merged best score first, each labelled with
+        its bank. `degraded` maps a bank to the reason its search was degraded (or failed)."""
+        body = {"query": query, "limit": limit, "mode": mode}
+        if project:
+            body["project"] = project
+        results: list[dict] = []
+        degraded: dict[str, str] = {}
+        errors: list[FactbankError] = []
+        chosen = list(banks or self.banks)
+        for label in chosen:
+            try:
+                data = self._json("POST", RECALL, "/v1/search", label, json_body=body)
+            except FactbankError as exc:
+                if len(chosen) == 1 or exc.status in (400, 422):
+                    raise
+                errors.append(exc)
+                degraded[label] = f"failed: {exc}"
+                continue
+            if data.get("degraded"):
+                degraded[label] = str(data["degraded"])
+            results.extend({"bank": label, **r} for r in data.get("results", []))
+        if errors and len(errors) == len(chosen):
+            raise errors[0]
+        results.sort(key=lambda r: -float(r.get("score") or 0.0))
+        return {"results": results[:limit], "degraded": degraded or None}
+
+    def inject(self, kind: str, session_id: str, *, project: str | None = None,
+               prompt: str | None = None) -> dict:
+        """The injection block for a session start (`kind="session"`) or a prompt, merged
+        across banks (personal first). A bank that fails is skipped: injection is optional."""
+        body: dict[str, Any] = {"kind": kind, "session_id": session_id}
+        if project:
+            body["project"] = project
+        if prompt is not None:
+            body["prompt"] = prompt
+        blocks: list[tuple[str, dict]] = []
+        errors: dict[str, str] = {}
+        for label in self.banks:
+            try:
+                blocks.append((label, self._json("POST", RECALL, "/v1/inject", label,
+                                                 json_body=body)))
+            except FactbankError as exc:
+                if exc.status in (400, 422):
+                    raise
+                errors[label] = str(exc)
+        merged = merge_injections(blocks)
+        if errors:
+            merged["errors"] = errors
+        return merged
+
+    def categories(self, *, banks: Sequence[str] | None = None) -> dict[str, list[dict]]:
+        """Each bank's category registry: {bank label: [categories]}."""
+        return {label: self._json("GET", RECALL, "/v1/categories", label).get("categories", [])
+                for label in (banks or self.banks)}
+
+    def stats(self, *, banks: Sequence[str] | None = None) -> dict[str, dict]:
+        return {label: self._json("GET", RECALL, "/v1/stats", label)
+                for label in (banks or self.banks)}
+
+    def list_facts(self, *, bank: str | None = None, status: str | None = None,
+                   category: str | None = None, project: str | None = None,
+                   page_size: int = 500) -> Iterator[dict]:
+        """Every fact of one bank matching the filters, page by page, in id order."""
+        label = self._write_bank(None, bank)
+        after = 0
+        while True:
+            page = self._json("GET", RECALL, "/v1/facts", label,
+                              params={"status": status, "category": category, "project": project,
+                                      "after": after, "limit": page_size})
+            yield from page["facts"]
+            if page.get("next_cursor") is None:
+                return
+            after = page["next_cursor"]
+
+    def export(self, *, bank: str | None = None) -> Iterator[str]:
+        """One bank's facts as JSONL lines (Fact objects), streamed."""
+        label = self._write_bank(None, bank)
+        url = self.config.recall_url + "/v1/export"
+        try:
+            with self.http.stream("GET", url, headers=self._headers(label),
+                                  timeout=IMPORT_TIMEOUT) as response:
+                if response.is_error:
+                    response.read()
+                    raise _error_from(response, label)
+                for line in response.iter_lines():
+                    if line.strip():
+                        yield line
+        except httpx.HTTPError as exc:
+            raise FactbankError(f"cannot reach recall at {self.config.recall_url}: "
+                                f"{exc or type(exc).__name__}", bank=label) from exc
+
+    # --- helpers -------------------------------------------------------------------------
+
+    def _write_bank(self, category: str | None, bank: str | None) -> str:
+        self.banks  # noqa: B018 - raises the "not logged in" error first
+        try:
+            return self.config.write_bank(category, bank)
+        except KeyError as exc:
+            raise FactbankError(str(exc.args[0])) from None
+
+    @staticmethod
+    def _labelled(label: str, data: dict) -> dict:
+        """Add which configured bank answered: `bank_label` on a Fact (whose own `bank` is
+        the server's bank name), `bank` on an envelope (outcome, history, category)."""
+        data["bank_label" if "content" in data and "id" in data else "bank"] = label
+        return data
+
+
+def merge_injections(blocks: Sequence[tuple[str, dict]]) -> dict:
+    """Merge per-bank injection answers into one block: texts joined in bank order (personal
+    first), fact ids concatenated, tokens summed. A pure function, so a hook that fetches the
+    blocks its own way can merge them exactly like the CLI's `inject-preview` shows."""
+    texts = [b.get("text", "").strip() for _, b in blocks if b.get("text", "").strip()]
+    return {
+        "text": "\n\n".join(texts),
+        "facts": [fid for _, b in blocks for fid in b.get("facts", [])],
+        "tokens": sum(int(b.get("tokens") or 0) for _, b in blocks),
+        "banks": {label: b for label, b in blocks},
+    }
+
+
+# --- moving facts between banks ----------------------------------------------------------
+
+
+def to_new_fact(obj: dict) -> dict:
+    """An exported Fact (or a NewFact) as a NewFact body: what the write gate accepts.
+
+    Trust, events and ids do not travel: an imported fact starts a new history in its bank,
+    keeping its origin, source, quote, tags, project and the agent that first wrote it.
+    """
+    new = {k: obj[k] for k in NEW_FACT_FIELDS if k in obj and obj[k] is not None}
+    author = obj.get("created_by")
+    if "agent" not in new and isinstance(author, dict) and author.get("agent"):
+        new["agent"] = author["agent"]
+    source = new.get("source")
+    if isinstance(source, dict):
+        new["source"] = {k: v for k, v in source.items() if k in ("kind", "location")}
+    return new
+
+
+def is_exported_fact(obj: dict) -> bool:
+    return "id" in obj and "status" in obj
+
+
+def chunk_lines(lines: Sequence[str], max_bytes: int = MAX_IMPORT_CHUNK_BYTES) -> list[list[str]]:
+    """Split JSONL lines into imports of at most `max_bytes` each (one chunk if it fits)."""
+    chunks: list[list[str]] = [[]]
+    size = 0
+    for line in lines:
+        n = len(line.encode()) + 1
+        if chunks[-1] and size + n > max_bytes:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(line)
+        size += n
+    return [c for c in chunks if c]
+
+
+# --- the local check of a file source -----------------------------------------------------
+
+_LOCATION = re.compile(r"^(?P<path>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")
+
+
+@dataclass
+class QuoteCheck:
+    """Where a quote was found in a file: the location to store and the matching lines."""
+
+    location: str
+    lines: list[int]
+
+
+class QuoteNotFound(FactbankError):
+    """The quote is not in the file the fact cites: the fact would be unverifiable."""
+
+
+def _words_with_lines(text: str) -> tuple[str, list[int], list[int]]:
+    """The text with all whitespace collapsed, each word's offset in it, and its line."""
+    words, offsets, lines = [], [], []
+    pos = 0
+    line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+    li = 0
+    for m in re.finditer(r"\S+", text):
+        while li + 1 < len(line_starts) and line_starts[li + 1] <= m.start():
+            li += 1
+        words.append(m.group())
+        offsets.append(pos)
+        lines.append(li + 1)
+        pos += len(m.group()) + 1
+    return " ".join(words), offsets, lines
+
+
+def check_file_quote(location: str, quote: str, *, cwd: Path | None = None,
+                     root: Path | None = None) -> QuoteCheck:
+    """Check that `quote` really is in the file `location` names (`path`, `path:line` or
+    `path:start-end`), whitespace normalised. With a line, the quote must cover that line.
+
+    Returns the location to store: relative to `root` (the repository) when the file is
+    inside it, so the same source reads the same on every machine.
+    """
+    m = _LOCATION.match(location.strip())
+    if not m or not quote.strip():
+        raise QuoteNotFound(f"source {location!r}: need a file path and a quote")
+    raw_path = m.group("path")
+    path = Path(raw_path).expanduser()
+    if not path.is_absolute():
+        path = (cwd or Path.cwd()) / path
+    if not path.is_file():
+        # "C:\x" or a path that contains ':digits' itself: try the whole location as a path.
+        whole = Path(location.strip()).expanduser()
+        if not whole.is_absolute():
+            whole = (cwd or Path.cwd()) / whole
+        if whole.is_file():
+            path, m = whole, None
+        else:
+            raise QuoteNotFound(f"source file not found: {raw_path}")
+    try:
+        text = path.read_text("utf-8", errors="replace")
+    except OSError as exc:
+        raise QuoteNotFound(f"cannot read {raw_path}: {exc.strerror or exc}") from exc
+    haystack, offsets, word_lines = _words_with_lines(text)
+    needle = " ".join(quote.split())
+    found: list[tuple[int, int]] = []  # (first line, last line) of each occurrence
+    start = haystack.find(needle)
+    while start != -1:
+        first = bisect.bisect_right(offsets, start) - 1
+        last = bisect.bisect_right(offsets, start + len(needle) - 1) - 1
+        found.append((word_lines[max(first, 0)], word_lines[max(last, 0)]))
+        start = haystack.find(needle, start + 1)
+    if not found:
+        raise QuoteNotFound(f"the quote is not in {raw_path} (whitespace normalised); "
+                            "quote the file verbatim")
+    lines = sorted({a for a, _ in found})
+    if m and m.group("start"):
+        lo = int(m.group("start"))
+        hi = int(m.group("end") or lo)
+        hits = [(a, b) for a, b in found if a <= hi and b >= lo]
+        if not hits:
+            at = ", ".join(str(n) for n in lines[:5])
+            raise QuoteNotFound(f"the quote is in {raw_path} but at line {at}, not {lo}"
+                                + (f"-{hi}" if hi != lo else "")
+                                + f"; use {raw_path}:{lines[0]}")
+        lines = sorted({a for a, _ in hits})
+        suffix = f":{lo}" + (f"-{hi}" if hi != lo else "")
+    else:
+        suffix = ""
+    where = _portable(path, root) or raw_path
+    return QuoteCheck(location=where + suffix, lines=lines)
+
+
+def _portable(path: Path, root: Path | None) -> str | None:
+    if root is None:
+        return None
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return None
