@@ -1,0 +1,790 @@
+"""Secret redaction at ingest (principle 10: secrets never land).
+
+Every text a fact carries (content, quote, source location, tags) passes through here *before*
+it is stored, embedded, cached or logged. A secret that reached the bank would be injected into
+every agent prompt that recalls the fact, so this module errs towards finding secrets, while
+keeping the things engineering facts are made of (commit SHAs, UUIDs, paths, versions, ports,
+hosts, URLs, digests, Chinese prose) intact, because a memory with its identifiers scrubbed is
+useless.
+
+Detection is layered:
+
+1. detect-secrets (Yelp, maintained) plugins, used in-process. For the regex plugins we run
+   their own compiled ``denylist`` patterns with ``finditer`` so we know *where* each secret is
+   (detect-secrets only reports values, and sometimes only a prefix such as ``ghp``), and
+   ``KeywordDetector`` through ``analyze_line`` with detect-secrets' own heuristic filters. We do
+   not go through ``scan_line``/``transient_settings``: that mutates process-global settings on
+   every call (not safe under concurrent requests) and costs ~4 ms of cache busting per call.
+2. What detect-secrets misses: Anthropic keys, new OpenAI keys (``sk-proj-``/``sk-svcacct-``/
+   ``sk-admin-``), fine-grained GitHub PATs, ``npm_`` tokens, Slack app tokens, Hugging Face and
+   Stripe test keys, Google API keys, whole PEM private-key blocks (BEGIN..END, multi-line or
+   ``\\n``-escaped inside JSON, e.g. a GCP service-account ``private_key``), passwords in URLs and
+   connection strings (including ``redis://:pw@host`` and ADO ``Password=...;``), named
+   assignments (``*_KEY=``, ``*_SECRET=``, ``*_TOKEN=``, ``PASSWORD=`` in env/yaml/json/CLI style,
+   plus "the password is ..." and Chinese "密码是 ...") where only the value is redacted, bearer
+   tokens, and unlabelled high-entropy strings.
+3. Every detected value that is secret-shaped is then also replaced wherever else it occurs in
+   the text (and, through :func:`redact_fields`, in the fact's other fields), so a key quoted
+   once with its name and once bare does not leak through the bare copy.
+
+Decisions (documented because they are policy, not accident):
+
+* **Placeholders are not secrets.** A placeholder names or points at a secret without being one:
+  variable references (``${DB_PASSWORD}``, ``$DB_PASSWORD``, ``%DB_PASSWORD%``,
+  ``{{ vault_db_pw }}``, ``os.environ["X"]``, ``settings.DB_PASSWORD``), angle-bracket slots
+  (``<redacted>``, ``<your-token>``), masks (``***``, ``xxxx``, ``....``), our own
+  ``[REDACTED:...]`` marker, and stock words (``password``, ``secret``, ``token``, ``none``,
+  ``null``, ``true``/``false``, ``empty``, ``redacted``, ``placeholder``, ``changeme`` is *not*
+  one: it is a real default password). Keeping them lets facts like "the app reads
+  PASSWORD=${DB_PASSWORD} from the env" survive.
+* **Bare hex is an identifier, not a secret.** Hex-only strings (git SHAs of any length, md5/
+  sha1/sha256/sha512 digests, docker ``sha256:`` digests, Mongo ObjectIds) are never redacted by
+  the entropy rule. Hex becomes a secret only when it is *named* as one (``API_KEY=<hex>``,
+  "the api key is <hex>", or a secret word shortly before it with no commit/digest label closer).
+* **Labelled checksums survive.** ``sha256:...``, ``sha512-<base64>`` (npm/SRI integrity) and a
+  base64 string right after "checksum"/"digest"/"hash"/"integrity" are kept.
+* **Identifiers that merely look random survive:** UUIDs, ULIDs, paths (segments that read like
+  names), kebab/snake names with mostly word parts (pod names such as ``api-7d9f8b6c5d-x2x4z``),
+  and CamelCase words without digits.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import string
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from itertools import pairwise
+
+from detect_secrets.filters import heuristic
+from detect_secrets.plugins.aws import AWSKeyDetector
+from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
+from detect_secrets.plugins.base import RegexBasedDetector
+from detect_secrets.plugins.basic_auth import BasicAuthDetector
+from detect_secrets.plugins.discord import DiscordBotTokenDetector
+from detect_secrets.plugins.github_token import GitHubTokenDetector
+from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
+from detect_secrets.plugins.high_entropy_strings import (
+    Base64HighEntropyString,
+    HexHighEntropyString,
+)
+from detect_secrets.plugins.jwt import JwtTokenDetector
+from detect_secrets.plugins.keyword import DENYLIST as KEYWORD_DENYLIST
+from detect_secrets.plugins.keyword import KeywordDetector
+from detect_secrets.plugins.mailchimp import MailchimpDetector
+from detect_secrets.plugins.npm import NpmDetector
+from detect_secrets.plugins.openai import OpenAIDetector
+from detect_secrets.plugins.private_key import PrivateKeyDetector
+from detect_secrets.plugins.pypi_token import PypiTokenDetector
+from detect_secrets.plugins.sendgrid import SendGridDetector
+from detect_secrets.plugins.slack import SlackDetector
+from detect_secrets.plugins.square_oauth import SquareOAuthDetector
+from detect_secrets.plugins.stripe import StripeDetector
+from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
+from detect_secrets.plugins.twilio import TwilioKeyDetector
+
+__all__ = ["PLUGINS", "Finding", "redact_fields", "redact_text"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One redacted secret. Deliberately carries no part of the value, so findings can be
+    logged, returned to the client and audited without re-leaking what was removed."""
+
+    field: str
+    kind: str
+
+
+# --- detect-secrets plugins ---------------------------------------------------------------
+
+# Regex plugins, with the kind we report. Plugins left out on purpose: IPPublicDetector (a host
+# address is a fact, not a secret), Artifactory/Cloudant/IBM/Softlayer (keyword-context regexes
+# that the assignment rule covers, and Artifactory's ``AP[0-9A-F]`` password regex fires on
+# ordinary identifiers).
+_REGEX_PLUGINS: tuple[tuple[RegexBasedDetector, str], ...] = (
+    (AWSKeyDetector(), "aws_access_key"),
+    (AzureStorageKeyDetector(), "azure_storage_key"),
+    (BasicAuthDetector(), "url_password"),
+    (DiscordBotTokenDetector(), "discord_token"),
+    (GitHubTokenDetector(), "github_token"),
+    (GitLabTokenDetector(), "gitlab_token"),
+    (JwtTokenDetector(), "jwt"),
+    (MailchimpDetector(), "mailchimp_key"),
+    (NpmDetector(), "npm_token"),
+    (OpenAIDetector(), "openai_key"),
+    (PypiTokenDetector(), "pypi_token"),
+    (SendGridDetector(), "sendgrid_key"),
+    (SlackDetector(), "slack_token"),
+    (SquareOAuthDetector(), "square_oauth"),
+    (StripeDetector(), "stripe_key"),
+    (TelegramBotTokenDetector(), "telegram_token"),
+    (TwilioKeyDetector(), "twilio_key"),
+)
+# Plugins whose capturing group *is* the secret (the rest of the match is context such as
+# ``aws_secret_access_key = "`` or ``://user:``). For the others a group is only a prefix
+# (``ghp``), so the whole match is the secret.
+_VALUE_GROUP_PLUGINS = (AWSKeyDetector, BasicAuthDetector, NpmDetector)
+_PRIVATE_KEY = PrivateKeyDetector()
+_KEYWORD = KeywordDetector()
+# KeywordDetector's regexes backtrack heavily (~5 ms a line); every one of its quote-requiring
+# patterns needs one of its keywords and a quote, so lines without both are skipped up front.
+_KEYWORD_GATE = re.compile("|".join(KEYWORD_DENYLIST), re.IGNORECASE)
+# Only used for their Shannon entropy maths (charset-aware; hex discounts all-digit strings).
+_B64 = Base64HighEntropyString()
+_HEX = HexHighEntropyString()
+
+PLUGINS: tuple[str, ...] = tuple(
+    sorted(
+        [type(p).__name__ for p, _ in _REGEX_PLUGINS]
+        + [type(p).__name__ for p in (_PRIVATE_KEY, _KEYWORD, _B64, _HEX)]
+    )
+)
+
+# Lower number wins when two detections overlap (the union is redacted under that kind).
+_GENERIC_PRIORITY = {"url_password": 1, "bearer_token": 1, "assignment": 2, "high_entropy": 3}
+
+# --- additions: specific token shapes detect-secrets 1.5 does not know ----------------------
+
+_EXTRA_TOKENS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"sk-ant-[a-z]{2,8}\d{0,3}-[A-Za-z0-9_\-]{20,}"), "anthropic_key"),
+    (re.compile(r"sk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_\-]{20,}"), "openai_key"),
+    (re.compile(r"github_pat_[A-Za-z0-9_]{40,}"), "github_token"),
+    (re.compile(r"(?<![A-Za-z0-9])npm_[A-Za-z0-9]{36}"), "npm_token"),
+    (re.compile(r"xapp-\d-[A-Z0-9]+-\d+-[a-f0-9]{32,}"), "slack_token"),
+    (re.compile(r"(?<![A-Za-z0-9])hf_[A-Za-z0-9]{30,}"), "huggingface_token"),
+    (re.compile(r"(?<![A-Za-z0-9])[rs]k_test_[0-9A-Za-z]{24,}"), "stripe_key"),
+    (re.compile(r"AIza[0-9A-Za-z_\-]{35}"), "google_api_key"),
+    (re.compile(r"(?<![A-Za-z0-9])glpat-[A-Za-z0-9_\-]{20}"), "gitlab_token"),
+)
+
+_TOKEN_TAIL = re.compile(r"[A-Za-z0-9_\-=]*")
+_JWT_TAIL = re.compile(r"[A-Za-z0-9_\-+/=.]*")
+
+# PEM blocks: detect-secrets finds the BEGIN marker; we extend to the whole block.
+_PEM_END = re.compile(r"-{3,5} ?END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)? ?-{3,5}")
+_PEM_BODY_CHUNK = re.compile(
+    r"(?:[ \t]|\r?\n|\\r|\\n)*"
+    r"(?:(?:Proc-Type|DEK-Info|Comment|Encryption|Public-Lines|Private-Lines): [^\n\\]*"
+    r"|[A-Za-z0-9+/=]{16,})"
+)
+_PUTTY_END = re.compile(r"Private-MAC: *[0-9a-fA-F]+")
+
+# --- URL and connection-string passwords ----------------------------------------------------
+
+# ``scheme://[user]:password@host`` (user may be empty: ``redis://:pw@host``). The password
+# runs to the last ``@`` before the host, so ``p@ss`` inside a password is covered.
+_URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*:(?P<v>[^\s/@]+(?:@[^\s/@]+)*)@")
+
+# --- named assignments ----------------------------------------------------------------------
+
+_SECRET_WORDS = (
+    r"password|passwd|passphrase|pwd|pass|secret|token|credentials?|"
+    r"api[_\-]?key|apikey|key"
+)
+_ASSIGNMENT = re.compile(
+    r"(?<![A-Za-z0-9_\-.])(?P<q>[\"']?)(?P<name>-{0,2}[A-Za-z0-9_.\-]*?(?:"
+    + _SECRET_WORDS
+    + r"))(?P=q)"
+    r"(?P<sep>[ \t]*(?::=|=>|==|=|:)[ \t]*|[ \t]+(?=\S))"
+    r"(?:(?P<qq>[\"'`])(?P<qv>[^\"'`\n]{0,300})(?P=qq)"
+    r"|(?P<ph>\$\{[^}\n]*\}|\{\{[^}\n]*\}\}|<[^>\n]*>|%[A-Za-z_][A-Za-z0-9_]*%|\[REDACTED[^\]]*\])"
+    r"|(?P<uv>[^\s\"'`,;&<>()\[\]{}，。；：、（）「」]+))",
+    re.IGNORECASE,
+)
+# "the password is hunter2", "api key was ..."; needs a secret-shaped value.
+_SECRET_NAME_END = re.compile(r"(?:" + _SECRET_WORDS + r"|contrase[ñn]a)$", re.IGNORECASE)
+_NAME_BEFORE = re.compile(
+    r"([A-Za-z0-9_.\-]+)[\"'\]]*\s*(?::=|=>|[!=]==?|=|:|\(|\.assign\()?\s*@?[\"'`]$"
+)
+_NAME_AFTER = re.compile(r"[\"'`]\s*[!=]==?\s*([A-Za-z0-9_.\-]+)")
+_PROSE = re.compile(
+    r"\b(?P<name>password|passphrase|passwd|secret|token|api[ _\-]?key|access key|secret key)"
+    r"\s+(?:is|was|are)\s+[\"'`]?(?P<uv>[^\s\"'`,;<>()\[\]{}，。；：、（）]+)",
+    re.IGNORECASE,
+)
+# Chinese: 密码是 hunter2 / 密钥：AKIA... / 令牌为 xyz
+_ZH = re.compile(
+    r"(?:(?:密码|口令|密钥|秘钥|私钥|令牌|凭证|凭据)\s*(?:是|为|：|:|=)?"
+    r"|\b(?:token|api ?key|secret|password|access ?key)\s*(?:是|为))"
+    r"\s*[「“\"'`]?(?P<uv>[!-~]+?)(?=[\s」”\"'`，。；、）]|[^\x00-\x7f]|$)",
+    re.IGNORECASE,
+)
+_BEARER = re.compile(r"\b(?:Bearer|Basic|token)\s+(?P<v>[A-Za-z0-9._~+/\-]{16,}=*)")
+
+# ``<word>_KEY`` names that always hold key material, whatever the value looks like.
+_STRONG_KEYS = tuple(
+    f"{w}key"
+    for w in """secret private access api auth encryption signing master client service account
+    app license hmac crypt session jwt webhook admin deploy""".split()
+)
+_PLACEHOLDER_WORDS = frozenset(
+    """password passwd pass pwd secret secrets token tokens key apikey api_key none null nil
+    true false yes no on off empty redacted placeholder example your_password your_token
+    your_key your_api_key todo tbd value undefined required optional string str bearer basic
+    env environment vault dummy fake test testing sample demo foo bar baz blah n/a na unused
+    ignored not-needed notneeded not_needed anything whatever""".split()
+)
+_REFERENCE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+(?:\(\))?$")
+_KEY_SHAPED = re.compile(r"^[A-Za-z0-9+/_\-]{16,}={0,2}$")
+_PLAIN_IDENTIFIER = re.compile(r"^[a-z]+(?:[_.\-][a-z]+)*$")
+_UPPER_SNAKE = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
+
+# --- high entropy ---------------------------------------------------------------------------
+
+_CANDIDATE = re.compile(r"(?<![A-Za-z0-9+/_\-=])[A-Za-z0-9+/_\-]{20,}={0,2}(?![A-Za-z0-9+/_\-=])")
+_HEX_RUN = re.compile(r"^[0-9a-fA-F]+$")
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
+_ULID = re.compile(r"^[0-7][0-9A-HJKMNP-TV-Z]{25}$")
+_TAME_SEGMENT = re.compile(
+    r"^(?:[a-z0-9._\-]*|[A-Z]?[a-z]+(?:[A-Z][a-z0-9]+)*|[A-Z0-9_\-]*|v?\d{1,8}[a-z]{0,3})$"
+)
+_DIGEST_LABEL = re.compile(
+    r"(sha1|sha-1|sha224|sha256|sha-256|sha384|sha512|sha-512|md5|blake2b?|checksums?|digests?|"
+    r"hash(?:es)?|integrity|commit|rev|revision|etag|object ?id|fingerprint)\W{0,3}$",
+    re.IGNORECASE,
+)
+_PIECE = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+_LOWER_WORD = re.compile(r"^[a-z]{3,}$")
+_CONSONANT_RUN = re.compile(r"[^aeiouy]{4,}")
+_SRI = re.compile(r"^(?:sha(?:1|256|384|512))-", re.IGNORECASE)
+_SECRET_CONTEXT = re.compile(
+    r"(api[ _\-]?key|secret|token|password|passwd|credential|private key|access key|"
+    r"密钥|秘钥|密码|令牌|凭证)",
+    re.IGNORECASE,
+)
+_DIGEST_CONTEXT = re.compile(
+    r"(sha\d*|md5|digest|checksum|hash|commit|revision|\brev|etag|fingerprint|\bid\b)",
+    re.IGNORECASE,
+)
+
+_Span = tuple[int, int, str]
+
+
+# --- public API -----------------------------------------------------------------------------
+
+
+def redact_text(text: str, field: str = "content") -> tuple[str, list[Finding]]:
+    """Replace every secret in ``text`` with ``[REDACTED:kind]``.
+
+    Returns the redacted text and one Finding per replaced span. The caller decides the bank's
+    policy (store the redacted text, or reject when findings is non-empty)."""
+    spans = _detect(text)
+    values = _propagatable_values(text, spans)
+    spans = _merge(spans + _occurrences(text, values))
+    return _apply(text, spans), [Finding(field, kind) for _, _, kind in spans]
+
+
+def redact_fields(
+    fields: Mapping[str, str | list[str] | None],
+) -> tuple[dict[str, str | list[str] | None], list[Finding]]:
+    """Redact every text field of a fact; list fields (tags) item by item as ``tags[i]``.
+
+    A secret found in one field is also removed from the others, because a quote often names a
+    key (``API_KEY=...``) that the content then repeats bare, where it would not be recognised
+    on its own."""
+    flat: list[tuple[str, str]] = []
+    for name, value in fields.items():
+        if isinstance(value, list):
+            flat.extend((f"{name}[{i}]", item) for i, item in enumerate(value))
+        elif isinstance(value, str):
+            flat.append((name, value))
+    detected = {label: _detect(text) for label, text in flat}
+    values: dict[str, str] = {}
+    for label, text in flat:
+        values.update(_propagatable_values(text, detected[label]))
+    redacted: dict[str, str] = {}
+    findings: list[Finding] = []
+    for label, text in flat:
+        spans = _merge(detected[label] + _occurrences(text, values))
+        redacted[label] = _apply(text, spans)
+        findings.extend(Finding(label, kind) for _, _, kind in spans)
+    out: dict[str, str | list[str] | None] = {}
+    for name, value in fields.items():
+        if isinstance(value, list):
+            out[name] = [redacted[f"{name}[{i}]"] for i in range(len(value))]
+        elif isinstance(value, str):
+            out[name] = redacted[name]
+        else:
+            out[name] = value
+    return out, findings
+
+
+# --- detection ------------------------------------------------------------------------------
+
+
+def _detect(text: str) -> list[_Span]:
+    """All secret spans in ``text``, overlaps merged, in text order."""
+    if not text:
+        return []
+    spans: list[_Span] = []
+    spans += _private_key_spans(text)
+    spans += _plugin_spans(text)
+    spans += _extra_token_spans(text)
+    spans += _url_password_spans(text)
+    spans += _bearer_spans(text)
+    spans += _assignment_spans(text)
+    spans += _keyword_plugin_spans(text)
+    spans += _high_entropy_spans(text, spans)
+    return _merge(spans)
+
+
+def _plugin_spans(text: str) -> list[_Span]:
+    """Run each detect-secrets regex plugin's own patterns, keeping positions."""
+    out: list[_Span] = []
+    for plugin, kind in _REGEX_PLUGINS:
+        value_group = isinstance(plugin, _VALUE_GROUP_PLUGINS)
+        for pattern in plugin.denylist:
+            for m in pattern.finditer(text):
+                if value_group and m.lastindex:
+                    group = max(range(1, m.lastindex + 1), key=lambda g: m.end(g) - m.start(g))
+                    start, end = m.start(group), m.end(group)
+                    value = text[start:end].split()[0] if text[start:end].split() else ""
+                    end = start + len(value)
+                    if kind == "url_password" and _is_placeholder(value):
+                        continue
+                else:
+                    start, end = m.start(), _extend_token(text, m.end(), jwt=kind == "jwt")
+                    if text.startswith("AccountKey=", start):  # keep the name, as for NAME=
+                        start += len("AccountKey=")
+                    if kind == "jwt" and not JwtTokenDetector.is_formally_valid(
+                        text[start:end].rstrip(".")
+                    ):
+                        end = m.end()
+                if end > start:
+                    out.append((start, end, kind))
+    return out
+
+
+def _extend_token(text: str, end: int, jwt: bool = False) -> int:
+    """Regex plugins may stop short (the JWT pattern ends lazily before the signature)."""
+    m = (_JWT_TAIL if jwt else _TOKEN_TAIL).match(text, end)
+    new_end = m.end() if m else end
+    while jwt and new_end > end and text[new_end - 1] == ".":
+        new_end -= 1
+    return new_end
+
+
+def _extra_token_spans(text: str) -> list[_Span]:
+    return [
+        (m.start(), _extend_token(text, m.end()), kind)
+        for pattern, kind in _EXTRA_TOKENS
+        for m in pattern.finditer(text)
+    ]
+
+
+def _private_key_spans(text: str) -> list[_Span]:
+    """Whole private-key blocks, starting from detect-secrets' PrivateKeyDetector markers."""
+    out: list[_Span] = []
+    for pattern in _PRIVATE_KEY.denylist:
+        for m in pattern.finditer(text):
+            start = m.start()
+            while start > 0 and text[start - 1] == "-" and m.start() - start < 5:
+                start -= 1
+            end = _private_key_end(text, m.end())
+            prefix = text[max(0, start - 40) : start]
+            kind = "gcp_private_key" if re.search(r"private_key\W*$", prefix) else "private_key"
+            out.append((start, end, kind))
+    return out
+
+
+def _private_key_end(text: str, pos: int) -> int:
+    end_marker = _PEM_END.search(text, pos)
+    if end_marker and "BEGIN" not in text[pos : end_marker.start()]:
+        return end_marker.end()
+    putty = _PUTTY_END.search(text, pos)
+    if putty:
+        return putty.end()
+    # No END line (a truncated quote): the header plus every body chunk that follows it.
+    end = pos
+    while end < len(text) and text[end] in "- ":
+        end += 1
+    while m := _PEM_BODY_CHUNK.match(text, end):
+        end = m.end()
+    return end
+
+
+def _url_password_spans(text: str) -> list[_Span]:
+    out: list[_Span] = []
+    for m in _URL_PASSWORD.finditer(text):
+        if not _is_placeholder(m.group("v")):
+            out.append((m.start("v"), m.end("v"), "url_password"))
+    return out
+
+
+def _bearer_spans(text: str) -> list[_Span]:
+    out: list[_Span] = []
+    for m in _BEARER.finditer(text):
+        value = m.group("v")
+        if _has_letters_and_digits(value) and not _is_placeholder(value):
+            out.append((m.start("v"), m.end("v"), "bearer_token"))
+    return out
+
+
+def _assignment_spans(text: str) -> list[_Span]:
+    """``NAME=value`` style secrets: the value is redacted, the name kept."""
+    out: list[_Span] = []
+    pos = 0
+    # Resume right after each separator, not after the value: in ``credentials: api_key = x``
+    # the first "value" is itself the next assignment's name.
+    while m := _ASSIGNMENT.search(text, pos):
+        pos = m.end("sep")
+        if m.group("ph") is not None:
+            continue
+        name = m.group("name")
+        if not _is_secret_name(name):
+            continue
+        sep = m.group("sep")
+        if not sep.strip() and not name.startswith("-"):
+            continue  # space-separated only for CLI flags: --password hunter2
+        quoted = m.group("qv") is not None
+        group = "qv" if quoted else "uv"
+        value = m.group(group)
+        start = m.start(group)
+        if not quoted:
+            value = _trim_unquoted(value)
+            after = text[start + len(value) : start + len(value) + 3]
+            if after[:1] in ("(", "[") or re.match(r"\s*[=:]", after):
+                continue  # token = get_token(), key = os.environ["KEY"], credentials: name = ...
+        line_end = text.find("\n", m.end())
+        at_line_end = not text[m.end() : line_end if line_end >= 0 else len(text)].strip()
+        if _accept_assignment(
+            name,
+            value,
+            sep.strip(),
+            quoted=quoted,
+            spaced=sep != sep.strip(),
+            standalone=at_line_end,
+        ):
+            out.append((start, start + len(value), "assignment"))
+    for pattern in (_PROSE, _ZH):
+        for m in pattern.finditer(text):
+            value = _trim_unquoted(m.group("uv"))
+            if _is_placeholder(value) or _looks_like_path_or_url(value):
+                continue
+            if _secretish(value) and len(value) >= 6:
+                out.append((m.start("uv"), m.start("uv") + len(value), "assignment"))
+    return out
+
+
+def _keyword_plugin_spans(text: str) -> list[_Span]:
+    """detect-secrets' KeywordDetector (quoted values in code), located in the text."""
+    out: list[_Span] = []
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        # (heuristic.is_indirect_reference is not applied: it is quadratic in the line length,
+        # and every pattern used here requires a quoted literal, which a call is not.)
+        if ("'" in line or '"' in line) and _KEYWORD_GATE.search(line):
+            for secret in _KEYWORD.analyze_line(filename="fact.py", line=line):
+                value = secret.secret_value or ""
+                if not _keyword_value_ok(value, line):
+                    continue
+                for m in re.finditer(re.escape(value), line):
+                    if _named_secret_literal(line, m.start(), m.end()):
+                        out.append((offset + m.start(), offset + m.end(), "assignment"))
+        offset += len(line)
+    return out
+
+
+def _named_secret_literal(line: str, start: int, end: int) -> bool:
+    """KeywordDetector matches any name *containing* a keyword (``SECRET_CONTENT``,
+    ``password_hash``, ``secretName``); keep only literals whose name ends in one."""
+    before = _NAME_BEFORE.search(line, 0, start)
+    after = _NAME_AFTER.match(line, end)
+    names = [m.group(1) for m in (before, after) if m]
+    return any(_SECRET_NAME_END.search(n) and _is_secret_name(n) for n in names)
+
+
+def _keyword_value_ok(value: str, line: str) -> bool:
+    if len(value) < 4 or _is_placeholder(value) or _looks_like_path_or_url(value):
+        return False
+    if any(
+        f(value)
+        for f in (
+            heuristic.is_templated_secret,
+            heuristic.is_prefixed_with_dollar_sign,
+            heuristic.is_sequential_string,
+            heuristic.is_potential_uuid,
+            heuristic.is_not_alphanumeric_string,
+        )
+    ):
+        return False
+    # ``secretName: "db-credentials"`` names a secret; only password-ish lines take plain words.
+    if re.fullmatch(r"[a-z]+(?:[-_.][a-z]+)*", value):
+        return bool(re.search(r"pass|pwd|contrase", line, re.IGNORECASE))
+    return True
+
+
+def _high_entropy_spans(text: str, found: list[_Span]) -> list[_Span]:
+    """Random-looking strings nobody labelled, minus the identifiers that merely look random."""
+    out: list[_Span] = []
+    for m in _CANDIDATE.finditer(text):
+        start, end = m.span()
+        if any(s <= start and end <= e for s, e, _ in found):
+            continue
+        token = m.group()
+        if _url_component(text, start):
+            continue
+        if _is_random_secret(token, text[max(0, start - 48) : start]):
+            out.append((start, end, "high_entropy"))
+    return out
+
+
+def _is_random_secret(token: str, before: str) -> bool:
+    core = token.rstrip("=")
+    if _UUID.search(core) or _ULID.match(core) or _SRI.match(core):
+        return False
+    if "/" in core and _path_like(core):
+        return False
+    # ``i-0abcd1234ef567890``, ``ami-0c55b159cbfafe1f0``: a hex id behind a short prefix.
+    longest = max(re.split(r"[-_]", core), key=len)
+    if _HEX_RUN.match(longest) and len(longest) >= 0.6 * len(core):
+        return _named_hex(longest, before)
+    if _DIGEST_LABEL.search(before) or not _has_letters_and_digits(core):
+        return False
+    if _name_like(core) or _camel_identifier(core):
+        return False
+    alnum = re.sub(r"[^A-Za-z0-9]", "", core)
+    if len(alnum) < 16:
+        return False
+    probabilities = _class_probabilities(core)
+    if _class_change_rate(alnum) < 0.4 * (1 - sum(p * p for p in probabilities)):
+        return False
+    # A uniformly random string shows close to log2(min(length, charset)) bits a symbol;
+    # words and identifiers of the same length and charset fall well below 75% of that.
+    floor = 0.75 * math.log2(min(len(core), _charset_size(core)))
+    return _B64.calculate_shannon_entropy(core) >= floor
+
+
+def _class_probabilities(token: str) -> list[float]:
+    """Share of lower/upper/digit symbols in a uniformly random string over the same charset;
+    the class-change rate expected from such a string is ``1 - sum(p^2)``."""
+    sizes = [
+        n
+        for n, present in (
+            (26, any(c.islower() for c in token)),
+            (26, any(c.isupper() for c in token)),
+            (10, any(c.isdigit() for c in token)),
+        )
+        if present
+    ]
+    return [n / sum(sizes) for n in sizes]
+
+
+def _charset_size(token: str) -> int:
+    return (
+        26 * any(c.islower() for c in token)
+        + 26 * any(c.isupper() for c in token)
+        + 10 * any(c.isdigit() for c in token)
+        + sum(c in token for c in "+/-_")
+    )
+
+
+def _name_like(token: str) -> bool:
+    """``api-7d9f8b6c5d-x2x4z``, ``checkout_v2_2024_05``: word parts plus short random-ish parts
+    (a pod or release name). A secret behind a prefix (``whsec_<32 chars>``) has a long part."""
+    if token.startswith("xn--"):
+        return True  # punycode host label
+    parts = [p for p in re.split(r"[-_.]", token) if p]
+    if len(parts) < 2:
+        return False
+    words = [p for p in parts if _LOWER_WORD.match(p) and _pronounceable(p)]
+    others = [p for p in parts if p not in words]
+    return bool(words) and all(len(p) <= 12 for p in others)
+
+
+def _pronounceable(word: str) -> bool:
+    low = word.lower()
+    vowels = sum(c in "aeiouy" for c in low)
+    return vowels >= 0.2 * len(low) and not _CONSONANT_RUN.search(low)
+
+
+def _named_hex(core: str, before: str) -> bool:
+    """Hex is a secret only when a secret word, not a digest/commit label, sits right before."""
+    if len(core) < 16 or _HEX.calculate_shannon_entropy(core) < 3.0:
+        return False
+    secret = list(_SECRET_CONTEXT.finditer(before))
+    if not secret:
+        return False
+    digest = list(_DIGEST_CONTEXT.finditer(before))
+    return not digest or digest[-1].start() < secret[-1].start()
+
+
+def _camel_identifier(token: str) -> bool:
+    """``Base64HighEntropyString``, ``OAuth2ClientCredentials``, ``Courier10PitchBT``: mixed
+    case and digits, but made of pronounceable words, short acronyms and version digits. On
+    random base62 strings of 20+ characters this says "identifier" well under 1% of the time."""
+    if not (re.search(r"[a-z]", token) and re.search(r"[A-Z]", token)):
+        return False
+    pieces = _PIECE.findall(token)
+    if not pieces:
+        return False
+    bad = 0
+    for i, piece in enumerate(pieces):
+        if not piece.isalpha() or (piece.isupper() and 1 < len(piece) <= 4):
+            continue  # digits, acronyms
+        if len(piece) == 1:
+            bad += not (i + 1 < len(pieces) and pieces[i + 1].isdigit())  # V2, S3, K8s
+        else:
+            bad += not _pronounceable(piece)
+    mean = sum(map(len, pieces)) / len(pieces)
+    return bad <= max(1, 0.2 * len(pieces)) and mean >= 2.75
+
+
+def _class_change_rate(s: str) -> float:
+    def cls(c: str) -> int:
+        return 0 if c.isdigit() else 1 if c.islower() else 2
+
+    changes = sum(cls(a) != cls(b) for a, b in pairwise(s))
+    return changes / max(1, len(s) - 1)
+
+
+def _path_like(token: str) -> bool:
+    """Mostly name-like segments (``matplotlib/tests/...``, ``/nix/store/<hash>-python3``);
+    base64 also contains slashes, but between random segments."""
+    segments = [s for s in token.split("/") if s]
+    tame = sum(len(s) for s in segments if _TAME_SEGMENT.match(s))
+    rooted = token.startswith(("/", "~/", "./", "../"))
+    return tame >= (0.3 if rooted else 0.6) * sum(map(len, segments))
+
+
+def _url_component(text: str, start: int) -> bool:
+    """Inside a URL's host or path (query values are still scanned)."""
+    line_start = max(text.rfind("\n", 0, start), text.rfind(" ", 0, start)) + 1
+    prefix = text[line_start:start]
+    return "://" in prefix and "?" not in prefix and "=" not in prefix
+
+
+# --- value tests ----------------------------------------------------------------------------
+
+
+def _is_secret_name(name: str) -> bool:
+    """The name must *end* in a secret word (``DB_PASSWORD`` yes, ``PASSWORD_MIN_LENGTH`` no),
+    and a bare ``key``/``pass`` must be its own word (``AWS_KEY``, ``apiKey``; not ``monkey``,
+    ``bypass``)."""
+    bare = name.lstrip("-")
+    low = bare.lower()
+    for word in ("key", "pass"):
+        if low.endswith(word) and not low.endswith(("apikey", "passkey")):
+            head = bare[: -len(word)]
+            camel = bare[-len(word)].isupper() and head[-1:].islower()
+            if head and head[-1] not in "_.-" and not camel:
+                return False
+    return True
+
+
+def _accept_assignment(
+    name: str, value: str, sep: str, *, quoted: bool, spaced: bool, standalone: bool
+) -> bool:
+    if len(value) < 4 or _is_placeholder(value) or _looks_like_path_or_url(value):
+        return False
+    if value.isdigit() and len(value) < 12:
+        return False
+    low = re.sub(r"[_.\-]", "", name.lower())
+    if low.endswith("key") and not low.endswith(_STRONG_KEYS):
+        # Generic ``*_KEY`` (CACHE_KEY, SORT_KEY, PRIMARY_KEY) needs a key-shaped value.
+        return bool(_KEY_SHAPED.match(value)) and _has_letters_and_digits(value)
+    if quoted or (sep in ("=", ":=", "=>", "==") and not spaced):
+        return True  # a literal, or env style NAME=value
+    if _PLAIN_IDENTIFIER.match(value):
+        # ``token = created``, ``info, token = await ...`` are expressions; only a YAML line
+        # ``password: swordfish`` makes a plain word a value.
+        return sep == ":" and standalone
+    # ``password = hunter2`` (ini), ``token: value`` mid-sentence: only secret-shaped values.
+    return standalone or _secretish(value)
+
+
+def _is_placeholder(value: str) -> bool:
+    v = value.strip().strip("\"'`")
+    if not v:
+        return True
+    low = v.lower()
+    if low in _PLACEHOLDER_WORDS or low.startswith("[redacted"):
+        return True
+    if v[0] in "$%" or v.startswith(("{", "<", "#{")) or v.endswith((">", "}", "%")):
+        return True
+    if "..." in v or "…" in v:  # elided: ``fb_...``
+        return True
+    if len(set(v)) == 1 or re.fullmatch(r"[*x•.\-_]+", low):
+        return True
+    if _REFERENCE.match(v) or _UPPER_SNAKE.match(v):  # settings.DB_PASSWORD, OPENAI_API_KEY
+        return True
+    return bool(re.match(r"^(?:os\.)?(?:environ|getenv|env|secrets?|vault)[.\[(]", v))
+
+
+def _looks_like_path_or_url(value: str) -> bool:
+    return value.startswith(("/", "~/", "./", "../")) or bool(
+        re.match(r"^[A-Za-z][A-Za-z0-9+.\-]*://|^[A-Za-z]:\\", value)
+    )
+
+
+def _secretish(value: str) -> bool:
+    classes = sum(
+        (
+            any(c.islower() for c in value),
+            any(c.isupper() for c in value),
+            any(c.isdigit() for c in value),
+            any(c in string.punctuation for c in value),
+        )
+    )
+    return classes >= 2 or len(value) >= 16
+
+
+def _has_letters_and_digits(value: str) -> bool:
+    return any(c.isdigit() for c in value) and any(c in string.ascii_letters for c in value)
+
+
+def _trim_unquoted(value: str) -> str:
+    """Drop sentence punctuation that the value regex swallowed."""
+    return value.rstrip(".,;:!?") if len(value.rstrip(".,;:!?")) >= 4 else value
+
+
+# --- applying -------------------------------------------------------------------------------
+
+
+def _priority(kind: str) -> int:
+    return _GENERIC_PRIORITY.get(kind, 0)
+
+
+def _merge(spans: Iterable[_Span]) -> list[_Span]:
+    """Union overlapping spans; the merged span takes the most specific kind."""
+    merged: list[_Span] = []
+    for start, end, kind in sorted(spans):
+        if end <= start:
+            continue
+        if merged and start < merged[-1][1]:
+            s, e, k = merged[-1]
+            merged[-1] = (s, max(e, end), k if _priority(k) <= _priority(kind) else kind)
+        else:
+            merged.append((start, end, kind))
+    return merged
+
+
+def _propagatable_values(text: str, spans: list[_Span]) -> dict[str, str]:
+    """Secret values distinctive enough to replace wherever else they appear; short or plain
+    words (``postgres`` as a password) are not, or every mention of postgres would vanish."""
+    out: dict[str, str] = {}
+    for start, end, kind in spans:
+        value = text[start:end]
+        if len(value) >= 6 and _secretish(value) and "\n" not in value:
+            out[value] = kind
+    return out
+
+
+def _occurrences(text: str, values: Mapping[str, str]) -> list[_Span]:
+    out: list[_Span] = []
+    for value, kind in values.items():
+        pattern = r"(?<![A-Za-z0-9])" + re.escape(value) + r"(?![A-Za-z0-9])"
+        out.extend((m.start(), m.end(), kind) for m in re.finditer(pattern, text))
+    return out
+
+
+def _apply(text: str, spans: list[_Span]) -> str:
+    parts: list[str] = []
+    pos = 0
+    for start, end, kind in spans:
+        parts.append(text[pos:start])
+        parts.append(f"[REDACTED:{kind}]")
+        pos = end
+    parts.append(text[pos:])
+    return "".join(parts)
