@@ -313,7 +313,8 @@ class Client:
                 continue
             if data.get("degraded"):
                 degraded[label] = str(data["degraded"])
-            results.extend({"bank": label, **r} for r in data.get("results", []))
+            # `bank` is the configured label; the server's bank name stays in `fact.bank`.
+            results.extend({**r, "bank": label} for r in data.get("results", []))
         if errors and len(errors) == len(chosen):
             raise errors[0]
         results.sort(key=lambda r: -float(r.get("score") or 0.0))

