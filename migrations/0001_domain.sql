@@ -151,6 +151,8 @@ CREATE TABLE audit_log (
     hash       bytea NOT NULL UNIQUE
 );
 
+CREATE INDEX audit_log_chain ON audit_log (bank_id, id);
+
 CREATE FUNCTION audit_log_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     RAISE EXCEPTION 'audit_log is append-only';

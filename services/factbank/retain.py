@@ -102,25 +102,30 @@ async def prepare(
 async def _near_duplicates(
     conn: asyncpg.Connection, bank_id: int, p: Prepared, vector: np.ndarray | None
 ) -> list[asyncpg.Record]:
-    """Same bank, category and project; exact text first, then nearest by cosine >= NEAR."""
-    return await conn.fetch(
-        """SELECT id, content, trust, created_by_member, created_by_agent, similarity FROM (
-               SELECT f.id, f.content, f.trust, f.created_by_member, f.created_by_agent,
-                      CASE WHEN f.content_hash = $4 THEN 2.0
-                           WHEN $5::vector IS NULL OR f.embedding IS NULL THEN 0.0
-                           ELSE 1 - (f.embedding <=> $5::vector) END AS similarity
-               FROM facts f
-               WHERE f.bank_id = $1 AND f.category = $2 AND f.project IS NOT DISTINCT FROM $3
-                 AND f.status IN ('active', 'disputed')
-           ) c
-           WHERE similarity >= $6 ORDER BY similarity DESC, id LIMIT 5""",
-        bank_id,
-        p.category,
-        p.project,
-        facts.content_hash(p.content),
-        vector,
-        NEAR,
+    """Same bank, category and project: the same normalised text first, then the nearest by
+    cosine >= NEAR (an index lookup and an HNSW scan, never a pass over the whole bank)."""
+    same = """SELECT id, content, 2.0 AS similarity FROM facts
+              WHERE bank_id = $1 AND content_hash = $4 AND category = $2
+                AND project IS NOT DISTINCT FROM $3 AND status IN ('active', 'disputed')"""
+    rows = list(
+        await conn.fetch(same, bank_id, p.category, p.project, facts.content_hash(p.content))
     )
+    if vector is not None:
+        async with conn.transaction():
+            await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            near = await conn.fetch(
+                """SELECT id, content, 1 - (embedding <=> $4) AS similarity FROM facts
+                   WHERE bank_id = $1 AND category = $2 AND project IS NOT DISTINCT FROM $3
+                     AND status IN ('active', 'disputed') AND embedding IS NOT NULL
+                   ORDER BY embedding <=> $4 LIMIT 5""",
+                bank_id,
+                p.category,
+                p.project,
+                vector,
+            )
+        known = {r["id"] for r in rows}
+        rows += [r for r in near if r["similarity"] >= NEAR and r["id"] not in known]
+    return rows
 
 
 async def _reinforce(
