@@ -50,6 +50,7 @@ Decisions (documented because they are policy, not accident):
 
 from __future__ import annotations
 
+import base64
 import math
 import re
 import string
@@ -127,7 +128,7 @@ _REGEX_PLUGINS: tuple[tuple[RegexBasedDetector, str], ...] = (
 _VALUE_GROUP_PLUGINS = (AWSKeyDetector, BasicAuthDetector, NpmDetector)
 _PRIVATE_KEY = PrivateKeyDetector()
 _KEYWORD = KeywordDetector()
-# KeywordDetector's regexes backtrack heavily (~5 ms a line); every one of its quote-requiring
+# KeywordDetector's regexes are slow (~1 ms for a 500-char line); each of its quote-requiring
 # patterns needs one of its keywords and a quote, so lines without both are skipped up front.
 _KEYWORD_GATE = re.compile("|".join(KEYWORD_DENYLIST), re.IGNORECASE)
 # Only used for their Shannon entropy maths (charset-aware; hex discounts all-digit strings).
@@ -156,6 +157,24 @@ _EXTRA_TOKENS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(?<![A-Za-z0-9])[rs]k_test_[0-9A-Za-z]{24,}"), "stripe_key"),
     (re.compile(r"AIza[0-9A-Za-z_\-]{35}"), "google_api_key"),
     (re.compile(r"(?<![A-Za-z0-9])glpat-[A-Za-z0-9_\-]{20}"), "gitlab_token"),
+    (re.compile(r"(?<![A-Za-z0-9])hv[sb]\.[A-Za-z0-9_\-]{24,}"), "vault_token"),
+    (re.compile(r"(?<![A-Za-z0-9])dop_v1_[a-f0-9]{64}"), "digitalocean_token"),
+    (re.compile(r"(?<![A-Za-z0-9])shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}"), "shopify_token"),
+    (re.compile(r"(?<![A-Za-z0-9])glsa_[A-Za-z0-9]{32}_[a-fA-F0-9]{8}"), "grafana_token"),
+    (re.compile(r"(?<![A-Za-z0-9])PMAK-[a-f0-9]{24}-[a-f0-9]{34}"), "postman_key"),
+    (re.compile(r"(?<![A-Za-z0-9])NRAK-[A-Z0-9]{27}"), "newrelic_key"),
+    (re.compile(r"(?<![A-Za-z0-9])lin_api_[A-Za-z0-9]{40}"), "linear_key"),
+    (re.compile(r"AGE-SECRET-KEY-1[0-9A-Z]{58}"), "age_secret_key"),
+    # URL paths are exempt from the entropy rule (a URL is often the fact's source), so URLs
+    # whose path *is* the credential are listed here (Slack's is a detect-secrets plugin).
+    (
+        re.compile(r"(?<=discord\.com/api/webhooks/)\d+/[A-Za-z0-9_\-]{60,}"),
+        "discord_webhook",
+    ),
+    (
+        re.compile(r"(?<=discordapp\.com/api/webhooks/)\d+/[A-Za-z0-9_\-]{60,}"),
+        "discord_webhook",
+    ),
 )
 
 _TOKEN_TAIL = re.compile(r"[A-Za-z0-9_\-=]*")
@@ -174,7 +193,11 @@ _PUTTY_END = re.compile(r"Private-MAC: *[0-9a-fA-F]+")
 
 # ``scheme://[user]:password@host`` (user may be empty: ``redis://:pw@host``). The password
 # runs to the last ``@`` before the host, so ``p@ss`` inside a password is covered.
-_URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*:(?P<v>[^\s/@]+(?:@[^\s/@]+)*)@")
+_URL_PASSWORD = re.compile(
+    r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*:(?P<v>[^\s/@]+(?:@[^\s/@]+)*)@"
+)
+
+_USER_FLAG = re.compile(r"(?<!\S)(?:-u|--user)[ =][\"']?[^\s:\"']+:(?P<v>[^\s\"']+)")
 
 # --- named assignments ----------------------------------------------------------------------
 
@@ -189,28 +212,30 @@ _ASSIGNMENT = re.compile(
     r"(?P<sep>[ \t]*(?::=|=>|==|=|:)[ \t]*|[ \t]+(?=\S))"
     r"(?:(?P<qq>[\"'`])(?P<qv>[^\"'`\n]{0,300})(?P=qq)"
     r"|(?P<ph>\$\{[^}\n]*\}|\{\{[^}\n]*\}\}|<[^>\n]*>|%[A-Za-z_][A-Za-z0-9_]*%|\[REDACTED[^\]]*\])"
-    r"|(?P<uv>[^\s\"'`,;&<>()\[\]{}，。；：、（）「」]+))",
+    r"|(?P<uv>[^\s\"'`,;&<>()\[\]{}，。；：、（）「」]{1,512}))",
     re.IGNORECASE,
 )
-# "the password is hunter2", "api key was ..."; needs a secret-shaped value.
 _SECRET_NAME_END = re.compile(r"(?:" + _SECRET_WORDS + r"|contrase[ñn]a)$", re.IGNORECASE)
 _NAME_BEFORE = re.compile(
     r"([A-Za-z0-9_.\-]+)[\"'\]]*\s*(?::=|=>|[!=]==?|=|:|\(|\.assign\()?\s*@?[\"'`]$"
 )
 _NAME_AFTER = re.compile(r"[\"'`]\s*[!=]==?\s*([A-Za-z0-9_.\-]+)")
+# "the password is hunter2", "api key was ..."; needs a secret-shaped value.
 _PROSE = re.compile(
-    r"\b(?P<name>password|passphrase|passwd|secret|token|api[ _\-]?key|access key|secret key)"
-    r"\s+(?:is|was|are)\s+[\"'`]?(?P<uv>[^\s\"'`,;<>()\[\]{}，。；：、（）]+)",
+    r"(?<![A-Za-z])(?P<name>password|passphrase|passwd|secret|token|api[ _\-]?key|access key"
+    r"|secret key)"
+    r"\s+(?:is|was|are)\s+"
+    r"(?:(?P<q>[\"'`])(?P<qv>[^\"'`\n]{1,200})(?P=q)|(?P<uv>[^\s\"'`,;<>()\[\]{}，。；：、（）]+))",
     re.IGNORECASE,
 )
 # Chinese: 密码是 hunter2 / 密钥：AKIA... / 令牌为 xyz
 _ZH = re.compile(
     r"(?:(?:密码|口令|密钥|秘钥|私钥|令牌|凭证|凭据)\s*(?:是|为|：|:|=)?"
-    r"|\b(?:token|api ?key|secret|password|access ?key)\s*(?:是|为))"
+    r"|(?<![A-Za-z])(?:token|api ?key|secret|password|access ?key)\s*(?:是|为))"
     r"\s*[「“\"'`]?(?P<uv>[!-~]+?)(?=[\s」”\"'`，。；、）]|[^\x00-\x7f]|$)",
     re.IGNORECASE,
 )
-_BEARER = re.compile(r"\b(?:Bearer|Basic|token)\s+(?P<v>[A-Za-z0-9._~+/\-]{16,}=*)")
+_BEARER = re.compile(r"(?<![A-Za-z])(?:Bearer|Basic|token)\s+(?P<v>[A-Za-z0-9._~+/\-]{16,}=*)")
 
 # ``<word>_KEY`` names that always hold key material, whatever the value looks like.
 _STRONG_KEYS = tuple(
@@ -244,6 +269,8 @@ _DIGEST_LABEL = re.compile(
     r"hash(?:es)?|integrity|commit|rev|revision|etag|object ?id|fingerprint)\W{0,3}$",
     re.IGNORECASE,
 )
+# ``ssh-ed25519 AAAAC3Nz...``: a public key is meant to be shared.
+_PUBLIC_KEY_LABEL = re.compile(r"(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d+|sk-ssh-\S+) $")
 _PIECE = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _LOWER_WORD = re.compile(r"^[a-z]{3,}$")
 _CONSONANT_RUN = re.compile(r"[^aeiouy]{4,}")
@@ -322,6 +349,7 @@ def _detect(text: str) -> list[_Span]:
     spans += _plugin_spans(text)
     spans += _extra_token_spans(text)
     spans += _url_password_spans(text)
+    spans += _user_flag_spans(text)
     spans += _bearer_spans(text)
     spans += _assignment_spans(text)
     spans += _keyword_plugin_spans(text)
@@ -339,7 +367,7 @@ def _plugin_spans(text: str) -> list[_Span]:
                 if value_group and m.lastindex:
                     group = max(range(1, m.lastindex + 1), key=lambda g: m.end(g) - m.start(g))
                     start, end = m.start(group), m.end(group)
-                    value = text[start:end].split()[0] if text[start:end].split() else ""
+                    value = (text[start:end].split() or [""])[0]  # npm's group runs to EOL
                     end = start + len(value)
                     if kind == "url_password" and _is_placeholder(value):
                         continue
@@ -412,11 +440,25 @@ def _url_password_spans(text: str) -> list[_Span]:
     return out
 
 
+def _user_flag_spans(text: str) -> list[_Span]:
+    """``curl -u admin:pw``, ``--user admin:pw``: the password half of a CLI credential."""
+    out: list[_Span] = []
+    for m in _USER_FLAG.finditer(text):
+        if not _is_placeholder(m.group("v")):
+            out.append((m.start("v"), m.end("v"), "url_password"))
+    return out
+
+
 def _bearer_spans(text: str) -> list[_Span]:
     out: list[_Span] = []
     for m in _BEARER.finditer(text):
         value = m.group("v")
-        if _has_letters_and_digits(value) and not _is_placeholder(value):
+        if (
+            _has_letters_and_digits(value)
+            and not _is_placeholder(value)
+            and not _name_like(value)  # "token budget_for_session_2" is prose
+            and not _camel_identifier(value)
+        ):
             out.append((m.start("v"), m.end("v"), "bearer_token"))
     return out
 
@@ -454,16 +496,20 @@ def _assignment_spans(text: str) -> list[_Span]:
             sep.strip(),
             quoted=quoted,
             spaced=sep != sep.strip(),
+            spaced_after=sep != sep.rstrip(),
             standalone=at_line_end,
         ):
             out.append((start, start + len(value), "assignment"))
     for pattern in (_PROSE, _ZH):
         for m in pattern.finditer(text):
-            value = _trim_unquoted(m.group("uv"))
-            if _is_placeholder(value) or _looks_like_path_or_url(value):
+            group = "qv" if m.groupdict().get("qv") is not None else "uv"
+            value = m.group(group) if group == "qv" else _trim_unquoted(m.group(group))
+            if _is_placeholder(value) or _looks_like_path_or_url(value) or len(value) < 6:
                 continue
-            if _secretish(value) and len(value) >= 6:
-                out.append((m.start("uv"), m.start("uv") + len(value), "assignment"))
+            # Quoted, it is the value whatever it looks like ("the wifi password is 'correct
+            # horse battery staple'"); bare, it must look like one (not "the token is expired").
+            if group == "qv" or _secretish(value) or value.isdigit():
+                out.append((m.start(group), m.start(group) + len(value), "assignment"))
     return out
 
 
@@ -540,7 +586,9 @@ def _is_random_secret(token: str, before: str) -> bool:
     longest = max(re.split(r"[-_]", core), key=len)
     if _HEX_RUN.match(longest) and len(longest) >= 0.6 * len(core):
         return _named_hex(longest, before)
-    if _DIGEST_LABEL.search(before) or not _has_letters_and_digits(core):
+    if _DIGEST_LABEL.search(before) or _PUBLIC_KEY_LABEL.search(before):
+        return False
+    if not _has_letters_and_digits(core) or _json_segment(core):
         return False
     if _name_like(core) or _camel_identifier(core):
         return False
@@ -554,6 +602,18 @@ def _is_random_secret(token: str, before: str) -> bool:
     # words and identifiers of the same length and charset fall well below 75% of that.
     floor = 0.75 * math.log2(min(len(core), _charset_size(core)))
     return _B64.calculate_shannon_entropy(core) >= floor
+
+
+def _json_segment(token: str) -> bool:
+    """A lone JWT header or payload (``eyJhbGciOiJIUzI1NiJ9``) is encoded JSON, not a key; a
+    whole signed token is caught by the JWT plugin before this runs."""
+    if not token.startswith("eyJ"):
+        return False
+    try:
+        decoded = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return decoded.startswith("{")
 
 
 def _class_probabilities(token: str) -> list[float]:
@@ -649,7 +709,9 @@ def _path_like(token: str) -> bool:
 
 
 def _url_component(text: str, start: int) -> bool:
-    """Inside a URL's host or path (query values are still scanned)."""
+    """Inside a URL's host or path (query values are still scanned). Paths are left alone
+    because a URL is usually the fact's source: a Google Docs id or a blob path looks random
+    but is provenance, and redacting it would break the write gate's source location."""
     line_start = max(text.rfind("\n", 0, start), text.rfind(" ", 0, start)) + 1
     prefix = text[line_start:start]
     return "://" in prefix and "?" not in prefix and "=" not in prefix
@@ -674,7 +736,14 @@ def _is_secret_name(name: str) -> bool:
 
 
 def _accept_assignment(
-    name: str, value: str, sep: str, *, quoted: bool, spaced: bool, standalone: bool
+    name: str,
+    value: str,
+    sep: str,
+    *,
+    quoted: bool,
+    spaced: bool,
+    spaced_after: bool,
+    standalone: bool,
 ) -> bool:
     if len(value) < 4 or _is_placeholder(value) or _looks_like_path_or_url(value):
         return False
@@ -686,6 +755,8 @@ def _accept_assignment(
         return bool(_KEY_SHAPED.match(value)) and _has_letters_and_digits(value)
     if quoted or (sep in ("=", ":=", "=>", "==") and not spaced):
         return True  # a literal, or env style NAME=value
+    if sep == ":" and not spaced_after:
+        return False  # YAML needs ``key: value``; ``rails credentials:edit`` is a command
     if _PLAIN_IDENTIFIER.match(value):
         # ``token = created``, ``info, token = await ...`` are expressions; only a YAML line
         # ``password: swordfish`` makes a plain word a value.
@@ -772,11 +843,20 @@ def _propagatable_values(text: str, spans: list[_Span]) -> dict[str, str]:
 
 
 def _occurrences(text: str, values: Mapping[str, str]) -> list[_Span]:
+    """Whole-token occurrences of each value (``str.find``: linear, unlike a regex per value)."""
     out: list[_Span] = []
     for value, kind in values.items():
-        pattern = r"(?<![A-Za-z0-9])" + re.escape(value) + r"(?![A-Za-z0-9])"
-        out.extend((m.start(), m.end(), kind) for m in re.finditer(pattern, text))
+        start = text.find(value)
+        while start >= 0:
+            end = start + len(value)
+            if not (_alnum_at(text, start - 1) or _alnum_at(text, end)):
+                out.append((start, end, kind))
+            start = text.find(value, start + 1)
     return out
+
+
+def _alnum_at(text: str, i: int) -> bool:
+    return 0 <= i < len(text) and text[i].isascii() and text[i].isalnum()
 
 
 def _apply(text: str, spans: list[_Span]) -> str:

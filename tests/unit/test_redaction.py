@@ -159,3 +159,22 @@ def test_scan_is_fast() -> None:
     per_call_ms = (time.perf_counter() - start) / 20 * 1000
     print(f"\nredact_text on 500 chars: {per_call_ms:.2f} ms")
     assert per_call_ms < 25  # a few ms on an idle core; generous for a loaded CI box
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a" * 20000,
+        "password=" * 2000,
+        "http://a:b" * 2000,
+        "\n".join(f"token: abc{i}" for i in range(2000)),
+        "-----BEGIN RSA PRIVATE KEY-----\n" * 300,
+        "中文测试句子，" * 3000,
+    ],
+    ids=["letters", "assignments", "urls", "many-secrets", "pem-headers", "chinese"],
+)
+def test_no_quadratic_blowup_on_long_input(text: str) -> None:
+    """A pasted log or blob must not stall ingest (regex backtracking, per-value rescans)."""
+    start = time.perf_counter()
+    redact_text(text)
+    assert time.perf_counter() - start < 2.0
