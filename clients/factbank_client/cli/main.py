@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-COMMAND_MODULES = ("server", "admin", "login", "facts", "mcp_command")
+COMMAND_MODULES = ("server", "admin", "login", "facts", "mcp_command", "install")
 
 
 def build_parser() -> argparse.ArgumentParser:

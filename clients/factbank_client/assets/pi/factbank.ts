@@ -1,0 +1,524 @@
+// factbank-extension (installed by `factbank install pi`; `factbank uninstall pi` removes it).
+//
+// Pi has no command hooks and no MCP, so this one file does both jobs for Pi:
+// - injection: on each prompt (`before_agent_start`) it asks the recall service for the
+//   session-start block (first prompt of a session) and the per-prompt block, and adds them as
+//   one hidden message. The service keeps "each fact at most once per session".
+// - tools: factbank_search / _add / _get / _confirm / _dispute / _supersede over the same HTTP
+//   API the MCP server uses.
+// Injection never hurts the session: every call has a 1 s deadline and every failure is
+// logged to ~/.cache/factbank/pi.log and otherwise ignored.
+// Config: the factbank client config (~/.config/factbank/config.toml, or $FACTBANK_CONFIG),
+// read minimally, with the same environment overrides as the Python client (FACTBANK_URL,
+// FACTBANK_RECALL_URL, FACTBANK_TOKEN, FACTBANK_TEAM_TOKEN). The project key is computed
+// exactly like factbank_client/project.py, so Pi, Claude Code and Codex agree on it.
+
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { randomUUID } from "node:crypto";
+
+const INJECT_TIMEOUT_MS = 1000;
+const TOOL_TIMEOUT_MS = 30000;
+const AGENT = "pi";
+const DEFAULT_URL = "http://127.0.0.1:8701";
+
+// --- config ------------------------------------------------------------------------------
+
+export interface Config {
+  url: string;
+  recallUrl: string;
+  tokens: Record<string, string>; // bank label -> token
+  teamCategories: string[];
+}
+
+function configPath(env: NodeJS.ProcessEnv): string {
+  if (env.FACTBANK_CONFIG) return env.FACTBANK_CONFIG.replace(/^~(?=\/|$)/, os.homedir());
+  const base = env.XDG_CONFIG_HOME || path.join(env.HOME || os.homedir(), ".config");
+  return path.join(base, "factbank", "config.toml");
+}
+
+function tomlString(raw: string): string | undefined {
+  const v = raw.trim();
+  const m = /^"((?:[^"\\]|\\.)*)"|^'([^']*)'/.exec(v);
+  if (!m) return undefined;
+  if (m[2] !== undefined) return m[2];
+  return m[1].replace(/\\(["\\nt])/g, (_s, c) => ({ n: "\n", t: "\t" } as any)[c] ?? c);
+}
+
+/** The few keys factbank's client config holds: url, recall_url, team_categories and
+ * [banks.NAME] token. Anything else is ignored. */
+export function parseConfig(text: string): { url?: string; recallUrl?: string;
+                                             tokens: Record<string, string>;
+                                             teamCategories: string[] } {
+  const out = { tokens: {} as Record<string, string>, teamCategories: [] as string[] } as any;
+  let section = "";
+  for (const rawLine of text.split(/\r?\n/)) {
+    const line = rawLine.trim();
+    if (!line || line.startsWith("#")) continue;
+    const header = /^\[\s*([^\]]+?)\s*\]/.exec(line);
+    if (header) {
+      section = header[1].replace(/\s*\.\s*/g, ".").replace(/"/g, "");
+      continue;
+    }
+    const eq = line.indexOf("=");
+    if (eq < 0) continue;
+    const key = line.slice(0, eq).trim().replace(/"/g, "");
+    const value = line.slice(eq + 1);
+    if (section === "") {
+      if (key === "url") out.url = tomlString(value);
+      else if (key === "recall_url") out.recallUrl = tomlString(value);
+      else if (key === "team_categories") {
+        out.teamCategories = [...value.matchAll(/"((?:[^"\\]|\\.)*)"|'([^']*)'/g)]
+          .map((m) => m[1] ?? m[2]);
+      }
+    } else if (section.startsWith("banks.") && key === "token") {
+      const token = tomlString(value);
+      if (token) out.tokens[section.slice("banks.".length)] = token;
+    }
+  }
+  return out;
+}
+
+function nextPort(url: string): string {
+  const u = new URL(url);
+  const port = (u.port ? Number(u.port) : u.protocol === "https:" ? 443 : 80) + 1;
+  u.port = String(port);
+  return u.toString().replace(/\/$/, "");
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  let parsed: ReturnType<typeof parseConfig> = { tokens: {}, teamCategories: [] };
+  try {
+    parsed = parseConfig(fs.readFileSync(configPath(env), "utf-8"));
+  } catch {
+    // no config file: environment only
+  }
+  const tokens = { ...parsed.tokens };
+  if (env.FACTBANK_TOKEN) tokens.personal = env.FACTBANK_TOKEN;
+  if (env.FACTBANK_TEAM_TOKEN) tokens.team = env.FACTBANK_TEAM_TOKEN;
+  const url = (env.FACTBANK_URL || parsed.url || DEFAULT_URL).replace(/\/+$/, "");
+  const recall = (env.FACTBANK_RECALL_URL || parsed.recallUrl || nextPort(url)).replace(/\/+$/, "");
+  return { url, recallUrl: recall, tokens, teamCategories: parsed.teamCategories };
+}
+
+/** Bank labels, personal first, then team, then the rest by name (like ClientConfig.banks). */
+export function banks(cfg: Config): string[] {
+  const rank = (b: string) => (b === "personal" ? 0 : b === "team" ? 1 : 2);
+  return Object.keys(cfg.tokens).sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0));
+}
+
+export function writeBank(cfg: Config, category?: string): string {
+  if (category && cfg.teamCategories.includes(category) && cfg.tokens.team) return "team";
+  if (cfg.tokens.personal) return "personal";
+  const all = Object.keys(cfg.tokens);
+  if (all.length === 1) return all[0];
+  throw new Error("no personal bank configured (run `factbank login`)");
+}
+
+// --- the project key (a port of factbank_client/project.py) ------------------------------
+
+function repoRoot(start: string): string | undefined {
+  let dir: string;
+  try {
+    dir = fs.realpathSync(start);
+  } catch {
+    dir = path.resolve(start);
+  }
+  for (;;) {
+    if (fs.existsSync(path.join(dir, ".git"))) return dir;
+    const parent = path.dirname(dir);
+    if (parent === dir) return undefined;
+    dir = parent;
+  }
+}
+
+function gitDir(root: string): string {
+  const dot = path.join(root, ".git");
+  try {
+    if (fs.statSync(dot).isFile()) {
+      const target = fs.readFileSync(dot, "utf-8").trim().replace(/^gitdir:/, "").trim();
+      const gd = fs.realpathSync(path.resolve(root, target));
+      const common = path.join(gd, "commondir");
+      if (fs.existsSync(common) && fs.statSync(common).isFile()) {
+        return fs.realpathSync(path.resolve(gd, fs.readFileSync(common, "utf-8").trim()));
+      }
+      return gd;
+    }
+  } catch {
+    // fall through
+  }
+  return dot;
+}
+
+/** The first remote's URL, `origin` first (configparser semantics: `key = value` or
+ * `key: value`, keys case-insensitive, the rest of the line is the value). */
+export function originUrl(gitConfig: string): string | undefined {
+  const sections: Array<{ name: string; url?: string }> = [];
+  let cur: { name: string; url?: string } | undefined;
+  for (const raw of gitConfig.split(/\r?\n/)) {
+    const line = raw.trim();
+    if (!line || line.startsWith("#") || line.startsWith(";")) continue;
+    const header = /^\[(.+)\]$/.exec(line);
+    if (header) {
+      const name = header[1];
+      cur = sections.find((s) => s.name === name);
+      if (!cur) {
+        cur = { name };
+        sections.push(cur);
+      }
+      continue;
+    }
+    const m = /^(.*?)\s*[=:]\s*(.*)$/.exec(line);
+    // configparser refuses the whole file on a key outside a section or a line without a
+    // delimiter; project.py then falls back to the directory name, and so must this.
+    if (!cur || !m) return undefined;
+    if (m[1].toLowerCase() === "url") cur.url = m[2];
+  }
+  const remotes = sections.filter((s) => s.name.startsWith("remote "));
+  remotes.sort((a, b) => Number(a.name !== 'remote "origin"') - Number(b.name !== 'remote "origin"'));
+  for (const r of remotes) if (r.url) return r.url;
+  return undefined;
+}
+
+const SCP = /^(?:[^@/]+@)?([^:/]+):(?!\/\/)(.+)$/;
+
+function stripGit(s: string): string {
+  return s.endsWith(".git") ? s.slice(0, -4) : s;
+}
+
+export function normaliseRemote(url: string): string {
+  url = url.trim();
+  let host: string;
+  let p: string;
+  if (url.includes("://")) {
+    const rest = url.split("://").slice(1).join("://");
+    const slash = rest.indexOf("/");
+    const hostPart = slash < 0 ? rest : rest.slice(0, slash);
+    p = slash < 0 ? "" : rest.slice(slash + 1);
+    const at = hostPart.lastIndexOf("@");
+    host = (at < 0 ? hostPart : hostPart.slice(at + 1)).split(":")[0];
+  } else {
+    const m = SCP.exec(url);
+    if (!m) return stripGit(url.replace(/\/+$/, "")).toLowerCase();
+    host = m[1];
+    p = m[2];
+  }
+  p = stripGit(p.replace(/^\/+|\/+$/g, ""));
+  return host ? `${host.toLowerCase()}/${p.toLowerCase()}` : p.toLowerCase();
+}
+
+export function projectKey(cwd: string): string | null {
+  const root = repoRoot(cwd);
+  if (!root) return null;
+  let url: string | undefined;
+  try {
+    url = originUrl(fs.readFileSync(path.join(gitDir(root), "config"), "utf-8"));
+  } catch {
+    url = undefined;
+  }
+  return url ? normaliseRemote(url) : path.basename(root).toLowerCase();
+}
+
+// --- HTTP ---------------------------------------------------------------------------------
+
+function logError(message: string): void {
+  try {
+    const base = process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache");
+    const dir = path.join(base, "factbank");
+    fs.mkdirSync(dir, { recursive: true });
+    fs.appendFileSync(path.join(dir, "pi.log"), `${new Date().toISOString()} ${message}\n`);
+  } catch {
+    // best effort
+  }
+}
+
+class HttpError extends Error {
+  constructor(message: string, public status?: number) {
+    super(message);
+  }
+}
+
+async function call(cfg: Config, method: string, base: string, route: string, bank: string,
+                    body: unknown, timeoutMs: number): Promise<any> {
+  const token = cfg.tokens[bank];
+  if (!token) throw new HttpError(`no token configured for bank ${bank}`);
+  let res: Response;
+  try {
+    res = await fetch(base + route, {
+      method,
+      headers: { "Content-Type": "application/json", Authorization: `Bearer ${token}`,
+                 "X-Factbank-Agent": AGENT },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+  } catch (err: any) {
+    throw new HttpError(`cannot reach ${base}: ${err?.name === "TimeoutError" ? "timed out" : err?.message ?? err}`);
+  }
+  const text = await res.text();
+  let data: any = undefined;
+  try {
+    data = text ? JSON.parse(text) : undefined;
+  } catch {
+    data = undefined;
+  }
+  if (!res.ok) {
+    const detail = data?.detail ?? text.slice(0, 300) ?? res.statusText;
+    const reasons = (data?.reasons ?? []).map((r: any) => `${r.field}: ${r.reason}`).join("; ");
+    throw new HttpError(`[${bank}] ${res.status} ${detail}${reasons && !String(detail).includes(reasons) ? ` (${reasons})` : ""}`, res.status);
+  }
+  return data;
+}
+
+/** The bank that holds fact `id`: the only bank, else the first that does not answer 404. */
+async function owner(cfg: Config, id: number): Promise<string> {
+  const all = banks(cfg);
+  if (all.length <= 1) return all[0] ?? "personal";
+  for (const bank of all) {
+    try {
+      await call(cfg, "GET", cfg.url, `/v1/facts/${id}`, bank, undefined, TOOL_TIMEOUT_MS);
+      return bank;
+    } catch (err: any) {
+      if (err?.status !== 404) throw err;
+    }
+  }
+  throw new Error(`fact ${id} not found in any configured bank`);
+}
+
+// --- injection ------------------------------------------------------------------------------
+
+async function inject(cfg: Config, kind: "session" | "prompt", sessionId: string,
+                      project: string | null, prompt: string | null): Promise<string> {
+  const body = { kind, session_id: sessionId, project, prompt };
+  const answers = await Promise.all(banks(cfg).map(async (bank) => {
+    try {
+      const data = await call(cfg, "POST", cfg.recallUrl, "/v1/inject", bank, body, INJECT_TIMEOUT_MS);
+      return typeof data?.text === "string" ? data.text.trim() : "";
+    } catch (err: any) {
+      logError(`inject ${kind} bank=${bank}: ${err?.message ?? err}`);
+      return "";
+    }
+  }));
+  return answers.filter((t) => t).join("\n\n");
+}
+
+// --- tool helpers -----------------------------------------------------------------------------
+
+function text(t: string) {
+  return { content: [{ type: "text", text: t }], details: {} };
+}
+
+function factLine(f: any, bank?: string): string {
+  const src = f.source ?? {};
+  const where = `${src.kind ?? "?"} ${src.location ?? ""}`.trim();
+  const trust = Number(f.effective_trust ?? f.trust ?? 0).toFixed(2);
+  const status = f.status && f.status !== "active" ? ` ${f.status}` : "";
+  const tentative = f.tentative ? " tentative" : "";
+  return `#${f.id} [${bank ? bank + ", " : ""}trust ${trust}${status}${tentative}] ${f.content} ` +
+    `(source: ${where}; tags: ${(f.tags ?? []).join(", ") || "-"})`;
+}
+
+const FACT_PROPS = {
+  content: { type: "string", description: "The fact: one atomic claim, a sentence or two, self-contained (name the system it is about)." },
+  category: { type: "string", description: "preferences, environment, project, decisions, gotchas, people, reference (or a bank's own category)." },
+  source_kind: { type: "string", enum: ["file", "url", "commit", "command", "user", "doc"], description: "Where the fact comes from; user = the user said it." },
+  source_location: { type: "string", description: "file: path[:line] relative to the repository; url: the URL; commit: the SHA; command: the command run; user: empty or short context." },
+  quote: { type: "string", description: "Verbatim text from the source (file lines, page sentence, command output, the user's own words). Not a paraphrase." },
+  tags: { type: "array", items: { type: "string" }, minItems: 1, description: "3-8 tags naming the topic, the systems and their aliases/generic words, in BOTH Chinese and English, e.g. [\"pnpm\", \"包管理器\", \"package manager\", \"node\"]." },
+  origin: { type: "string", enum: ["user", "verified", "inferred"], description: "user: the user said it; verified: you checked the source yourself; inferred: your conclusion." },
+  tentative: { type: "boolean", description: "True when you are not sure yet (lower trust)." },
+  project: { type: "string", description: "Project key; default: the current repository. \"\" for a fact that holds everywhere (e.g. a personal preference)." },
+};
+const FACT_REQUIRED = ["content", "category", "source_kind", "source_location", "quote", "tags"];
+
+function buildFact(p: any, cwd: string): any {
+  const fact: any = {
+    content: p.content, category: p.category,
+    source: { kind: p.source_kind, location: p.source_location ?? "" },
+    quote: p.quote, tags: p.tags ?? [], origin: p.origin ?? "inferred",
+    tentative: Boolean(p.tentative), agent: AGENT,
+  };
+  const project = p.project === undefined || p.project === null ? projectKey(cwd) : p.project;
+  if (project) fact.project = project;
+  return fact;
+}
+
+function outcomeText(o: any, bank: string): string {
+  const f = o.fact;
+  const lines = [`${o.status === "reinforced" ? "Reinforced existing" : "Stored"} fact #${f.id} in ${bank} (trust ${Number(f.trust).toFixed(2)}).`];
+  for (const r of o.redacted ?? []) lines.push(`Redacted a ${r.kind ?? "secret"} from ${r.field ?? "?"}; never send secrets.`);
+  if (o.possible_duplicate_of?.length) {
+    const ids = o.possible_duplicate_of.map(Number);
+    lines.push(`Similar but different claim(s) already stored: ${ids.map((i: number) => "#" + i).join(", ")}. ` +
+      `If they no longer hold, call factbank_supersede with replaces=[${[...ids, f.id].join(", ")}]; if they still hold, nothing to do.`);
+  } else if (o.note) lines.push(String(o.note));
+  return lines.join("\n");
+}
+
+// --- the extension ----------------------------------------------------------------------------
+
+export default function factbank(pi: any) {
+  let sessionId: string = randomUUID();
+  let sessionBlockDue = true;
+  let cwd = process.cwd();
+
+  const currentSessionId = (ctx: any): string => {
+    try {
+      const id = ctx?.sessionManager?.getSessionId?.();
+      if (typeof id === "string" && id) return id;
+    } catch {
+      // ephemeral session
+    }
+    return sessionId;
+  };
+
+  pi.on("session_start", async (_event: any, ctx: any) => {
+    sessionBlockDue = true;
+    if (ctx?.cwd) cwd = ctx.cwd;
+    sessionId = currentSessionId(ctx);
+  });
+
+  pi.on("before_agent_start", async (event: any, ctx: any) => {
+    try {
+      if (ctx?.cwd) cwd = ctx.cwd;
+      const cfg = loadConfig();
+      if (!banks(cfg).length) return undefined;
+      const sid = currentSessionId(ctx);
+      const project = projectKey(cwd);
+      const prompt = typeof event?.prompt === "string" ? event.prompt.slice(0, 8000) : "";
+      const wantSession = sessionBlockDue;
+      sessionBlockDue = false;
+      const [sessionText, promptText] = await Promise.all([
+        wantSession ? inject(cfg, "session", sid, project, null) : Promise.resolve(""),
+        prompt.trim() ? inject(cfg, "prompt", sid, project, prompt) : Promise.resolve(""),
+      ]);
+      const content = [sessionText, promptText].filter((t) => t).join("\n\n");
+      if (!content) return undefined;
+      return { message: { customType: "factbank", content, display: false } };
+    } catch (err: any) {
+      logError(`before_agent_start: ${err?.message ?? err}`);
+      return undefined;
+    }
+  });
+
+  pi.registerTool({
+    name: "factbank_search",
+    label: "factbank search",
+    description: "Search the shared memory (every bank you can read) before assuming anything about this user, machine, team or project: which tool or package manager, which host or port, how to build, test or deploy, why something was decided, what an error means. Ask in natural language, Chinese or English. Results show #id, bank, trust and source. An empty answer means nothing relevant is stored.",
+    parameters: {
+      type: "object",
+      properties: {
+        query: { type: "string", description: "What you want to know, in natural language (Chinese or English)." },
+        limit: { type: "integer", minimum: 1, maximum: 20, description: "At most this many (default 5)." },
+        project: FACT_PROPS.project,
+      },
+      required: ["query"],
+    },
+    async execute(_id: string, params: any) {
+      const cfg = loadConfig();
+      const limit = Number(params.limit ?? 5);
+      const project = params.project === undefined || params.project === null ? projectKey(cwd) : params.project;
+      const body: any = { query: params.query, limit, mode: "hybrid" };
+      if (project) body.project = project;
+      const results: any[] = [];
+      const notes: string[] = [];
+      const all = banks(cfg);
+      const errors: string[] = [];
+      for (const bank of all) {
+        try {
+          const data = await call(cfg, "POST", cfg.recallUrl, "/v1/search", bank, body, TOOL_TIMEOUT_MS);
+          for (const r of data?.results ?? []) results.push({ ...r, bank });
+          if (data?.degraded) notes.push(`(note: ${bank} search degraded: ${data.degraded})`);
+        } catch (err: any) {
+          errors.push(err?.message ?? String(err));
+        }
+      }
+      if (errors.length && errors.length === all.length) throw new Error(errors[0]);
+      results.sort((a, b) => Number(b.score ?? 0) - Number(a.score ?? 0));
+      const lines: string[] = [];
+      for (const r of results.slice(0, limit)) {
+        lines.push(factLine(r.fact, r.bank));
+        if (r.via) lines.push(`    (found via outdated #${r.via.superseded}, replaced because: ${r.via.reason ?? "-"})`);
+      }
+      if (!lines.length) lines.push("No stored fact matches; proceed, and add what you learn.");
+      return text([...lines, ...notes, ...errors.map((e) => `(note: ${e})`)].join("\n"));
+    },
+  });
+
+  pi.registerTool({
+    name: "factbank_add",
+    label: "factbank add",
+    description: "Save ONE durable fact you just learned, right away (do not wait for the end of the task): the user's preferences and conventions, environment facts (hosts, ports, paths), project commands and layout, decisions with their reason, gotchas (error -> cause -> fix). Not for guesses, task progress, session-only things, conversations or anything secret. One atomic claim per call; quote verbatim from the source; honest origin; 3-8 tags in BOTH Chinese and English. If a stored fact is wrong or outdated, use factbank_supersede instead.",
+    parameters: { type: "object", properties: FACT_PROPS, required: FACT_REQUIRED },
+    async execute(_id: string, params: any) {
+      const cfg = loadConfig();
+      const bank = writeBank(cfg, params.category);
+      const outcome = await call(cfg, "POST", cfg.url, "/v1/facts", bank, buildFact(params, cwd), TOOL_TIMEOUT_MS);
+      return text(outcomeText(outcome, bank));
+    },
+  });
+
+  pi.registerTool({
+    name: "factbank_get",
+    label: "factbank get",
+    description: "Read one fact by id with its history (source, verbatim quote, confirmations, disputes, what it replaced and what replaced it). Use it before relying on, confirming, disputing or superseding a fact you only saw summarised.",
+    parameters: { type: "object", properties: { id: { type: "integer", description: "The fact id (shown as #id)." } }, required: ["id"] },
+    async execute(_id: string, params: any) {
+      const cfg = loadConfig();
+      const bank = await owner(cfg, Number(params.id));
+      const data = await call(cfg, "GET", cfg.url, `/v1/facts/${Number(params.id)}`, bank, undefined, TOOL_TIMEOUT_MS);
+      const f = data.fact;
+      const lines = [factLine(f, bank), `quote: ${JSON.stringify(f.quote)}`,
+        `category: ${f.category}; project: ${f.project || "-"}; origin: ${f.origin}`];
+      for (const e of data.events ?? []) lines.push(`  ${String(e.created_at).slice(0, 16)} ${e.kind}${e.reason ? ": " + e.reason : ""}`);
+      for (const old of data.supersedes ?? []) lines.push(`replaced #${old.id}: ${old.content} (because: ${old.supersede_reason ?? "-"})`);
+      if (data.current && data.current.id !== f.id) lines.push(`OUTDATED; current: ${factLine(data.current)}`);
+      return text(lines.join("\n"));
+    },
+  });
+
+  const judge = (name: string, verb: string, route: string, description: string) => pi.registerTool({
+    name, label: name.replace("_", " "), description,
+    parameters: {
+      type: "object",
+      properties: { id: { type: "integer", description: "The fact id (shown as #id)." },
+                    reason: { type: "string", description: "Why: what you checked or saw." } },
+      required: ["id", "reason"],
+    },
+    async execute(_id: string, params: any) {
+      const cfg = loadConfig();
+      const id = Number(params.id);
+      const bank = await owner(cfg, id);
+      const f = await call(cfg, "POST", cfg.url, `/v1/facts/${id}/${route}`, bank, { reason: params.reason ?? "" }, TOOL_TIMEOUT_MS);
+      return text(`${verb} #${f.id}: status ${f.status}, trust now ${Number(f.trust).toFixed(2)}.`);
+    },
+  });
+  judge("factbank_confirm", "Confirmed", "confirm",
+    "You relied on fact `id` and checked that it still holds (ran it, read the file, the user agreed): trust rises and its age decay restarts. Say how you checked in `reason`.");
+  judge("factbank_dispute", "Disputed", "dispute",
+    "Fact `id` looks wrong or did not work: trust falls. Say what you saw in `reason`. If you know the correct claim, use factbank_supersede instead.");
+
+  pi.registerTool({
+    name: "factbank_supersede",
+    label: "factbank supersede",
+    description: "Replace facts that no longer hold with the current truth: stores the new fact (same rules as factbank_add) and retires the old ones, linked to it with your reason, so a later recall of the old claim returns the new one. Pass every outdated id in `replaces`.",
+    parameters: {
+      type: "object",
+      properties: {
+        replaces: { type: "array", items: { type: "integer" }, minItems: 1, description: "Ids of the facts that no longer hold." },
+        reason: { type: "string", description: "Why they no longer hold (the evidence)." },
+        ...FACT_PROPS,
+      },
+      required: ["replaces", "reason", ...FACT_REQUIRED],
+    },
+    async execute(_id: string, params: any) {
+      const cfg = loadConfig();
+      const replaces = (params.replaces ?? []).map(Number);
+      if (!replaces.length) throw new Error("supersede needs at least one fact id to replace");
+      const bank = await owner(cfg, replaces[0]);
+      const o = await call(cfg, "POST", cfg.url, "/v1/facts/supersede", bank,
+        { fact: buildFact(params, cwd), replaces, reason: params.reason }, TOOL_TIMEOUT_MS);
+      return text(`Stored fact #${o.fact.id} in ${bank}; it supersedes ${replaces.map((i: number) => "#" + i).join(", ")} (${params.reason}).`);
+    },
+  });
+}

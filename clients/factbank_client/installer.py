@@ -1,0 +1,565 @@
+"""`factbank install|uninstall claude|codex|pi|all`: wire factbank into the agent harnesses.
+
+What each harness gets (all in the user's home, never in a project):
+
+* Claude Code: three command hooks in `~/.claude/settings.json` (SessionStart,
+  UserPromptSubmit, Stop), the stdio MCP server in `~/.claude.json` `mcpServers` (user scope),
+  `permissions.allow` for factbank's non-destructive tools (`claude -p` denies tools that would
+  need a prompt), and the instruction block in `~/.claude/CLAUDE.md`.
+* Codex: the same hooks in `~/.codex/hooks.json`, `[mcp_servers.factbank]` in
+  `~/.codex/config.toml` (no token in it: the server reads the factbank client config, and
+  `env_vars` passes FACTBANK_* through), the block in `~/.codex/AGENTS.md`. Codex runs a hook
+  only once the user trusted it (`/hooks` in Codex, or `--trust` here).
+* Pi: the extension `~/.pi/agent/extensions/factbank.ts` (Pi has no command hooks and no MCP)
+  and the block in `~/.pi/agent/AGENTS.md`.
+
+Why it is built like this (principle 8): every edit is computed first as (path, old text, new
+text), so `--dry-run` prints exactly the diff that would be written; entries are found again by
+marker (installer_files), so a re-run replaces them in place even from another install path;
+and a manifest records which files and containers the installer created, so uninstall removes
+exactly what was added and deletes only files it created.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import shlex
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+
+from factbank_client import installer_files as files
+
+HARNESSES = ("claude", "codex", "pi")
+HOOK_EVENTS = {"SessionStart": "session-start", "UserPromptSubmit": "user-prompt-submit",
+               "Stop": "stop"}
+HOOK_TIMEOUT = 5  # seconds; Codex's default is 600. The hook gives up after 0.9 s itself.
+MCP_NAME = "factbank"
+MCP_AGENT = {"claude": "claude-code", "codex": "codex"}
+# Non-destructive tools Claude Code may call without a prompt (not delete/add_category).
+CLAUDE_ALLOW = tuple(f"mcp__{MCP_NAME}__{t}" for t in
+                     ("search", "get", "add", "confirm", "dispute", "supersede",
+                      "list_categories"))
+CODEX_ENV_VARS = ("FACTBANK_CONFIG", "FACTBANK_URL", "FACTBANK_RECALL_URL", "FACTBANK_TOKEN",
+                  "FACTBANK_TEAM_TOKEN")
+PI_EXTENSION = "factbank.ts"
+PI_MARKER = "factbank-extension"
+MANIFEST_VERSION = 1
+
+
+class InstallError(Exception):
+    """A file we must not or cannot edit (unparsable, or someone else's): nothing written."""
+
+
+# --- where things live ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Paths:
+    home: Path
+    claude_dir: Path
+    claude_json: Path
+    codex_dir: Path
+    pi_dir: Path
+    config_dir: Path
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, home: Path | None = None) -> Paths:
+        """The harnesses' own overrides (CLAUDE_CONFIG_DIR, CODEX_HOME, PI_CODING_AGENT_DIR,
+        XDG_CONFIG_HOME) win over `home`'s defaults, as they do in the harnesses."""
+        env = os.environ if env is None else env
+        home = Path(home or env.get("HOME") or Path.home())
+        claude_dir = Path(env["CLAUDE_CONFIG_DIR"]) if env.get("CLAUDE_CONFIG_DIR") else None
+        xdg = env.get("XDG_CONFIG_HOME")
+        return cls(
+            home=home,
+            claude_dir=claude_dir or home / ".claude",
+            claude_json=(claude_dir / ".claude.json") if claude_dir else home / ".claude.json",
+            codex_dir=Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else home / ".codex",
+            pi_dir=Path(env["PI_CODING_AGENT_DIR"]) if env.get("PI_CODING_AGENT_DIR")
+            else home / ".pi" / "agent",
+            config_dir=(Path(xdg) if xdg else home / ".config") / "factbank",
+        )
+
+    @property
+    def manifest(self) -> Path:
+        return self.config_dir / "install-manifest.json"
+
+    def claude_settings(self) -> Path:
+        return self.claude_dir / "settings.json"
+
+    def codex_config(self) -> Path:
+        return self.codex_dir / "config.toml"
+
+    def codex_hooks(self) -> Path:
+        return self.codex_dir / "hooks.json"
+
+    def pi_extension(self) -> Path:
+        return self.pi_dir / "extensions" / PI_EXTENSION
+
+
+# --- what is run -----------------------------------------------------------------------------
+
+
+def python_exe() -> str:
+    return sys.executable or "python3"
+
+
+def hook_command(event: str, python: str | None = None) -> str:
+    """The exact hook command. Keep it stable across re-installs from the same interpreter:
+    Codex trusts a hook by the hash of its handler, so any change disables it silently."""
+    return f"{shlex.quote(python or python_exe())} -P -m factbank_client.hooks {event}"
+
+
+def hook_handlers(python: str | None = None) -> dict[str, dict]:
+    return {event: {"type": "command", "command": hook_command(arg, python),
+                    "timeout": HOOK_TIMEOUT}
+            for event, arg in HOOK_EVENTS.items()}
+
+
+def mcp_args(agent: str) -> list[str]:
+    return ["-P", "-m", "factbank_client.cli.main", "mcp", "--agent", agent]
+
+
+def asset_text(*parts: str) -> str:
+    return resources.files("factbank_client").joinpath("assets", *parts).read_text("utf-8")
+
+
+# --- pending edits ---------------------------------------------------------------------------
+
+
+@dataclass
+class Change:
+    path: Path
+    old: str | None
+    new: str | None  # None: delete the file
+
+    def diff(self) -> str:
+        if self.old == self.new:
+            return ""
+        a = (self.old or "").splitlines(keepends=True)
+        b = (self.new or "").splitlines(keepends=True)
+        label_a = str(self.path) if self.old is not None else "/dev/null"
+        label_b = str(self.path) if self.new is not None else "/dev/null"
+        out = "".join(difflib.unified_diff(a, b, label_a, label_b))
+        if out and not out.endswith("\n"):
+            out += "\n"
+        return out
+
+
+@dataclass
+class Edits:
+    """Reads each file once and stacks edits to it, so two edits of settings.json compose."""
+
+    pending: dict[Path, str | None] = field(default_factory=dict)
+    original: dict[Path, str | None] = field(default_factory=dict)
+
+    def read(self, path: Path) -> str | None:
+        if path in self.pending:
+            return self.pending[path]
+        if path not in self.original:
+            try:
+                self.original[path] = path.read_text("utf-8")
+            except FileNotFoundError:
+                self.original[path] = None
+            except OSError as exc:
+                raise InstallError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        return self.original[path]
+
+    def write(self, path: Path, text: str | None) -> None:
+        self.read(path)
+        self.pending[path] = text
+
+    def existed(self, path: Path) -> bool:
+        self.read(path)
+        return self.original[path] is not None
+
+    def changes(self) -> list[Change]:
+        return [Change(p, self.original[p], t) for p, t in self.pending.items()
+                if self.original[p] != t]
+
+
+def _json(edits: Edits, path: Path) -> tuple[dict, files.JsonStyle]:
+    try:
+        return files.load_json(edits.read(path))
+    except ValueError as exc:
+        raise InstallError(f"{path} is not valid JSON ({exc}); fix it or move it away, "
+                           "nothing was changed") from exc
+
+
+def _toml(edits: Edits, path: Path) -> Any:
+    try:
+        return tomlkit.parse(edits.read(path) or "")
+    except Exception as exc:  # tomlkit raises its own ParseError subclasses
+        raise InstallError(f"{path} is not valid TOML ({exc}); nothing was changed") from exc
+
+
+# --- the manifest ----------------------------------------------------------------------------
+
+
+def load_manifest(paths: Paths) -> dict:
+    try:
+        data = json.loads(paths.manifest.read_text("utf-8"))
+    except (OSError, ValueError):
+        return {"version": MANIFEST_VERSION, "harnesses": {}}
+    data.setdefault("harnesses", {})
+    return data
+
+
+def _record(entry: dict, path: Path, *, created_file: bool = False,
+            containers: list[files.Path_] = (), **lists: list[str]) -> None:
+    """Merge what one install did to `path` into the harness's manifest entry. Never
+    downgrades: a file created by the first install stays 'created' on later runs."""
+    rec = entry.setdefault("files", {}).setdefault(str(path), {})
+    if created_file:
+        rec["created"] = True
+    known = [tuple(c) for c in rec.get("containers", [])]
+    for c in containers:
+        if tuple(c) not in known:
+            known.append(tuple(c))
+    if known:
+        rec["containers"] = [list(c) for c in known]
+    for key, values in lists.items():
+        merged = list(rec.get(key, []))
+        merged += [v for v in values if v not in merged]
+        if merged:
+            rec[key] = merged
+
+
+def _rec(entry: dict, path: Path) -> dict:
+    return (entry.get("files") or {}).get(str(path), {})
+
+
+def _changed(before: Any, after: Any) -> bool:
+    return json.dumps(before, sort_keys=True) != json.dumps(after, sort_keys=True)
+
+
+def _write_json(edits: Edits, entry: dict, path: Path, before: dict, data: dict,
+                style: files.JsonStyle, *, uninstall: bool = False) -> None:
+    """Write only real changes (an already-installed file keeps its bytes); on uninstall a
+    file the installer created and that is now empty is deleted."""
+    if not _changed(before, data):
+        return
+    if uninstall and not data and _rec(entry, path).get("created"):
+        edits.write(path, None)
+    else:
+        edits.write(path, files.dump_json(data, style))
+
+
+def _copy(data: dict) -> dict:
+    return json.loads(json.dumps(data))
+
+
+# --- pieces shared by the harnesses -----------------------------------------------------------
+
+
+def install_hooks(edits: Edits, entry: dict, path: Path, python: str | None) -> None:
+    data, style = _json(edits, path)
+    before, created = _copy(data), []
+    files.set_hooks(data, hook_handlers(python), created)
+    _record(entry, path, created_file=not edits.existed(path), containers=created)
+    _write_json(edits, entry, path, before, data, style)
+
+
+def uninstall_hooks(edits: Edits, entry: dict, path: Path) -> None:
+    if edits.read(path) is None:
+        return
+    data, style = _json(edits, path)
+    before = _copy(data)
+    files.remove_hooks(data)
+    files.prune_created(data, _rec(entry, path).get("containers", []))
+    _write_json(edits, entry, path, before, data, style, uninstall=True)
+
+
+def install_block(edits: Edits, entry: dict, path: Path) -> None:
+    text = edits.read(path)
+    new = files.put_block(text, asset_text("instructions.md"))
+    _record(entry, path, created_file=text is None)
+    if new != text:
+        edits.write(path, new)
+
+
+def uninstall_block(edits: Edits, entry: dict, path: Path) -> None:
+    text = edits.read(path)
+    if not files.has_block(text):
+        return
+    assert text is not None
+    new: str | None = files.drop_block(text)
+    if _rec(entry, path).get("created") and not (new or "").strip():
+        new = None
+    edits.write(path, new)
+
+
+# --- Claude Code -------------------------------------------------------------------------------
+
+
+def install_claude(edits: Edits, entry: dict, paths: Paths, python: str | None,
+                   notes: list[str]) -> None:
+    settings = paths.claude_settings()
+    install_hooks(edits, entry, settings, python)
+    data, style = _json(edits, settings)
+    before, created = _copy(data), []
+    allow = files.ensure(data, ("permissions", "allow"), list, created)
+    added = [t for t in CLAUDE_ALLOW if t not in allow]
+    allow.extend(added)
+    _record(entry, settings, containers=created, allow=added)
+    _write_json(edits, entry, settings, before, data, style)
+
+    cj = paths.claude_json
+    data, style = _json(edits, cj)
+    before, created = _copy(data), []
+    servers = files.ensure(data, ("mcpServers",), dict, created)
+    if MCP_NAME in servers and not files.is_our_mcp(servers[MCP_NAME]):
+        notes.append(f"replaced a '{MCP_NAME}' MCP server in {cj} that was not factbank's "
+                     "stdio server")
+    servers[MCP_NAME] = {"type": "stdio", "command": python or python_exe(),
+                         "args": mcp_args(MCP_AGENT["claude"]), "env": {}}
+    _record(entry, cj, created_file=not edits.existed(cj), containers=created)
+    _write_json(edits, entry, cj, before, data, style)
+
+    install_block(edits, entry, paths.claude_dir / "CLAUDE.md")
+
+
+def uninstall_claude(edits: Edits, entry: dict, paths: Paths) -> None:
+    settings = paths.claude_settings()
+    uninstall_hooks(edits, entry, settings)
+    if edits.read(settings) is not None:
+        data, style = _json(edits, settings)
+        before = _copy(data)
+        ours = set(_rec(entry, settings).get("allow", []))
+        allow = (data.get("permissions") or {}).get("allow")
+        if isinstance(allow, list) and ours:
+            data["permissions"]["allow"] = [t for t in allow if t not in ours]
+        files.prune_created(data, _rec(entry, settings).get("containers", []))
+        _write_json(edits, entry, settings, before, data, style, uninstall=True)
+
+    cj = paths.claude_json
+    if edits.read(cj) is not None:
+        data, style = _json(edits, cj)
+        before = _copy(data)
+        servers = data.get("mcpServers")
+        if isinstance(servers, dict) and files.is_our_mcp(servers.get(MCP_NAME)):
+            del servers[MCP_NAME]
+        files.prune_created(data, _rec(entry, cj).get("containers", []))
+        _write_json(edits, entry, cj, before, data, style, uninstall=True)
+
+    uninstall_block(edits, entry, paths.claude_dir / "CLAUDE.md")
+
+
+# --- Codex -------------------------------------------------------------------------------------
+
+
+def _codex_server(python: str | None) -> Any:
+    table = tomlkit.table()
+    table["command"] = python or python_exe()
+    table["args"] = mcp_args(MCP_AGENT["codex"])
+    # The server reads the factbank client config itself; these only pass overrides through.
+    table["env_vars"] = list(CODEX_ENV_VARS)
+    # `codex exec` runs with approval policy "never": without this every call is refused.
+    table["default_tools_approval_mode"] = "approve"
+    return table
+
+
+def install_codex(edits: Edits, entry: dict, paths: Paths, python: str | None,
+                  notes: list[str]) -> None:
+    install_hooks(edits, entry, paths.codex_hooks(), python)
+
+    path = paths.codex_config()
+    doc = _toml(edits, path)
+    created: list[files.Path_] = []
+    if "mcp_servers" not in doc:
+        doc["mcp_servers"] = tomlkit.table(is_super_table=True)
+        created.append(("mcp_servers",))
+    servers = doc["mcp_servers"]
+    if MCP_NAME in servers and not files.is_our_mcp(servers[MCP_NAME].unwrap()):
+        notes.append(f"replaced an [mcp_servers.{MCP_NAME}] in {path} that was not factbank's")
+    new_server = _codex_server(python)
+    if MCP_NAME not in servers or servers[MCP_NAME].unwrap() != new_server.unwrap():
+        servers[MCP_NAME] = new_server
+    features = doc.get("features")
+    if features is not None and features.get("hooks") is False:
+        notes.append(f"{path} has [features] hooks = false: Codex will not run factbank's "
+                     "hooks until that is removed")
+    _record(entry, path, created_file=not edits.existed(path), containers=created)
+    text = tomlkit.dumps(doc)
+    if text != (edits.read(path) or ""):
+        edits.write(path, text)
+
+    install_block(edits, entry, paths.codex_dir / "AGENTS.md")
+
+
+def uninstall_codex(edits: Edits, entry: dict, paths: Paths) -> None:
+    uninstall_hooks(edits, entry, paths.codex_hooks())
+    path = paths.codex_config()
+    old = edits.read(path)
+    if old is not None:
+        doc = _toml(edits, path)
+        rec = _rec(entry, path)
+        servers = doc.get("mcp_servers")
+        if servers is not None and files.is_our_mcp(
+                servers.get(MCP_NAME).unwrap() if MCP_NAME in servers else None):
+            del servers[MCP_NAME]
+        state = (doc.get("hooks") or {}).get("state")
+        for key in rec.get("trusted", []):
+            if state is not None and key in state:
+                del state[key]
+        for c in sorted((tuple(c) for c in rec.get("containers", [])), key=len, reverse=True):
+            parent: Any = doc
+            for k in c[:-1]:
+                parent = parent.get(k) if parent is not None else None
+            if parent is not None and c[-1] in parent and not parent[c[-1]]:
+                del parent[c[-1]]
+        text = tomlkit.dumps(doc)
+        if rec.get("created") and not text.strip():
+            edits.write(path, None)
+        elif text != old:
+            edits.write(path, text)
+    uninstall_block(edits, entry, paths.codex_dir / "AGENTS.md")
+
+
+# --- Pi ----------------------------------------------------------------------------------------
+
+
+def install_pi(edits: Edits, entry: dict, paths: Paths, python: str | None,
+               notes: list[str]) -> None:
+    del python, notes
+    ext = paths.pi_extension()
+    text = edits.read(ext)
+    if text is not None and PI_MARKER not in text:
+        raise InstallError(f"{ext} exists and is not factbank's extension; move it away first")
+    new = asset_text("pi", PI_EXTENSION)
+    _record(entry, ext, created_file=text is None)
+    if new != text:
+        edits.write(ext, new)
+    install_block(edits, entry, paths.pi_dir / "AGENTS.md")
+
+
+def uninstall_pi(edits: Edits, entry: dict, paths: Paths) -> None:
+    ext = paths.pi_extension()
+    text = edits.read(ext)
+    if text is not None and PI_MARKER in text:
+        edits.write(ext, None)
+    uninstall_block(edits, entry, paths.pi_dir / "AGENTS.md")
+
+
+INSTALL = {"claude": install_claude, "codex": install_codex, "pi": install_pi}
+UNINSTALL = {"claude": uninstall_claude, "codex": uninstall_codex, "pi": uninstall_pi}
+
+
+# --- plans --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Plan:
+    changes: list[Change]
+    manifest: Change | None
+    notes: list[str]
+    paths: Paths
+
+    def diff(self) -> str:
+        return "".join(c.diff() for c in self.changes)
+
+    @property
+    def empty(self) -> bool:
+        return not self.changes
+
+
+def _missing_dirs(path: Path) -> list[str]:
+    out = []
+    for parent in path.parents:
+        if parent.exists():
+            break
+        out.append(str(parent))
+    return out
+
+
+def _manifest_change(paths: Paths, manifest: dict) -> Change | None:
+    old = paths.manifest.read_text("utf-8") if paths.manifest.exists() else None
+    new = None if not manifest["harnesses"] else json.dumps(manifest, indent=2) + "\n"
+    return None if old == new else Change(paths.manifest, old, new)
+
+
+def expand(names: list[str] | tuple[str, ...]) -> list[str]:
+    chosen: list[str] = []
+    for name in names:
+        for h in (HARNESSES if name == "all" else (name,)):
+            if h not in HARNESSES:
+                raise InstallError(f"unknown harness {h!r} (choose from claude, codex, pi, all)")
+            if h not in chosen:
+                chosen.append(h)
+    return chosen
+
+
+def plan_install(names: list[str] | tuple[str, ...], paths: Paths,
+                 python: str | None = None) -> Plan:
+    manifest = load_manifest(paths)
+    edits, notes = Edits(), []
+    for h in expand(names):
+        entry = manifest["harnesses"].setdefault(h, {})
+        INSTALL[h](edits, entry, paths, python, notes)
+    changes = edits.changes()
+    for c in changes:
+        if c.old is None and c.new is not None:
+            for h in expand(names):
+                entry = manifest["harnesses"][h]
+                if str(c.path) in entry.get("files", {}):
+                    _record(entry, c.path, dirs=_missing_dirs(c.path))
+    return Plan(changes, _manifest_change(paths, manifest), notes, paths)
+
+
+def plan_uninstall(names: list[str] | tuple[str, ...], paths: Paths) -> Plan:
+    manifest = load_manifest(paths)
+    edits, notes = Edits(), []
+    for h in expand(names):
+        entry = manifest["harnesses"].get(h, {})
+        UNINSTALL[h](edits, entry, paths)
+        manifest["harnesses"].pop(h, None)
+    return Plan(edits.changes(), _manifest_change(paths, manifest), notes, paths)
+
+
+def _created_dirs(plan: Plan) -> list[str]:
+    """Directories a previous install created for files this uninstall deletes."""
+    manifest = load_manifest(plan.paths)
+    dirs: list[str] = []
+    for entry in manifest["harnesses"].values():
+        for path, rec in (entry.get("files") or {}).items():
+            if any(c.path == Path(path) and c.new is None for c in plan.changes):
+                dirs += [d for d in rec.get("dirs", []) if d not in dirs]
+    return sorted(dirs, key=len, reverse=True)
+
+
+def write_text(path: Path, text: str) -> None:
+    """Atomic replace that keeps the file's permission bits (settings may be 0600)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o777 if path.exists() else None
+    tmp = path.with_name(f".{path.name}.factbank-{os.getpid()}.tmp")
+    tmp.write_text(text, "utf-8")
+    if mode is not None:
+        tmp.chmod(mode)
+    os.replace(tmp, path)
+
+
+def apply(plan: Plan) -> None:
+    rmdirs = _created_dirs(plan)
+    for c in plan.changes:
+        if c.new is None:
+            c.path.unlink(missing_ok=True)
+        else:
+            write_text(c.path, c.new)
+    for d in rmdirs:
+        try:
+            Path(d).rmdir()  # only when empty
+        except OSError:
+            pass
+    if plan.manifest is not None:
+        if plan.manifest.new is None:
+            plan.manifest.path.unlink(missing_ok=True)
+        else:
+            write_text(plan.manifest.path, plan.manifest.new)
