@@ -12,17 +12,19 @@ Detection is layered:
 1. detect-secrets (Yelp, maintained) plugins, used in-process. For the regex plugins we run
    their own compiled ``denylist`` patterns with ``finditer`` so we know *where* each secret is
    (detect-secrets only reports values, and sometimes only a prefix such as ``ghp``), and
-   ``KeywordDetector`` through ``analyze_line`` with detect-secrets' own heuristic filters. We do
-   not go through ``scan_line``/``transient_settings``: that mutates process-global settings on
-   every call (not safe under concurrent requests) and costs ~4 ms of cache busting per call.
+   ``KeywordDetector`` through ``analyze_line`` with detect-secrets' own heuristic filters; the
+   high-entropy plugins supply the Shannon entropy maths. We do not go through
+   ``scan_line``/``transient_settings``: that mutates process-global settings on every call (not
+   safe under concurrent requests) and costs ~4 ms of cache busting per call.
 2. What detect-secrets misses: Anthropic keys, new OpenAI keys (``sk-proj-``/``sk-svcacct-``/
-   ``sk-admin-``), fine-grained GitHub PATs, ``npm_`` tokens, Slack app tokens, Hugging Face and
-   Stripe test keys, Google API keys, whole PEM private-key blocks (BEGIN..END, multi-line or
-   ``\\n``-escaped inside JSON, e.g. a GCP service-account ``private_key``), passwords in URLs and
-   connection strings (including ``redis://:pw@host`` and ADO ``Password=...;``), named
-   assignments (``*_KEY=``, ``*_SECRET=``, ``*_TOKEN=``, ``PASSWORD=`` in env/yaml/json/CLI style,
-   plus "the password is ..." and Chinese "密码是 ...") where only the value is redacted, bearer
-   tokens, and unlabelled high-entropy strings.
+   ``sk-admin-``), fine-grained GitHub PATs, ``npm_`` tokens, Slack app tokens, Hugging Face,
+   Vault, DigitalOcean and friends, Stripe test keys, Google API keys, Discord webhook URLs,
+   whole PEM private-key blocks (BEGIN..END, multi-line or ``\\n``-escaped inside JSON, e.g. a
+   GCP service-account ``private_key``), passwords in URLs, connection strings and CLI flags
+   (``redis://:pw@host``, ADO ``Password=...;``, ``curl -u user:pw``), named assignments
+   (``*_KEY=``, ``*_SECRET=``, ``*_TOKEN=``, ``PASSWORD=`` in env/yaml/json/CLI style, plus "the
+   password is ..." and Chinese "密码是 ...") where only the value is redacted, bearer tokens,
+   and unlabelled high-entropy strings (20+ characters; shorter ones need a name).
 3. Every detected value that is secret-shaped is then also replaced wherever else it occurs in
    the text (and, through :func:`redact_fields`, in the fact's other fields), so a key quoted
    once with its name and once bare does not leak through the bare copy.
@@ -44,8 +46,12 @@ Decisions (documented because they are policy, not accident):
 * **Labelled checksums survive.** ``sha256:...``, ``sha512-<base64>`` (npm/SRI integrity) and a
   base64 string right after "checksum"/"digest"/"hash"/"integrity" are kept.
 * **Identifiers that merely look random survive:** UUIDs, ULIDs, paths (segments that read like
-  names), kebab/snake names with mostly word parts (pod names such as ``api-7d9f8b6c5d-x2x4z``),
-  and CamelCase words without digits.
+  names), kebab/snake names with word parts and short random parts (pod names such as
+  ``api-7d9f8b6c5d-x2x4z``), CamelCase identifiers (``Base64HighEntropyString``), punycode,
+  SSH public keys and a lone JWT header.
+* **URL paths are provenance.** A URL is often the fact's source, so the entropy rule skips its
+  host and path (a Google Docs id stays); passwords in the userinfo, query values and URLs whose
+  path is the credential (Slack and Discord webhooks) are still redacted.
 """
 
 from __future__ import annotations
