@@ -418,10 +418,13 @@ class TokenCheck:
 
 
 async def _deny(send: Any, status: int, message: str) -> None:
+    """Refuse at the HTTP level, with a JSON-RPC error body so MCP clients show the reason
+    (the SDK surfaces a JSON-RPC error from a non-2xx answer instead of a generic one)."""
     import json
 
-    body = json.dumps({"error": "unauthorized" if status == 401 else "unavailable",
-                       "detail": message}).encode()
+    code = -32001 if status == 401 else -32603
+    body = json.dumps({"jsonrpc": "2.0", "id": None,
+                       "error": {"code": code, "message": f"{status} {message}"}}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     if status == 401:
         headers.append((b"www-authenticate", b'Bearer realm="factbank"'))

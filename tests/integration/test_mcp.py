@@ -1,0 +1,260 @@
+"""The MCP server through the official MCP client SDK, over both transports, against the
+real services: stdio as an agent runs it (`factbank mcp --agent ...` subprocess) and stateless
+streamable HTTP where every request carries the caller's own factbank token."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+import threading
+from collections.abc import AsyncIterator, Iterator
+
+import httpx
+import httpx2
+import pytest
+import uvicorn
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from factbank_client import config as client_config
+from factbank_client import mcp_server
+from factbank_client.client import Client as FactbankClient
+from tests.integration import test_cli
+from tests.integration.test_cli import Env, free_port
+
+env = test_cli.env  # the same fixture: both services on free ports, a repo, two banks
+
+TOOLS = {"add", "search", "get", "supersede", "confirm", "dispute", "delete", "list_categories",
+         "add_category"}
+
+
+def text_of(result) -> str:
+    return "\n".join(getattr(c, "text", "") for c in result.content)
+
+
+def library(env: Env, token: str) -> FactbankClient:
+    return FactbankClient(client_config.ClientConfig(
+        url=env.urls.ingest_url, recall_url=env.urls.recall_url, tokens={"personal": token}))
+
+
+async def call(client: Client, name: str, **arguments) -> str:
+    result = await client.call_tool(name, arguments)
+    assert not result.is_error, text_of(result)
+    return text_of(result)
+
+
+async def call_fails(client: Client, name: str, **arguments) -> str:
+    result = await client.call_tool(name, arguments)
+    assert result.is_error, text_of(result)
+    return text_of(result)
+
+
+def fact_id(text: str) -> int:
+    return int(text.split("#", 1)[1].split()[0].rstrip(".,"))
+
+
+PNPM = {"content": "The team uses pnpm, never npm", "category": "preferences",
+        "source_kind": "user", "source_location": "", "quote": "we use pnpm, never npm",
+        "origin": "user", "tags": ["pnpm", "包管理器", "package manager", "node"], "project": ""}
+
+
+# --- stdio -------------------------------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def stdio_for(env: Env) -> AsyncIterator[Client]:
+    """Not a fixture: the SDK's task group must be entered and left in the same task."""
+    client_config.save_login(env.urls.ingest_url, env.personal.rw, recall_url=env.urls.recall_url,
+                             path=env.config_path)
+    client_config.save_login(env.urls.ingest_url, env.team.rw, "team",
+                             recall_url=env.urls.recall_url, path=env.config_path)
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "factbank_client.cli.main", "mcp", "--agent", "claude-code"],
+        env={"FACTBANK_CONFIG": str(env.config_path)}, cwd=str(env.repo))
+    async with Client(params, read_timeout_seconds=60) as client:
+        yield client
+
+
+async def test_stdio_lists_tools_that_say_when_to_use_them(env: Env):
+    async with stdio_for(env) as stdio:
+        tools = {t.name: t for t in (await stdio.list_tools()).tools}
+        info = stdio.server_info
+    assert set(tools) == TOOLS
+    add = tools["add"]
+    assert "tags" in add.input_schema["required"]
+    assert {"content", "category", "source_kind", "source_location", "quote"} <= set(
+        add.input_schema["required"])
+    assert "Chinese" in add.input_schema["properties"]["tags"]["description"]
+    text = (add.description or "").lower()
+    for words in ("right away", "verbatim", "secret", "atomic", "honest", "chinese"):
+        assert words in text, words
+    assert "before assuming" in (tools["search"].description or "")
+    assert "supersede" in (tools["dispute"].description or "")
+    assert info is None or info.name == "factbank"
+
+
+async def test_stdio_write_read_and_judge_by_id(env: Env):
+    async with stdio_for(env) as stdio:
+        await _write_read_and_judge(stdio, env)
+
+
+async def _write_read_and_judge(stdio: Client, env: Env) -> None:
+    out = await call(stdio, "add", **PNPM)
+    assert out.startswith("Stored fact #") and "in personal" in out
+    fid = fact_id(out)
+    fact = library(env, env.personal.rw).get(fid)
+    assert fact["created_by"]["agent"] == "claude-code"  # the --agent name travels
+    assert fact["project"] is None and fact["tags"] == PNPM["tags"]
+
+    # A file source: the quote is checked against the file in the agent's working dir, and
+    # the project defaults to the repository's key.
+    bad = await call_fails(stdio, "add", content="The API listens on port 9090",
+                           category="environment", source_kind="file",
+                           source_location="deploy/api.yaml:4", quote="port: 9090",
+                           tags=["api", "端口"])
+    assert "not in deploy/api.yaml" in bad
+    out = await call(stdio, "add", content="The API listens on port 8080",
+                     category="environment", source_kind="file",
+                     source_location="deploy/api.yaml:4", quote="port: 8080",
+                     tags=["api", "port", "端口"], origin="verified")
+    port_id = fact_id(out)
+    port = library(env, env.personal.rw).get(port_id)
+    assert port["project"] == env.project and port["source"]["location"] == "deploy/api.yaml:4"
+
+    # Tags are required by the schema: the SDK refuses a call without them.
+    missing = await stdio.call_tool("add", {k: v for k, v in PNPM.items() if k != "tags"})
+    assert missing.is_error and "tags" in text_of(missing)
+
+    out = await call(stdio, "get", id=fid)
+    assert f"#{fid} [personal" in out and "we use pnpm, never npm" in out and "created" in out
+
+    out = await call(stdio, "confirm", id=fid, reason="the user repeated it")
+    assert out.startswith(f"Confirmed #{fid}")
+    out = await call(stdio, "dispute", id=port_id, reason="saw 8081 in the compose file")
+    assert out.startswith(f"Disputed #{port_id}")
+    err = await call_fails(stdio, "confirm", id=987654, reason="x")
+    assert "not found" in err
+
+    (env.repo / "deploy" / "api.yaml").write_text("server:\n  port: 8081\n", "utf-8")
+    out = await call(stdio, "supersede", replaces=[port_id], reason="moved in the deploy change",
+                     content="The API listens on port 8081", category="environment",
+                     source_kind="file", source_location="deploy/api.yaml:2",
+                     quote="port: 8081", tags=["api", "port", "端口"], origin="verified")
+    new_id = fact_id(out)
+    hist = library(env, env.personal.rw).history(port_id)
+    assert hist["fact"]["status"] == "superseded" and hist["current"]["id"] == new_id
+    out = await call(stdio, "get", id=port_id)
+    assert "OUTDATED" in out and f"#{new_id}" in out
+
+    out = await call(stdio, "delete", id=fid, reason="stored by mistake")
+    assert "status deleted" in out
+
+
+async def test_stdio_search_and_categories(env: Env):
+    async with stdio_for(env) as stdio:
+        await _search_and_categories(stdio)
+
+
+async def _search_and_categories(stdio: Client) -> None:
+    fid = fact_id(await call(stdio, "add", **PNPM))
+    out = await call(stdio, "search", query="which package manager should I use?")
+    assert f"#{fid} [personal" in out
+    out = await call(stdio, "search", query="用什么包管理器")
+    assert f"#{fid}" in out
+    out = await call(stdio, "search", query="qqq zzz xxyyzz")
+    assert out.startswith("No stored fact matches") or "#" in out
+
+    out = await call(stdio, "list_categories")
+    assert out.startswith("personal:") and "team:" in out and "preferences" in out
+    out = await call(stdio, "add_category", name="runbooks", description="How to operate")
+    assert "Added category 'runbooks' to personal" in out
+    err = await call_fails(stdio, "add_category", name="runbooks", description="again")
+    assert "409" in err
+
+
+# --- streamable HTTP ---------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def mcp_http(env: Env) -> Iterator[str]:
+    cfg = client_config.ClientConfig(url=env.urls.ingest_url, recall_url=env.urls.recall_url)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(mcp_server.http_app(cfg), host="127.0.0.1", port=port,
+                                           log_level="warning", lifespan="on"))
+    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+    thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
+    thread.start()
+    for _ in range(400):
+        if server.started or not thread.is_alive():
+            break
+        threading.Event().wait(0.05)
+    assert server.started, "the MCP HTTP server did not start"
+    try:
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        server.should_exit = True
+        thread.join(30)
+
+
+def over_http(url: str, headers: dict[str, str]) -> Client:
+    http = httpx2.AsyncClient(headers=headers, timeout=60)
+    return Client(streamable_http_client(url, http_client=http))
+
+
+async def test_http_forwards_each_callers_token_and_agent(env: Env):
+    with mcp_http(env) as url:
+        async with over_http(url, {"Authorization": f"Bearer {env.personal.rw}",
+                                   "X-Factbank-Agent": "pi"}) as alice:
+            assert {t.name for t in (await alice.list_tools()).tools} == TOOLS
+            fid = fact_id(await call(alice, "add", **PNPM))
+            out = await call(alice, "search", query="package manager pnpm")
+            assert f"#{fid}" in out
+        async with over_http(url, {"Authorization": f"Bearer {env.team.rw}"}) as team:
+            # The team token reaches only the team bank: alice's fact is not there.
+            err = await call_fails(team, "get", id=fid)
+            assert "404" in err
+            tid = fact_id(await call(team, "add", **{**PNPM, "content": "CI runs on Actions",
+                                                     "quote": "CI is on GitHub Actions",
+                                                     "tags": ["ci", "持续集成"]}))
+    fact = library(env, env.personal.rw).get(fid)
+    assert fact["bank"] == "alice" and fact["created_by"]["agent"] == "pi"
+    team_fact = library(env, env.team.rw).get(tid)
+    assert team_fact["bank"] == "acme" and team_fact["created_by"]["agent"] == "mcp-http"
+
+
+async def test_http_refuses_a_wrong_or_missing_token(env: Env):
+    with mcp_http(env) as url:
+        init = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+        accept = {"Accept": "application/json, text/event-stream"}
+        async with httpx.AsyncClient() as raw:
+            r = await raw.post(url, json=init, headers=accept)
+            assert r.status_code == 401 and "missing bearer token" in r.text
+            assert r.headers["www-authenticate"].startswith("Bearer")
+            r = await raw.post(url, json=init,
+                               headers={**accept, "Authorization": "Bearer fb_wrong"})
+            assert r.status_code == 401 and "invalid or revoked token" in r.text
+
+        # Through the SDK: a wrong token fails the connection or the call, never succeeds.
+        with pytest.raises(BaseException) as info:
+            async with over_http(url, {"Authorization": "Bearer fb_wrong"}) as bad:
+                await bad.call_tool("search", {"query": "pnpm"})
+        assert "401 invalid or revoked token" in repr(info.value), info.value
+
+
+async def test_http_tool_call_fails_when_the_token_is_revoked_meanwhile(env: Env, conn):
+    from factbank import banks
+
+    _, token = await banks.issue_token(conn, "alice", "alice", "read,write")
+    with mcp_http(env) as url:
+        async with over_http(url, {"Authorization": f"Bearer {token}"}) as client:
+            await call(client, "list_categories")
+            token_id = await conn.fetchval(
+                "SELECT max(id) FROM tokens WHERE bank_id = (SELECT id FROM banks "
+                "WHERE name = 'alice')")
+            await banks.revoke_token(conn, token_id)
+            # The middleware cached its verdict; the services check the forwarded token.
+            err = await call_fails(client, "add", **PNPM)
+            assert "401" in err and "invalid or revoked" in err
