@@ -19,9 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import tomlkit
-
 from factbank_client import installer
+from factbank_client import installer_toml as toml
 from factbank_client.installer_files import HOOK_MARKER
 
 
@@ -93,23 +92,19 @@ def trust(paths: installer.Paths, codex: str | None = None) -> list[str]:
         raise TrustError("Codex does not list factbank's hooks; run `factbank install codex` "
                          "first")
     path = paths.codex_config()
-    old = path.read_text("utf-8") if path.exists() else ""
-    doc = tomlkit.parse(old)
+    text = path.read_text("utf-8") if path.exists() else ""
     created: list[tuple[str, ...]] = []
-    if "hooks" not in doc:
-        doc["hooks"] = tomlkit.table(is_super_table=True)
-        created.append(("hooks",))
-    if "state" not in doc["hooks"]:
-        doc["hooks"]["state"] = tomlkit.table(is_super_table=True)
-        created.append(("hooks", "state"))
-    state = doc["hooks"]["state"]
     keys = []
     for hook in found:
-        entry = tomlkit.table()
-        entry["trusted_hash"] = hook["currentHash"]
-        state[hook["key"]] = entry
+        try:
+            text, made = toml.put(text, ("hooks", "state", hook["key"]),
+                                  {"trusted_hash": hook["currentHash"]})
+        except toml.TextEditFailed as exc:
+            raise TrustError(f"cannot edit {path} safely ({exc}); trust the hooks in Codex "
+                             "(/hooks) instead") from exc
+        created += [c for c in made if c not in created]
         keys.append(hook["key"])
-    installer.write_text(path, tomlkit.dumps(doc))
+    installer.write_text(path, text)
     manifest = installer.load_manifest(paths)
     rec = manifest["harnesses"].setdefault("codex", {})
     installer._record(rec, path, containers=created, trusted=keys)

@@ -27,15 +27,15 @@ import json
 import os
 import shlex
 import sys
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import tomlkit
-
 from factbank_client import installer_files as files
+from factbank_client import installer_toml as toml
 
 HARNESSES = ("claude", "codex", "pi")
 HOOK_EVENTS = {"SessionStart": "session-start", "UserPromptSubmit": "user-prompt-submit",
@@ -109,7 +109,18 @@ class Paths:
 
 
 def python_exe() -> str:
-    return sys.executable or "python3"
+    """This interpreter, spelt the same way however factbank was started (`factbank` script
+    -> .../python3, `python -m` -> .../python): the hook command must not change between
+    re-installs, or Codex silently distrusts it."""
+    exe = Path(sys.executable or "python3")
+    for name in ("python3", "python"):
+        candidate = exe.with_name(name)
+        try:
+            if candidate.exists() and candidate.resolve() == exe.resolve():
+                return str(candidate)
+        except OSError:
+            continue
+    return str(exe)
 
 
 def hook_command(event: str, python: str | None = None) -> str:
@@ -192,13 +203,6 @@ def _json(edits: Edits, path: Path) -> tuple[dict, files.JsonStyle]:
     except ValueError as exc:
         raise InstallError(f"{path} is not valid JSON ({exc}); fix it or move it away, "
                            "nothing was changed") from exc
-
-
-def _toml(edits: Edits, path: Path) -> Any:
-    try:
-        return tomlkit.parse(edits.read(path) or "")
-    except Exception as exc:  # tomlkit raises its own ParseError subclasses
-        raise InstallError(f"{path} is not valid TOML ({exc}); nothing was changed") from exc
 
 
 # --- the manifest ----------------------------------------------------------------------------
@@ -356,15 +360,22 @@ def uninstall_claude(edits: Edits, entry: dict, paths: Paths) -> None:
 # --- Codex -------------------------------------------------------------------------------------
 
 
-def _codex_server(python: str | None) -> Any:
-    table = tomlkit.table()
-    table["command"] = python or python_exe()
-    table["args"] = mcp_args(MCP_AGENT["codex"])
-    # The server reads the factbank client config itself; these only pass overrides through.
-    table["env_vars"] = list(CODEX_ENV_VARS)
-    # `codex exec` runs with approval policy "never": without this every call is refused.
-    table["default_tools_approval_mode"] = "approve"
-    return table
+def _codex_server(python: str | None) -> dict[str, Any]:
+    return {
+        "command": python or python_exe(),
+        "args": mcp_args(MCP_AGENT["codex"]),
+        # The server reads the factbank client config itself; these only pass overrides on.
+        "env_vars": list(CODEX_ENV_VARS),
+        # `codex exec` runs with approval policy "never": without this every call is refused.
+        "default_tools_approval_mode": "approve",
+    }
+
+
+def _toml_doc(edits: Edits, path: Path) -> dict:
+    try:
+        return tomllib.loads(edits.read(path) or "")
+    except tomllib.TOMLDecodeError as exc:
+        raise InstallError(f"{path} is not valid TOML ({exc}); nothing was changed") from exc
 
 
 def install_codex(edits: Edits, entry: dict, paths: Paths, python: str | None,
@@ -372,24 +383,23 @@ def install_codex(edits: Edits, entry: dict, paths: Paths, python: str | None,
     install_hooks(edits, entry, paths.codex_hooks(), python)
 
     path = paths.codex_config()
-    doc = _toml(edits, path)
-    created: list[files.Path_] = []
-    if "mcp_servers" not in doc:
-        doc["mcp_servers"] = tomlkit.table(is_super_table=True)
-        created.append(("mcp_servers",))
-    servers = doc["mcp_servers"]
-    if MCP_NAME in servers and not files.is_our_mcp(servers[MCP_NAME].unwrap()):
+    doc = _toml_doc(edits, path)
+    current = toml.lookup(doc, ("mcp_servers", MCP_NAME))
+    if current is not None and not files.is_our_mcp(current):
         notes.append(f"replaced an [mcp_servers.{MCP_NAME}] in {path} that was not factbank's")
-    new_server = _codex_server(python)
-    if MCP_NAME not in servers or servers[MCP_NAME].unwrap() != new_server.unwrap():
-        servers[MCP_NAME] = new_server
-    features = doc.get("features")
-    if features is not None and features.get("hooks") is False:
+    if (doc.get("features") or {}).get("hooks") is False:
         notes.append(f"{path} has [features] hooks = false: Codex will not run factbank's "
                      "hooks until that is removed")
-    _record(entry, path, created_file=not edits.existed(path), containers=created)
-    text = tomlkit.dumps(doc)
-    if text != (edits.read(path) or ""):
+    server = _codex_server(python)
+    _record(entry, path, created_file=not edits.existed(path))
+    if current != server:
+        try:
+            text, created = toml.put(edits.read(path) or "", ("mcp_servers", MCP_NAME), server)
+        except toml.TextEditFailed as exc:
+            raise InstallError(f"cannot edit {path} safely ({exc}): its mcp_servers are "
+                               "written as dotted keys or inline tables; nothing was changed"
+                               ) from exc
+        _record(entry, path, containers=created)
         edits.write(path, text)
 
     install_block(edits, entry, paths.codex_dir / "AGENTS.md")
@@ -400,23 +410,18 @@ def uninstall_codex(edits: Edits, entry: dict, paths: Paths) -> None:
     path = paths.codex_config()
     old = edits.read(path)
     if old is not None:
-        doc = _toml(edits, path)
+        doc = _toml_doc(edits, path)
         rec = _rec(entry, path)
-        servers = doc.get("mcp_servers")
-        if servers is not None and files.is_our_mcp(
-                servers.get(MCP_NAME).unwrap() if MCP_NAME in servers else None):
-            del servers[MCP_NAME]
-        state = (doc.get("hooks") or {}).get("state")
-        for key in rec.get("trusted", []):
-            if state is not None and key in state:
-                del state[key]
-        for c in sorted((tuple(c) for c in rec.get("containers", [])), key=len, reverse=True):
-            parent: Any = doc
-            for k in c[:-1]:
-                parent = parent.get(k) if parent is not None else None
-            if parent is not None and c[-1] in parent and not parent[c[-1]]:
-                del parent[c[-1]]
-        text = tomlkit.dumps(doc)
+        text = old
+        try:
+            if files.is_our_mcp(toml.lookup(doc, ("mcp_servers", MCP_NAME))):
+                text = toml.drop(text, ("mcp_servers", MCP_NAME))
+            for key in rec.get("trusted", []):
+                text = toml.drop(text, ("hooks", "state", key))
+        except toml.TextEditFailed as exc:
+            raise InstallError(f"cannot edit {path} safely ({exc}); remove "
+                               f"[mcp_servers.{MCP_NAME}] by hand") from exc
+        text = toml.prune_empty(text, rec.get("containers", []))
         if rec.get("created") and not text.strip():
             edits.write(path, None)
         elif text != old:
