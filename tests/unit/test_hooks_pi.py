@@ -1,0 +1,136 @@
+"""The Pi extension's pure parts, run in node (through Pi's own TypeScript loader, jiti) and
+compared with the Python client: the project key must be identical, or a fact saved from Pi
+would never be injected into Claude Code/Codex in the same repository (and vice versa); the
+minimal config reader must read what `factbank login` writes.
+
+Skips when node or the harness install (tests/harness/npm.py) is missing; it never installs.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from factbank_client import config as client_config
+from factbank_client.project import normalise_remote, project_key
+from tests.harness.npm import harness_dir
+
+EXTENSION = Path(__file__).resolve().parents[2] / "clients/factbank_client/assets/pi/factbank.ts"
+
+REMOTES = [
+    "git@github.com:Acme/Api.git",
+    "https://github.com/acme/api",
+    "https://github.com/acme/api.git/",
+    "ssh://git@github.com/acme/api.git",
+    "ssh://git@github.com:2222/acme/api.git",
+    "https://user:pw@gitlab.example.com/group/sub/Repo.git",
+    "git@gitlab.example.com:group/sub/repo",
+    "file:///srv/git/project.git",
+    "/srv/git/project.git",
+    "../relative/Repo.git/",
+    "C:/repos/thing.git",
+    "  git@github.com:acme/spaces.git  ",
+    "github.com:acme/scp-no-user.git",
+    "https://github.com/acme/api?x=1",
+    "",
+]
+
+
+def _jiti() -> Path:
+    jiti = harness_dir() / "node_modules" / "jiti"
+    if shutil.which("node") is None or not jiti.is_dir():
+        pytest.skip("needs node and the harness install (run tests/harness once)")
+    return jiti
+
+
+def run_ts(body: str) -> object:
+    """Import the extension in node via jiti and print json of `body`'s `result`."""
+    script = textwrap.dedent(f"""
+        const {{ createJiti }} = require({json.dumps(str(_jiti()))});
+        const jiti = createJiti(process.cwd() + "/");
+        (async () => {{
+          const m = await jiti.import({json.dumps(str(EXTENSION))});
+          let result;
+          {body}
+          process.stdout.write(JSON.stringify(result));
+        }})().catch((e) => {{ console.error(e); process.exit(1); }});
+    """)
+    proc = subprocess.run(["node", "-e", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_normalise_remote_matches_python() -> None:
+    got = run_ts(f"result = {json.dumps(REMOTES)}.map((u) => m.normaliseRemote(u));")
+    assert got == [normalise_remote(u) for u in REMOTES]
+
+
+def make_repo(root: Path, name: str, config: str | None) -> Path:
+    repo = root / name
+    (repo / ".git").mkdir(parents=True)
+    if config is not None:
+        (repo / ".git" / "config").write_text(config)
+    (repo / "src" / "deep").mkdir(parents=True)
+    return repo
+
+
+def test_project_key_matches_python(tmp_path: Path) -> None:
+    cases = {
+        "origin": '[core]\n\tbare = false\n[remote "origin"]\n\turl = git@github.com:Acme/W.git\n'
+                  '\tfetch = +refs/heads/*:refs/remotes/origin/*\n',
+        "upstream-first": '[remote "upstream"]\n\turl = https://github.com/up/x\n'
+                          '[remote "origin"]\n\tURL = https://github.com/me/X.git\n',
+        "only-upstream": '[remote "upstream"]\n\turl = https://github.com/up/y.git\n',
+        "no-remote": "[core]\n\tbare = false\n",
+        "MixedCaseDir": None,
+        "broken": "[core]\n\tbare\n[remote \"origin\"]\n\turl = git@h:a/b\n",
+        "colon": '[remote "origin"]\n\turl: https://h.example/a/b\n',
+    }
+    dirs = []
+    for name, config in cases.items():
+        repo = make_repo(tmp_path, name, config)
+        dirs += [repo, repo / "src" / "deep"]
+    # a worktree-style .git file pointing at another git dir with a commondir
+    main = make_repo(tmp_path, "main-repo", '[remote "origin"]\n\turl = git@github.com:a/wt\n')
+    wt_git = main / ".git" / "worktrees" / "feature"
+    wt_git.mkdir(parents=True)
+    (wt_git / "commondir").write_text("../..\n")
+    wt = tmp_path / "feature-wt"
+    wt.mkdir()
+    (wt / ".git").write_text(f"gitdir: {wt_git}\n")
+    dirs += [wt, tmp_path]
+    got = run_ts(f"result = {json.dumps([str(d) for d in dirs])}.map((d) => m.projectKey(d));")
+    want = [project_key(d) for d in dirs]
+    assert got == want
+    assert "github.com/acme/w" in want and "mixedcasedir" in want and "broken" in want
+
+
+def test_config_reader_reads_what_login_writes(tmp_path: Path, monkeypatch) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text("# my factbank\nteam_categories = ['decisions', \"people\"]\n")
+    client_config.save_login("http://100.64.0.5:8701", "fb_personal_tok", path=path)
+    client_config.save_login("http://100.64.0.5:8701", "fb_team_tok", "team", path=path)
+    env = {"FACTBANK_CONFIG": str(path), "HOME": str(tmp_path)}
+    got = run_ts(f"const c = m.loadConfig({json.dumps(env)}); "
+                 "result = {...c, banks: m.banks(c), w1: m.writeBank(c, 'decisions'), "
+                 "w2: m.writeBank(c, 'project')};")
+    for key in ("FACTBANK_URL", "FACTBANK_RECALL_URL", "FACTBANK_TOKEN", "FACTBANK_TEAM_TOKEN"):
+        monkeypatch.delenv(key, raising=False)
+    want = client_config.load(path)
+    assert got == {"url": want.url, "recallUrl": want.recall_url, "tokens": want.tokens,
+                   "teamCategories": want.team_categories, "banks": want.banks,
+                   "w1": want.write_bank("decisions"), "w2": want.write_bank("project")}
+    assert got["recallUrl"] == "http://100.64.0.5:8702"
+
+
+def test_config_env_overrides(tmp_path: Path) -> None:
+    env = {"HOME": str(tmp_path), "FACTBANK_URL": "http://h:9000/", "FACTBANK_TOKEN": "t1",
+           "FACTBANK_TEAM_TOKEN": "t2"}
+    got = run_ts(f"result = m.loadConfig({json.dumps(env)});")
+    assert got == {"url": "http://h:9000", "recallUrl": "http://h:9001",
+                   "tokens": {"personal": "t1", "team": "t2"}, "teamCategories": []}
