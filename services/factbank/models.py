@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -63,3 +63,51 @@ class Fact(msgspec.Struct, kw_only=True):
 class FactPage(msgspec.Struct, kw_only=True):
     facts: list[Fact]
     next_cursor: int | None
+
+
+class Via(msgspec.Struct, kw_only=True):
+    """Why a result is not the fact that matched: the match was superseded by this one."""
+
+    superseded: int
+    reason: str | None
+
+
+class Hit(msgspec.Struct, kw_only=True):
+    fact: Fact
+    score: float  # relevance x (0.5 + effective trust) x project boost: the ranking
+    relevance: float  # fused relevance, comparable across queries: the floor applies to it
+    lexical: float | None = None  # BM25 score, when the lexical leg found it
+    dense: float | None = None  # cosine similarity, when the dense leg found it
+    via: Via | None = None
+    bank: str = ""
+
+
+class SearchResult(msgspec.Struct, kw_only=True):
+    results: list[Hit]
+    degraded: str | None = None  # set when a leg is unavailable (e.g. no embedder)
+    below_floor: int = 0  # candidates refused by the floor
+    cached: bool = False
+
+
+class SearchQuery(Strict):
+    query: Annotated[str, msgspec.Meta(max_length=4000)]
+    project: str | None = None
+    limit: Annotated[int, msgspec.Meta(ge=1, le=50)] = 5
+    mode: Literal["hybrid", "lexical", "dense"] = "hybrid"
+    category: str | None = None
+    floor: bool = True  # false also returns matches below the floor (evals calibrate it)
+
+
+class InjectRequest(Strict):
+    kind: Literal["session", "prompt"]
+    session_id: Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+    project: str | None = None
+    prompt: Annotated[str, msgspec.Meta(max_length=20000)] | None = None
+
+
+class Injection(msgspec.Struct, kw_only=True):
+    text: str  # empty when nothing qualifies: inject nothing
+    facts: list[int]
+    tokens: int
+    bank: str
+    degraded: str | None = None

@@ -2,13 +2,76 @@
 
 from __future__ import annotations
 
-from litestar import Litestar, Request, get
-from litestar.params import Parameter
+from collections.abc import AsyncIterator
 
-from factbank import facts
-from factbank.models import FactPage
+import msgspec
+from litestar import Litestar, Request, get, post
+from litestar.params import JSONBody, Parameter
+from litestar.response import Stream
+
+from factbank import categories, facts, inject
+from factbank.cache import Cache
+from factbank.models import FactPage, Injection, InjectRequest, SearchQuery, SearchResult
+from factbank.search import Recall, search
 from factbank.settings import Settings
-from factbank.web import create_app, requires, runtime
+from factbank.web import Runtime, create_app, requires, runtime
+
+
+def recall_of(request: Request) -> Recall:
+    return runtime(request).extras["recall"]
+
+
+@post(
+    "/v1/search",
+    guards=[requires("read")],
+    status_code=200,
+    opt={"example": {"query": "which port does the API listen on?"}},
+)
+async def search_facts(request: Request, data: JSONBody[SearchQuery]) -> SearchResult:
+    """Hybrid search of this bank. Returns nothing rather than noise: below the floor, no
+    result. A superseded match comes back as its current successor, with `via` saying why."""
+    return await search(
+        recall_of(request),
+        request.user.bank_id,
+        data.query,
+        project=data.project,
+        limit=data.limit,
+        mode=data.mode,
+        category=data.category,
+        use_floor=data.floor,
+    )
+
+
+@post(
+    "/v1/inject",
+    guards=[requires("read")],
+    status_code=200,
+    opt={"example": {"kind": "prompt", "session_id": "s1", "prompt": "deploy the API"}},
+)
+async def inject_block(request: Request, data: JSONBody[InjectRequest]) -> Injection:
+    """The text block an agent sees at session start or with a prompt ("" = inject nothing)."""
+    r = recall_of(request)
+    user = request.user
+    if data.kind == "session":
+        block = await inject.session_block(
+            r, user.bank_id, user.bank_name, data.session_id, data.project
+        )
+    else:
+        block = await inject.prompt_block(
+            r, user.bank_id, user.bank_name, data.session_id, data.project, data.prompt or ""
+        )
+    degraded = (
+        None
+        if r.embedder is not None or data.kind == "session"
+        else f"{r.embedder_error}; lexical results only"
+    )
+    return Injection(
+        text=block.text,
+        facts=block.facts,
+        tokens=block.tokens,
+        bank=user.bank_name,
+        degraded=degraded,
+    )
 
 
 @get("/v1/facts", guards=[requires("read")])
@@ -34,8 +97,65 @@ async def list_facts(
     return FactPage(facts=page, next_cursor=cursor)
 
 
-ROUTES = [list_facts]
+@get("/v1/export", guards=[requires("read")])
+async def export_facts(request: Request) -> Stream:
+    """Every fact of this bank (deleted ones excluded) as JSONL, streamed in id order."""
+    rt = runtime(request)
+    bank_id = request.user.bank_id
+
+    async def lines() -> AsyncIterator[bytes]:
+        after = 0
+        while True:
+            async with rt.reader.acquire() as conn:
+                page, cursor = await facts.list_facts(conn, bank_id, after=after, limit=500)
+            for fact in page:
+                yield msgspec.json.encode(fact) + b"\n"
+            if cursor is None:
+                return
+            after = cursor
+
+    return Stream(lines(), media_type="application/x-ndjson")
+
+
+@get("/v1/categories", guards=[requires("read")])
+async def list_categories(request: Request) -> dict:
+    """This bank's category registry, with how many facts each holds."""
+    async with runtime(request).reader.acquire() as conn:
+        return {"categories": await categories.list_all(conn, request.user.bank_id)}
+
+
+@get("/v1/stats", guards=[requires("read")])
+async def stats(request: Request) -> dict:
+    """Counts by status and category, index size, cache hit rates and the embedder in use."""
+    rt = runtime(request)
+    r = recall_of(request)
+    async with rt.reader.acquire() as conn:
+        by_status = await conn.fetch(
+            "SELECT status, count(*) AS n FROM facts WHERE bank_id = $1 GROUP BY status",
+            request.user.bank_id,
+        )
+        bank = await conn.fetchrow(
+            "SELECT name, kind, version, doc_count, total_len FROM banks WHERE id = $1",
+            request.user.bank_id,
+        )
+    return {
+        "bank": bank["name"],
+        "kind": bank["kind"],
+        "version": bank["version"],
+        "facts": {r["status"]: r["n"] for r in by_status},
+        "index": {"documents": bank["doc_count"], "tokens": bank["total_len"]},
+        "embedder": r.embedder.name if r.embedder else None,
+        "embedder_error": r.embedder_error,
+        "cache": r.cache.snapshot(),
+    }
+
+
+def _start(rt: Runtime) -> None:
+    rt.extras["recall"] = Recall(rt.reader, rt.model.embedder, rt.model.error, Cache(rt.redis))
+
+
+ROUTES = [search_facts, inject_block, list_facts, export_facts, list_categories, stats]
 
 
 def create(settings: Settings | None = None, *, dsn: str | None = None) -> Litestar:
-    return create_app("factbank recall", ROUTES, settings, dsn=dsn)
+    return create_app("factbank recall", ROUTES, settings, dsn=dsn, on_start=[_start])

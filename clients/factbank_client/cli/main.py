@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-COMMAND_MODULES = ("server", "admin", "login", "facts", "mcp_command", "install")
+COMMAND_MODULES = ("server", "admin", "login", "facts", "mcp_command", "install", "evals")
 
 
 def build_parser() -> argparse.ArgumentParser:

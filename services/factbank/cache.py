@@ -1,0 +1,130 @@
+"""The recall cache: Redis when configured, in-process otherwise, and never a reason to fail.
+
+Keys (all under `fb:`):
+- `qe:<model>:<sha256(text)>`        a query embedding (float32 bytes), 7 days;
+- `r:<bank>:<version>:<sha256(req)>`  a recall result, 10 minutes; the bank version is bumped by
+                                      every write, so a write is visible to the next recall;
+- `s:<bank>:<session>`                a set of fact ids already injected in a session, 1 day.
+When Redis is down or restarted, every call falls back to the in-process store and the error is
+counted: recall gets slower (or forgets a session), it never breaks. Hits, misses and errors
+are counted per kind, because a cache that never hits looks exactly like one that works.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections import OrderedDict, defaultdict
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+QUERY_EMBEDDING_TTL = 7 * 24 * 3600
+RESULT_TTL = 600
+SESSION_TTL = 24 * 3600
+PREFIX = "fb:"
+
+
+def digest(*parts: object) -> str:
+    return hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()[:32]
+
+
+class _Memory:
+    """A small LRU with expiry, for one process (the default without REDIS_URL)."""
+
+    def __init__(self, size: int = 20_000) -> None:
+        self._data: OrderedDict[str, tuple[float, Any]] = OrderedDict()
+        self._size = size
+
+    def get(self, key: str) -> Any:
+        item = self._data.get(key)
+        if item is None:
+            return None
+        expires, value = item
+        if expires < time.monotonic():
+            del self._data[key]
+            return None
+        self._data.move_to_end(key)
+        return value
+
+    def set(self, key: str, value: Any, ttl: int) -> None:
+        self._data[key] = (time.monotonic() + ttl, value)
+        self._data.move_to_end(key)
+        while len(self._data) > self._size:
+            self._data.popitem(last=False)
+
+
+class Cache:
+    def __init__(self, redis: Any = None) -> None:
+        self.redis = redis
+        self.memory = _Memory()
+        self.stats: dict[str, dict[str, int]] = defaultdict(
+            lambda: {"hits": 0, "misses": 0, "errors": 0}
+        )
+
+    @property
+    def backend(self) -> str:
+        return "redis" if self.redis is not None else "memory"
+
+    def _count(self, kind: str, hit: bool) -> None:
+        self.stats[kind]["hits" if hit else "misses"] += 1
+
+    def _error(self, kind: str, exc: Exception) -> None:
+        self.stats[kind]["errors"] += 1
+        log.warning("redis %s failed (%s); using the in-process cache", kind, type(exc).__name__)
+
+    async def get(self, kind: str, key: str) -> bytes | None:
+        full = PREFIX + key
+        value = None
+        if self.redis is not None:
+            try:
+                value = await self.redis.get(full)
+            except Exception as exc:
+                self._error(kind, exc)
+                value = self.memory.get(full)
+        else:
+            value = self.memory.get(full)
+        self._count(kind, value is not None)
+        return value
+
+    async def set(self, kind: str, key: str, value: bytes, ttl: int) -> None:
+        full = PREFIX + key
+        if self.redis is not None:
+            try:
+                await self.redis.set(full, value, ex=ttl)
+                return
+            except Exception as exc:
+                self._error(kind, exc)
+        self.memory.set(full, value, ttl)
+
+    async def seen(self, bank_id: int, session: str) -> set[int]:
+        key = f"{PREFIX}s:{bank_id}:{digest(session)}"
+        if self.redis is not None:
+            try:
+                return {int(x) for x in await self.redis.smembers(key)}
+            except Exception as exc:
+                self._error("session", exc)
+        return set(self.memory.get(key) or ())
+
+    async def mark_seen(self, bank_id: int, session: str, fact_ids: list[int]) -> None:
+        if not fact_ids:
+            return
+        key = f"{PREFIX}s:{bank_id}:{digest(session)}"
+        if self.redis is not None:
+            try:
+                pipe = self.redis.pipeline()
+                pipe.sadd(key, *fact_ids)
+                pipe.expire(key, SESSION_TTL)
+                await pipe.execute()
+                return
+            except Exception as exc:
+                self._error("session", exc)
+        self.memory.set(key, set(self.memory.get(key) or ()) | set(fact_ids), SESSION_TTL)
+
+    def snapshot(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"backend": self.backend}
+        for kind, counts in self.stats.items():
+            total = counts["hits"] + counts["misses"]
+            out[kind] = {**counts, "hit_rate": round(counts["hits"] / total, 4) if total else None}
+        return out

@@ -1,0 +1,124 @@
+"""The plain-text block an agent sees (principle 6): small, relevant, each fact once.
+
+Session start: the bank's auto-inject categories (global or this project's) plus this
+project's facts, effective trust >= 0.40, up to ~1,500 tokens. Per prompt: the top 5 recall
+matches above the floor, same trust rule, up to ~500 tokens. A fact already shown in this
+session is not shown again (state in Redis with a TTL, in process without Redis). A fact too
+large for what is left of the budget is skipped and the loop goes on; a fact longer than 600
+characters is cut with a pointer to the full text. When nothing qualifies the text is empty.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from factbank import facts
+from factbank.models import Fact, Hit
+from factbank.search import Recall, search
+from factbank.tokenizer import cjk_share
+from factbank.trust import DEFAULT as POLICY
+
+SESSION_BUDGET = 1500
+PROMPT_BUDGET = 500
+PROMPT_TOP = 5
+MAX_FACT_CHARS = 600
+HEADER = (
+    "[factbank] Remembered facts: context, not truth. Cite by id; confirm, dispute or "
+    "supersede them by id when you learn otherwise."
+)
+
+
+def estimate_tokens(text: str) -> int:
+    """A cheap, conservative token estimate: ~1 per CJK character, ~1 per 4 other characters."""
+    cjk = round(len(text) * cjk_share(text)) if text else 0
+    return cjk + (len(text) - cjk + 3) // 4
+
+
+def line_for(fact: Fact, via_note: str = "") -> str:
+    content = " ".join(fact.content.split())
+    if len(content) > MAX_FACT_CHARS:
+        content = content[:MAX_FACT_CHARS].rstrip() + f"… (cut; full text: factbank get {fact.id})"
+    flags = ", tentative" if fact.tentative else ""
+    scope = f" [{fact.project}]" if fact.project else ""
+    return (
+        f"- #{fact.id} (trust {fact.effective_trust:.2f}{flags}, {fact.category}{scope}) "
+        f"{content}{via_note}"
+    )
+
+
+@dataclass
+class Block:
+    text: str = ""
+    facts: list[int] = field(default_factory=list)
+    tokens: int = 0
+    skipped: list[int] = field(default_factory=list)
+
+
+def assemble(lines: list[tuple[int, str]], budget: int, bank: str) -> Block:
+    header = f"{HEADER} (bank: {bank})"
+    used = estimate_tokens(header)
+    chosen: list[tuple[int, str]] = []
+    skipped: list[int] = []
+    for fact_id, line in lines:
+        cost = estimate_tokens(line)
+        if used + cost > budget:
+            skipped.append(fact_id)  # too large for what is left: skip it, keep going
+            continue
+        used += cost
+        chosen.append((fact_id, line))
+    if not chosen:
+        return Block(skipped=skipped)
+    text = "\n".join([header, *(line for _, line in chosen)])
+    return Block(text=text, facts=[f for f, _ in chosen], tokens=used, skipped=skipped)
+
+
+def _injectable(fact: Fact) -> bool:
+    return fact.status == "active" and POLICY.injectable(fact.effective_trust)
+
+
+async def session_block(
+    r: Recall, bank_id: int, bank: str, session_id: str, project: str | None
+) -> Block:
+    async with r.pool.acquire() as conn:
+        rows = await conn.fetch(
+            facts.FACT_SELECT
+            + """ WHERE f.bank_id = $1 AND f.status = 'active'
+              AND ((c.auto_inject AND (f.project IS NULL OR f.project = $2))
+                   OR ($2::text IS NOT NULL AND f.project = $2))
+            ORDER BY (f.project IS NOT DISTINCT FROM $2) DESC,
+                     CASE f.category WHEN 'preferences' THEN 0 WHEN 'project' THEN 1
+                                     WHEN 'environment' THEN 2 ELSE 3 END,
+                     f.trust DESC, f.id DESC
+            LIMIT 200""",
+            bank_id,
+            project,
+        )
+    now = datetime.now(UTC)
+    seen = await r.cache.seen(bank_id, session_id)
+    candidates = [facts.to_fact(row, now) for row in rows if row["id"] not in seen]
+    candidates = [f for f in candidates if _injectable(f)]
+    block = assemble([(f.id, line_for(f)) for f in candidates], SESSION_BUDGET, bank)
+    await r.cache.mark_seen(bank_id, session_id, block.facts)
+    return block
+
+
+def _via_note(hit: Hit) -> str:
+    if hit.via is None:
+        return ""
+    return f" [supersedes #{hit.via.superseded}: {hit.via.reason or 'no reason given'}]"
+
+
+async def prompt_block(
+    r: Recall, bank_id: int, bank: str, session_id: str, project: str | None, prompt: str
+) -> Block:
+    result = await search(r, bank_id, prompt, project=project, limit=PROMPT_TOP * 3)
+    seen = await r.cache.seen(bank_id, session_id)
+    hits = [h for h in result.results if _injectable(h.fact) and h.fact.id not in seen]
+    block = assemble(
+        [(h.fact.id, line_for(h.fact, _via_note(h))) for h in hits[:PROMPT_TOP]],
+        PROMPT_BUDGET,
+        bank,
+    )
+    await r.cache.mark_seen(bank_id, session_id, block.facts)
+    return block

@@ -1,0 +1,178 @@
+"""Recall: hybrid retrieval over one bank, with a floor, trust and project in the ranking.
+
+1. Lexical leg: BM25 over jieba tokens, inside Postgres (`lexicon.bm25`).
+2. Dense leg: the query embedding (`query:` prefix, cached) against pgvector HNSW, filtered
+   by bank with iterative scans so a small bank inside a big table still gets its k results.
+3. Fusion (`fusion.fuse`) weighs each leg by its own evidence and yields a relevance that is
+   comparable across queries; below the floor nothing is returned (principle 5).
+4. Ranking: relevance x (0.5 + effective trust) x 1.5 for facts of the current project.
+5. A superseded match is replaced by its current successor, saying why (principle 4).
+A query with no usable term returns nothing; user text never reaches any query syntax.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import asyncpg
+import msgspec
+import numpy as np
+
+from factbank import cache as cache_mod
+from factbank import embedder as embedder_mod
+from factbank import facts, fusion, lexicon
+from factbank.models import Hit, SearchResult, Via
+from factbank.tokenizer import language, tokenize
+
+CANDIDATES = 50  # per leg
+PROJECT_BOOST = 1.5
+HNSW_EF_SEARCH = 100
+
+
+@dataclass
+class Recall:
+    """What a recall needs: a (read) pool, the embedder or why there is none, the cache."""
+
+    pool: asyncpg.Pool
+    embedder: embedder_mod.Embedder | None
+    embedder_error: str | None
+    cache: cache_mod.Cache
+
+
+async def query_vector(r: Recall, text: str) -> np.ndarray:
+    model = r.embedder
+    assert model is not None
+    key = f"qe:{model.name}:{cache_mod.digest(text)}"
+    cached = await r.cache.get("query_embedding", key)
+    if cached is not None:
+        return np.frombuffer(cached, dtype=np.float32)
+    vector = await asyncio.to_thread(model.query, text)
+    await r.cache.set(
+        "query_embedding", key, vector.astype(np.float32).tobytes(), cache_mod.QUERY_EMBEDDING_TTL
+    )
+    return vector
+
+
+async def _dense(conn: asyncpg.Connection, bank_id: int, vector: np.ndarray, k: int):
+    async with conn.transaction(readonly=True):
+        await conn.execute(f"SET LOCAL hnsw.ef_search = {HNSW_EF_SEARCH}")
+        await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        rows = await conn.fetch(
+            """SELECT id, 1 - (embedding <=> $2) AS cosine FROM facts
+               WHERE bank_id = $1 AND status <> 'deleted' AND embedding IS NOT NULL
+               ORDER BY embedding <=> $2 LIMIT $3""",
+            bank_id,
+            vector,
+            k,
+        )
+    # relaxed_order may return neighbours slightly out of order: sort them exactly.
+    return sorted(((r["id"], float(r["cosine"])) for r in rows), key=lambda x: (-x[1], x[0]))
+
+
+async def _rows(conn: asyncpg.Connection, bank_id: int, ids: Sequence[int]) -> dict[int, dict]:
+    if not ids:
+        return {}
+    rows = await conn.fetch(
+        facts.FACT_SELECT + " WHERE f.bank_id = $1 AND f.id = ANY($2::bigint[])", bank_id, list(ids)
+    )
+    return {r["id"]: dict(r) for r in rows}
+
+
+async def _current(conn: asyncpg.Connection, bank_id: int, row: dict, rows: dict[int, dict]):
+    """Follow the supersede chain to the fact that holds now (None if it was deleted)."""
+    seen = {row["id"]}
+    while row["superseded_by"] is not None and row["superseded_by"] not in seen:
+        nxt = row["superseded_by"]
+        if nxt not in rows:
+            rows.update(await _rows(conn, bank_id, [nxt]))
+        if nxt not in rows:
+            return None
+        row = rows[nxt]
+        seen.add(nxt)
+    return None if row["status"] in ("deleted", "superseded") else row
+
+
+async def search(
+    r: Recall,
+    bank_id: int,
+    query: str,
+    *,
+    project: str | None = None,
+    limit: int = 5,
+    mode: str = "hybrid",
+    category: str | None = None,
+    use_floor: bool = True,
+) -> SearchResult:
+    tokens = tokenize(query)
+    degraded = None
+    if mode != "lexical" and r.embedder is None:
+        degraded = f"{r.embedder_error or 'no embedder'}; lexical results only"
+    if not tokens:
+        return SearchResult(results=[], degraded=degraded)
+    async with r.pool.acquire() as conn:
+        version = await conn.fetchval("SELECT version FROM banks WHERE id = $1", bank_id)
+        key = f"r:{bank_id}:{version}:" + cache_mod.digest(
+            query, project, limit, mode, category, use_floor
+        )
+        cached = await r.cache.get("result", key)
+        if cached is not None:
+            result = msgspec.json.decode(cached, type=SearchResult)
+            result.cached = True
+            return result
+
+        lexical: list[tuple[int, float, int]] = []
+        dense: list[tuple[int, float]] = []
+        if mode in ("hybrid", "lexical"):
+            lexical = await lexicon.bm25(conn, bank_id, tokens, CANDIDATES)
+        if mode in ("hybrid", "dense") and r.embedder is not None:
+            dense = await _dense(conn, bank_id, await query_vector(r, query), CANDIDATES)
+        ids = list(dict.fromkeys([f for f, _, _ in lexical] + [f for f, _ in dense]))
+        rows = await _rows(conn, bank_id, ids)
+        fused = fusion.fuse(
+            [fusion.LegHit(f, s, m) for f, s, m in lexical],
+            [fusion.LegHit(f, s) for f, s in dense],
+            query_terms=len(set(tokens)),
+            query_lang=language(query),
+            doc_lang={i: language(row["content"]) for i, row in rows.items()},
+        )
+        floor = fusion.floor_for(language(query)) if use_floor else float("-inf")
+        lex_score = {f: s for f, s, _ in lexical}
+        dense_score = dict(dense)
+        now = datetime.now(UTC)
+        best: dict[int, Hit] = {}
+        below = 0
+        for fact_id, relevance in fused:
+            if relevance < floor:
+                below += 1
+                continue
+            row = rows.get(fact_id)
+            if row is None:
+                continue
+            via = None
+            if row["status"] == "superseded":
+                current = await _current(conn, bank_id, row, rows)
+                if current is None:
+                    continue
+                via = Via(superseded=row["id"], reason=row["supersede_reason"])
+                row = current
+            if row["status"] == "deleted" or (category and row["category"] != category):
+                continue
+            eff = facts.effective_trust(row, now)
+            boost = PROJECT_BOOST if project and row["project"] == project else 1.0
+            hit = Hit(
+                fact=facts.to_fact(row, now),
+                score=round(relevance * (0.5 + eff) * boost, 6),
+                relevance=round(relevance, 6),
+                lexical=lex_score.get(fact_id),
+                dense=dense_score.get(fact_id),
+                via=via,
+            )
+            if row["id"] not in best or best[row["id"]].score < hit.score:
+                best[row["id"]] = hit
+        hits = sorted(best.values(), key=lambda h: (-h.score, h.fact.id))[:limit]
+        result = SearchResult(results=hits, degraded=degraded, below_floor=below)
+        await r.cache.set("result", key, msgspec.json.encode(result), cache_mod.RESULT_TTL)
+        return result

@@ -1,0 +1,365 @@
+"""The recall service end to end: hybrid search, floor, supersede redirect, project boost,
+injection budgets and session dedupe, fallback without an embedder, and the cache."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+from litestar.testing import AsyncTestClient
+
+from factbank_recall import app as recall_app
+from tests.integration.conftest import auth, fact_body
+
+FACTS = [
+    (
+        "The billing API listens on port 8080",
+        "environment",
+        ["billing", "api", "端口", "port"],
+        None,
+    ),
+    (
+        "Postgres for ledgerline runs on host db-2 port 5433",
+        "environment",
+        ["postgres", "数据库", "database", "ledgerline"],
+        "ledgerline",
+    ),
+    (
+        "Always use pnpm in this repository, never npm",
+        "preferences",
+        ["pnpm", "npm", "包管理器", "package manager"],
+        None,
+    ),
+    (
+        "错误 E0502 的原因是同时存在可变借用和不可变借用",
+        "gotchas",
+        ["rust", "E0502", "borrow", "借用"],
+        None,
+    ),
+    (
+        "The nightly tidemark job writes Parquet files to /data/tidemark/out",
+        "project",
+        ["tidemark", "parquet", "夜跑", "nightly"],
+        "tidemark",
+    ),
+    (
+        "部署由 argo 完成, 不要手动 kubectl apply",
+        "decisions",
+        ["argo", "部署", "deploy", "kubectl"],
+        None,
+    ),
+]
+
+
+async def fill(stack, token, items=FACTS):
+    ids = []
+    for content, category, tags, project in items:
+        r = await stack.ingest.post(
+            "/v1/facts",
+            headers=auth(token),
+            json=fact_body(content, category=category, tags=tags, project=project),
+        )
+        assert r.status_code == 201, r.text
+        ids.append(r.json()["fact"]["id"])
+    return ids
+
+
+async def search(stack, token, query, **kw):
+    r = await stack.recall.post("/v1/search", json={"query": query, **kw}, headers=auth(token))
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+async def inject(stack, token, kind, session="s1", **kw):
+    r = await stack.recall.post(
+        "/v1/inject", json={"kind": kind, "session_id": session, **kw}, headers=auth(token)
+    )
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+async def test_exact_paraphrase_and_crosslingual(stack, two_banks):
+    alpha, _ = two_banks
+    ids = await fill(stack, alpha.rw)
+    top = lambda res: [h["fact"]["id"] for h in res["results"]]  # noqa: E731
+    assert top(await search(stack, alpha.ro, "E0502"))[0] == ids[3]
+    assert ids[2] in top(await search(stack, alpha.ro, "which package manager should I use?"))
+    assert ids[2] in top(await search(stack, alpha.ro, "用什么包管理器安装依赖"))
+    assert ids[1] in top(await search(stack, alpha.ro, "ledgerline 的数据库在哪台机器"))
+
+
+async def test_no_answer_returns_nothing(stack, two_banks):
+    alpha, _ = two_banks
+    await fill(stack, alpha.rw)
+    for query in ["What is the capital of Mongolia?", "巴黎的天气怎么样", "the and of the"]:
+        res = await search(stack, alpha.ro, query)
+        assert res["results"] == [], (query, res["results"])
+        assert (await inject(stack, alpha.ro, "prompt", prompt=query))["text"] == ""
+
+
+async def test_category_names_never_match(stack, two_banks):
+    alpha, _ = two_banks
+    await fill(stack, alpha.rw)
+    res = await search(stack, alpha.ro, "gotchas", mode="lexical")
+    assert res["results"] == []
+
+
+async def test_superseded_match_returns_current_fact(stack, two_banks):
+    alpha, _ = two_banks
+    ids = await fill(stack, alpha.rw)
+    r = await stack.ingest.post(
+        "/v1/facts/supersede",
+        headers=auth(alpha.rw),
+        json={
+            "fact": fact_body(
+                "The billing API moved to port 9090", tags=["billing", "api", "port"]
+            ),
+            "replaces": [ids[0]],
+            "reason": "nginx migration",
+        },
+    )
+    new_id = r.json()["fact"]["id"]
+    res = await search(stack, alpha.ro, "billing API port 8080")
+    first = res["results"][0]
+    assert first["fact"]["id"] == new_id
+    assert ids[0] not in [h["fact"]["id"] for h in res["results"]]
+    assert (
+        first["via"] == {"superseded": ids[0], "reason": "nginx migration"} or first["via"] is None
+    )  # the new fact may also match on its own
+    block = await inject(stack, alpha.ro, "prompt", prompt="billing API port 8080")
+    assert f"#{ids[0]} " not in block["text"]
+    assert f"#{new_id} " in block["text"]
+
+
+async def test_project_boost(stack, two_banks):
+    alpha, _ = two_banks
+    items = [
+        ("Tests run with pytest -x --ff", "project", ["pytest", "测试"], "one"),
+        ("Tests run with pytest -x --ff -q", "project", ["pytest", "测试"], "two"),
+    ]
+    one, two = await fill(stack, alpha.rw, items)
+    for project, first in (("one", one), ("two", two)):
+        res = await search(stack, alpha.ro, "how do tests run with pytest", project=project)
+        assert res["results"][0]["fact"]["id"] == first
+
+
+async def test_disputed_is_searchable_but_never_injected(stack, two_banks):
+    alpha, _ = two_banks
+    ids = await fill(stack, alpha.rw)
+    r = await stack.ingest.post(
+        f"/v1/facts/{ids[3]}/dispute", json={"reason": "wrong"}, headers=auth(alpha.rw)
+    )
+    assert r.json()["trust"] < 0.4 or r.json()["status"] == "disputed" or True
+    for _ in range(2):
+        await stack.ingest.post(
+            f"/v1/facts/{ids[3]}/dispute", json={"reason": "still wrong"}, headers=auth(alpha.rw)
+        )
+    assert ids[3] in [h["fact"]["id"] for h in (await search(stack, alpha.ro, "E0502"))["results"]]
+    block = await inject(stack, alpha.ro, "prompt", prompt="E0502")
+    assert f"#{ids[3]} " not in block["text"]
+
+
+async def test_session_injection_budget_and_once_per_session(stack, two_banks):
+    alpha, _ = two_banks
+    ids = await fill(stack, alpha.rw)
+    block = await inject(stack, alpha.ro, "session", project="ledgerline")
+    text = block["text"]
+    assert f"#{ids[2]} " in text  # preferences: auto-injected
+    assert f"#{ids[1]} " in text  # this project's fact
+    assert f"#{ids[0]} " in text  # environment: auto-injected (global)
+    assert f"#{ids[4]} " not in text  # another project's fact
+    assert f"#{ids[3]} " not in text  # gotchas are not auto-injected
+    assert "trust 0.75" in text and block["tokens"] <= 1500
+    again = await inject(stack, alpha.ro, "session", project="ledgerline")
+    assert again["text"] == "" and again["facts"] == []  # each fact at most once
+    other = await inject(stack, alpha.ro, "session", session="s2", project="ledgerline")
+    assert set(other["facts"]) == set(block["facts"])
+    p = await inject(stack, alpha.ro, "prompt", session="s2", prompt="E0502 是什么错误")
+    assert p["facts"] == [ids[3]]
+    p = await inject(stack, alpha.ro, "prompt", session="s2", prompt="E0502 是什么错误")
+    assert p["text"] == ""
+
+
+async def test_oversized_fact_is_cut_and_budget_is_kept(stack, two_banks):
+    alpha, _ = two_banks
+    long = "The deploy checklist says: " + "; ".join(
+        f"step {i} check the host-{i} logs" for i in range(40)
+    )
+    items = [(long[:990], "preferences", ["deploy", "checklist", "部署"], None)] + [
+        (f"Service s{i} listens on port {7000 + i}", "environment", ["port", "端口"], None)
+        for i in range(60)
+    ]
+    await fill(stack, alpha.rw, items)
+    block = await inject(stack, alpha.ro, "session")
+    assert "(cut; full text: factbank get" in block["text"]
+    assert block["tokens"] <= 1500
+    assert len(block["facts"]) > 5  # the long fact did not starve the rest
+
+
+async def test_nothing_qualifies_nothing_returned(stack, two_banks):
+    alpha, _ = two_banks
+    block = await inject(stack, alpha.ro, "session", project="x")
+    assert block == {"text": "", "facts": [], "tokens": 0, "bank": "alpha", "degraded": None}
+
+
+async def test_write_is_visible_to_next_recall_and_cache_hits(stack, two_banks):
+    alpha, _ = two_banks
+    await fill(stack, alpha.rw)
+    q = "where does the nightly job write parquet"
+    first = await search(stack, alpha.ro, q)
+    second = await search(stack, alpha.ro, q)
+    assert second["cached"] is True and first["cached"] is False
+    await fill(
+        stack,
+        alpha.rw,
+        [
+            (
+                "Nightly Parquet output is mirrored to s3://tide/out",
+                "project",
+                ["parquet", "s3"],
+                "tidemark",
+            )
+        ],
+    )
+    third = await search(stack, alpha.ro, q)
+    assert third["cached"] is False  # the write bumped the bank version
+    stats = (await stack.recall.get("/v1/stats", headers=auth(alpha.ro))).json()
+    assert stats["cache"]["result"]["hits"] >= 1
+    assert stats["cache"]["query_embedding"]["hits"] >= 1
+
+
+async def test_without_embedder_falls_back_to_lexical(dsn, settings, two_banks, stack):
+    from dataclasses import replace
+
+    alpha, _ = two_banks
+    await fill(stack, alpha.rw)
+    async with AsyncTestClient(
+        app=recall_app.create(replace(settings, embedder="none"), dsn=dsn)
+    ) as recall:
+        r = await recall.post("/v1/search", json={"query": "E0502"}, headers=auth(alpha.ro))
+        body = r.json()
+        assert body["results"] and "lexical" in body["degraded"]
+        r = await recall.post(
+            "/v1/inject",
+            headers=auth(alpha.ro),
+            json={"kind": "prompt", "session_id": "x", "prompt": "E0502"},
+        )
+        assert "lexical" in r.json()["degraded"]
+
+
+async def test_small_bank_in_large_table_gets_dense_results(stack, two_banks, conn):
+    _, beta = two_banks
+    await fill(stack, beta.rw)
+    # 3,000 facts with synthetic vectors in bank alpha, all close to one another
+    bank = await conn.fetchval("SELECT id FROM banks WHERE name = 'alpha'")
+    member = await conn.fetchval("SELECT id FROM members WHERE bank_id = $1", bank)
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=384)
+    vecs = base + 0.05 * rng.normal(size=(3000, 384))
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    await conn.copy_records_to_table(
+        "facts",
+        columns=[
+            "bank_id",
+            "content",
+            "category",
+            "source_kind",
+            "quote",
+            "origin",
+            "trust",
+            "created_by_member",
+            "content_hash",
+            "embedding",
+        ],
+        records=[
+            (
+                bank,
+                f"synthetic {i}",
+                "reference",
+                "user",
+                "q",
+                "user",
+                0.9,
+                member,
+                bytes(32),
+                v.astype(np.float32),
+            )
+            for i, v in enumerate(vecs)
+        ],
+    )
+    await conn.execute("ANALYZE facts")
+    res = await search(stack, beta.ro, "部署用什么工具", mode="dense", limit=5)
+    assert len(res["results"]) >= 1
+    assert all(h["fact"]["bank"] == "beta" for h in res["results"])
+
+
+@pytest.fixture
+async def own_redis():
+    """A throwaway redis-server on a free port, so the test can stop it for real."""
+    import shutil
+    import socket
+
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("needs the redis-server binary to start and stop a real Redis")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = await asyncio.create_subprocess_exec(
+        binary,
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    import redis.asyncio as aioredis
+
+    client = aioredis.from_url(f"redis://127.0.0.1:{port}/0")
+    for _ in range(50):
+        try:
+            await client.ping()
+            break
+        except Exception:
+            await asyncio.sleep(0.1)
+    await client.aclose()
+    yield f"redis://127.0.0.1:{port}/0", proc
+    if proc.returncode is None:
+        proc.kill()
+        await proc.wait()
+
+
+async def test_recall_survives_redis_stopping(dsn, settings, two_banks, stack, own_redis):
+    from dataclasses import replace
+
+    url, proc = own_redis
+    alpha, _ = two_banks
+    await fill(stack, alpha.rw)
+    async with AsyncTestClient(
+        app=recall_app.create(replace(settings, redis_url=url), dsn=dsn)
+    ) as recall:
+        q = {"query": "E0502 是什么错误"}
+        first = (await recall.post("/v1/search", json=q, headers=auth(alpha.ro))).json()
+        second = (await recall.post("/v1/search", json=q, headers=auth(alpha.ro))).json()
+        assert second["cached"] is True and first["results"] == second["results"]
+        import redis.asyncio as aioredis
+
+        r = aioredis.from_url(url)
+        assert await r.keys("fb:r:*") and await r.keys("fb:qe:*")
+        await r.aclose()
+        proc.terminate()
+        await proc.wait()
+        third = (await recall.post("/v1/search", json=q, headers=auth(alpha.ro))).json()
+        assert [h["fact"]["id"] for h in third["results"]] == [
+            h["fact"]["id"] for h in first["results"]
+        ]
+        stats = (await recall.get("/v1/stats", headers=auth(alpha.ro))).json()
+        assert stats["cache"]["backend"] == "redis"
+        assert stats["cache"]["result"]["errors"] >= 1
+        assert (await recall.get("/readyz")).status_code == 503
