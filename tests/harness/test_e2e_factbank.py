@@ -1,0 +1,332 @@
+"""factbank for real: the real services, the real installer, the real harnesses.
+
+One `factbank up` (embedded Postgres, both services, free ports, FACTBANK_HOME in a temp dir)
+serves the module. Each test makes a throwaway HOME holding a factbank client config, runs
+`factbank install <harness>` into it through the CLI, and runs the harness non-interactively
+against the fake model server. Everything is asserted from what the fake model received.
+
+* Claude Code, Codex, Pi: a project fact reaches the model at session start, a prompt-matched
+  fact reaches it with the prompt (Codex with its hooks trusted by `--trust`, no bypass flag).
+* The product: a fact saved through Codex's MCP `add` tool (the fake model calls it) is in
+  front of the next Claude Code session in the same repository, and absent in another one.
+* Pi's own tools: `factbank_add` stores a fact, `factbank_search` finds it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from .fake_model import FakeModel, Text, ToolCall, tool_names
+from .npm import Harnesses
+from .runners import configure_codex_home, run_claude, run_codex, run_pi
+
+pytestmark = pytest.mark.harness
+
+CLI = [sys.executable, "-c", "import sys; from factbank_client.cli.main import main; "
+       "sys.exit(main())"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Services:
+    ingest: str
+    recall: str
+    token: str
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+    def add(self, content: str, category: str, project: str | None, tags: list[str]) -> int:
+        body: dict[str, Any] = {"content": content, "category": category,
+                                "source": {"kind": "user"}, "quote": content,
+                                "origin": "user", "tags": tags}
+        if project:
+            body["project"] = project
+        r = httpx.post(f"{self.ingest}/v1/facts", json=body, headers=self.headers(), timeout=60)
+        assert r.status_code == 201, r.text
+        return int(r.json()["fact"]["id"])
+
+    def facts(self, **params: str) -> list[dict]:
+        r = httpx.get(f"{self.recall}/v1/facts", params=params, headers=self.headers(),
+                      timeout=30)
+        assert r.status_code == 200, r.text
+        return r.json()["facts"]
+
+    def require_inject(self) -> None:
+        body = {"kind": "session", "session_id": "probe", "project": None, "prompt": None}
+        r = httpx.post(f"{self.recall}/v1/inject", json=body, headers=self.headers(), timeout=30)
+        if r.status_code == 404:
+            pytest.skip("the recall service has no /v1/inject yet")
+        assert r.status_code == 200, r.text
+
+
+@pytest.fixture(scope="module")
+def services() -> Iterator[Services]:
+    """`factbank up` as a subprocess; the first-run token is read from its output."""
+    home = Path(tempfile.mkdtemp(prefix="factbank-e2e-")) / "home"
+    ingest, recall = _free_port(), _free_port()
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env.update(FACTBANK_HOME=str(home), FACTBANK_INGEST_PORT=str(ingest),
+               FACTBANK_RECALL_PORT=str(recall))
+    log = home.parent / "up.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen([*CLI, "up"], env=env, stdout=out, stderr=subprocess.STDOUT,
+                                text=True)
+    try:
+        token = ""
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise AssertionError(f"factbank up exited:\n{log.read_text()}")
+            text = log.read_text()
+            found = re.findall(r"fb_[A-Za-z0-9_-]{20,}", text)
+            if found and "Ctrl-C stops" in text:
+                token = found[0]
+                try:
+                    if httpx.get(f"http://127.0.0.1:{recall}/readyz", timeout=2).status_code \
+                            == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+            time.sleep(0.3)
+        else:
+            raise AssertionError(f"factbank up not ready:\n{log.read_text()}")
+        yield Services(f"http://127.0.0.1:{ingest}", f"http://127.0.0.1:{recall}", token)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+# --- a user's machine ----------------------------------------------------------------------
+
+
+def login(home: Path, svc: Services) -> None:
+    cfg = home / ".config" / "factbank" / "config.toml"
+    cfg.parent.mkdir(parents=True, exist_ok=True)
+    cfg.write_text(f'url = "{svc.ingest}"\nrecall_url = "{svc.recall}"\n\n'
+                   f'[banks.personal]\ntoken = "{svc.token}"\n')
+
+
+def install(home: Path, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR",
+                        "XDG_CONFIG_HOME", "XDG_CACHE_HOME")}
+    env["HOME"] = str(home)
+    proc = subprocess.run([*CLI, "install", *args], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def make_repo(root: Path, name: str, remote: str) -> Path:
+    repo = root / name
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".git" / "config").write_text(f'[remote "origin"]\n\turl = {remote}\n')
+    return repo
+
+
+def hook_log(home: Path) -> str:
+    path = home / ".cache" / "factbank" / "hooks.log"
+    return path.read_text() if path.exists() else ""
+
+
+def assert_ok(result: Any, home: Path) -> None:
+    assert result.returncode == 0, result.describe() + "\n--- hooks.log ---\n" + hook_log(home)
+
+
+def seed_facts(svc: Services, tag: str, project: str) -> tuple[str, str, str]:
+    """A project fact (injected at session start in that repository only) and a global
+    gotcha (not an auto-injected category: only a prompt about it recalls it). Returns their
+    unique markers and the prompt that should recall the gotcha."""
+    session_marker = f"FBS{tag}"
+    prompt_marker = f"FBP{tag}"
+    worker = f"{tag.lower()}-worker"
+    svc.add(f"The {project} repository is built with the command `just build-{session_marker}`.",
+            "project", project, ["build", "构建", "just"])
+    svc.add(f"Starting {worker} fails with EADDRINUSE on port 8443 while an old {worker} "
+            f"process ({prompt_marker}) still holds the port; stop it first.",
+            "gotchas", None, ["EADDRINUSE", "port 8443", "端口", worker])
+    prompt = f"Starting {worker} fails with EADDRINUSE on port 8443. Why, and what do I do?"
+    return session_marker, prompt_marker, prompt
+
+
+# --- injection in each harness ----------------------------------------------------------------
+
+
+def test_claude_gets_session_and_prompt_facts(
+    harnesses: Harnesses, fake_model: FakeModel, harness_home: Path, tmp_path: Path,
+    services: Services,
+) -> None:
+    services.require_inject()
+    repo = make_repo(tmp_path, "claude-repo", "git@github.com:acme/claude-e2e.git")
+    s_mark, p_mark, prompt = seed_facts(services, "CLAUDE1", "github.com/acme/claude-e2e")
+    login(harness_home, services)
+    install(harness_home, "claude")
+
+    result = run_claude(harness_home, repo, prompt, fake_model, harnesses=harnesses)
+    assert_ok(result, harness_home)
+    session = fake_model.requests_containing(s_mark)
+    prompted = fake_model.requests_containing(p_mark)
+    assert session, "session-start fact never reached the model\n" + hook_log(harness_home)
+    assert prompted, "prompt fact never reached the model\n" + hook_log(harness_home)
+    body = json.dumps(session[0].body)
+    assert re.search(r"SessionStart hook additional context: \[factbank\][^\"]*" + s_mark, body)
+    assert re.search(r"UserPromptSubmit hook additional context: \[factbank\][^\"]*" + p_mark,
+                     json.dumps(prompted[0].body))
+
+
+def test_codex_gets_session_and_prompt_facts_with_trusted_hooks(
+    harnesses: Harnesses, fake_model: FakeModel, harness_home: Path, tmp_path: Path,
+    services: Services,
+) -> None:
+    services.require_inject()
+    repo = make_repo(tmp_path, "codex-repo", "https://github.com/acme/codex-e2e.git")
+    s_mark, p_mark, prompt = seed_facts(services, "CODEX1", "github.com/acme/codex-e2e")
+    login(harness_home, services)
+    configure_codex_home(harness_home, fake_model)  # offline switches before app-server runs
+    out = install(harness_home, "codex", "--trust", "--codex-bin", str(harnesses.codex))
+    assert "trusted 3 factbank hook(s)" in out
+
+    # No --dangerously-bypass-hook-trust: the hooks run because the installer trusted them.
+    result = run_codex(harness_home, repo, prompt, fake_model, harnesses=harnesses,
+                       bypass_hook_trust=False)
+    assert_ok(result, harness_home)
+    for marker in (s_mark, p_mark):
+        found = fake_model.requests_containing(marker)
+        assert found, f"{marker} never reached the model\n{result.describe()}\n" + \
+            hook_log(harness_home)
+        assert any(item.get("role") == "developer" and marker in json.dumps(item)
+                   for item in found[0].body["input"])
+
+
+def test_pi_gets_session_and_prompt_facts(
+    harnesses: Harnesses, fake_model: FakeModel, harness_home: Path, tmp_path: Path,
+    services: Services,
+) -> None:
+    services.require_inject()
+    repo = make_repo(tmp_path, "pi-repo", "git@github.com:acme/pi-e2e.git")
+    s_mark, p_mark, prompt = seed_facts(services, "PI1", "github.com/acme/pi-e2e")
+    login(harness_home, services)
+    install(harness_home, "pi")
+
+    result = run_pi(harness_home, repo, prompt, fake_model, harnesses=harnesses)
+    assert_ok(result, harness_home)
+    gen = fake_model.generation_requests("chat")
+    assert gen, result.describe()
+    first = gen[0].body
+    for marker in (s_mark, p_mark):
+        assert any(m["role"] == "user" and marker in json.dumps(m, ensure_ascii=False)
+                   for m in first["messages"]), f"{marker} not in Pi's first request"
+    assert {"factbank_search", "factbank_add", "factbank_confirm", "factbank_dispute",
+            "factbank_supersede"} <= set(tool_names(first))
+
+
+def test_pi_tools_add_and_search(
+    harnesses: Harnesses, fake_model: FakeModel, harness_home: Path, tmp_path: Path,
+    services: Services,
+) -> None:
+    repo = make_repo(tmp_path, "pi-tools", "git@github.com:acme/pi-tools.git")
+    login(harness_home, services)
+    install(harness_home, "pi")
+    fact = {"content": "The pi-tools service keeps its cache in /var/cache/FBPITOOL1.",
+            "category": "environment", "source_kind": "user", "source_location": "",
+            "quote": "cache lives in /var/cache/FBPITOOL1", "origin": "user",
+            "tags": ["cache", "缓存", "FBPITOOL1"]}
+    fake_model.script(ToolCall("factbank_add", fact), Text("saved"))
+    result = run_pi(harness_home, repo, "remember where the cache is", fake_model,
+                    harnesses=harnesses)
+    assert_ok(result, harness_home)
+    stored = [f for f in services.facts(category="environment")
+              if "FBPITOOL1" in f["content"]]
+    assert len(stored) == 1, result.describe()
+    assert stored[0]["project"] == "github.com/acme/pi-tools"
+    assert stored[0]["created_by"]["agent"] == "pi"
+    tool_msgs = [m for m in fake_model.generation_requests("chat")[-1].body["messages"]
+                 if m["role"] == "tool"]
+    assert tool_msgs and f"#{stored[0]['id']}" in json.dumps(tool_msgs[-1])
+
+    fake_model.script(ToolCall("factbank_search", {"query": "where is the FBPITOOL1 cache"}),
+                      Text("found"))
+    result = run_pi(harness_home, repo, "where is the cache?", fake_model, harnesses=harnesses)
+    assert_ok(result, harness_home)
+    last = fake_model.generation_requests("chat")[-1].body["messages"]
+    tool_msgs = [m for m in last if m["role"] == "tool"]
+    assert any(f"#{stored[0]['id']}" in json.dumps(m) for m in tool_msgs), tool_msgs
+
+
+# --- the product: Codex saves, Claude Code recalls (same repository only) ----------------------
+
+
+def test_fact_saved_by_codex_reaches_next_claude_session_in_same_repo_only(
+    harnesses: Harnesses, fake_model: FakeModel, harness_home: Path, tmp_path: Path,
+    services: Services,
+) -> None:
+    services.require_inject()
+    repo_a = make_repo(tmp_path, "api", "git@github.com:acme/e2e-api.git")
+    repo_b = make_repo(tmp_path, "web", "git@github.com:acme/e2e-web.git")
+    login(harness_home, services)
+    configure_codex_home(harness_home, fake_model)
+    install(harness_home, "all", "--trust", "--codex-bin", str(harnesses.codex))
+    # codex exec sends its first request ~1.5 s after start without waiting for MCP servers;
+    # the factbank server needs ~2 s to import the MCP SDK here, so give it a grace period.
+    # (Interactive Codex has the server up long before the user's first prompt.)
+    cfg = harness_home / ".codex" / "config.toml"
+    cfg.write_text("mcp_optional_startup_grace_ms = 15000\n" + cfg.read_text())
+
+    marker = "FBE2E-7Q4"
+    fact = {"content": f"The e2e-api repository runs its tests with `make test-{marker}`.",
+            "category": "project", "source_kind": "user", "source_location": "",
+            "quote": f"run make test-{marker}", "origin": "user",
+            "tags": ["tests", "测试", "make", marker]}
+    fake_model.script(ToolCall("mcp__factbank__add", fact, text="Saving that."),
+                      Text("Saved it."))
+    result = run_codex(harness_home, repo_a, "Remember: tests run with make test.", fake_model,
+                       harnesses=harnesses, bypass_hook_trust=False)
+    assert_ok(result, harness_home)
+    gen = fake_model.generation_requests("responses")
+    assert "mcp__factbank__add" in tool_names(gen[0].body), result.describe()
+    saved = [f for f in services.facts(category="project") if marker in f["content"]]
+    assert len(saved) == 1, result.describe()
+    assert saved[0]["project"] == "github.com/acme/e2e-api"
+    assert saved[0]["created_by"]["agent"] == "codex"
+    outputs = [i for i in gen[-1].body["input"] if i.get("type") == "function_call_output"]
+    assert outputs and f"fact #{saved[0]['id']}" in json.dumps(outputs[-1])
+
+    # The next Claude Code session in the same repository sees it at session start ...
+    before = len(fake_model.requests)
+    result = run_claude(harness_home, repo_a, "What should I know before I start?", fake_model,
+                        harnesses=harnesses)
+    assert_ok(result, harness_home)
+    claude_a = [r for r in fake_model.requests[before:] if r.api == "anthropic"]
+    assert any(marker in r.dumps() for r in claude_a), hook_log(harness_home)
+
+    # ... and a session in another repository (another project key) does not.
+    before = len(fake_model.requests)
+    result = run_claude(harness_home, repo_b, "What should I know before I start?", fake_model,
+                        harnesses=harnesses)
+    assert_ok(result, harness_home)
+    claude_b = [r for r in fake_model.requests[before:] if r.api == "anthropic"]
+    assert claude_b and not any(marker in r.dumps() for r in claude_b)
