@@ -150,3 +150,15 @@ def test_missing_query_terms_gives_lexical_no_weight():
     fused = fuse(lexical((2, 30.0, 1)), dense((1, 0.9), (2, 0.88)), 0, "zh",
                  {1: "zh", 2: "zh"})
     assert ids(fused) == [1, 2]
+
+
+def test_lone_other_language_fact_gets_a_smaller_offset():
+    # One English line among Chinese facts (a short hub) vs. the same cosine in a bank where
+    # English facts are common: the lone one must score lower.
+    zh_bank = {1: "zh", 2: "zh", 3: "zh", 9: "en"}
+    lone = dict(raw_scores([], dense((9, 0.83), (1, 0.82), (2, 0.81), (3, 0.80)), 3, "zh",
+                           zh_bank))
+    en_bank = dict.fromkeys((1, 2, 3, 9), "en")
+    crowd = dict(raw_scores([], dense((9, 0.83), (1, 0.82), (2, 0.81), (3, 0.80)), 3, "zh",
+                            en_bank))
+    assert lone[9] < crowd[9]
