@@ -56,9 +56,10 @@ REMINDER = (
     "without answering this reminder."
 )
 
-# A save in the transcript: Claude logs tool_use names `mcp__factbank__<tool>`; Codex logs a
-# function call with `"namespace":"mcp__factbank"` and the bare tool name.
-SAVE_TOOL = r"(?:add|save|remember|supersede)[a-z_]*"
+# A save in the transcript (factbank's MCP tools `add` / `supersede`; seen in the real files):
+# Claude Code logs a tool_use named `mcp__factbank__add`; Codex logs a function_call with
+# `"name":"add","namespace":"mcp__factbank"`.
+SAVE_TOOL = r"(?:add|supersede)(?![A-Za-z0-9_])"
 SAVE_PATTERNS = (
     re.compile(rb"mcp__factbank__" + SAVE_TOOL.encode()),
     re.compile(rb'"name"\s*:\s*"' + SAVE_TOOL.encode() + rb'"[^\n]{0,400}?mcp__factbank'),

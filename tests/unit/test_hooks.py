@@ -379,7 +379,7 @@ def test_a_save_resets_the_count(hook: HookEnv) -> None:
         hook.run("user-prompt-submit", hook.prompt(f"p{n}"))
     with hook.transcript.open("a") as fh:  # Claude Code's transcript line for an MCP tool call
         fh.write(json.dumps({"type": "assistant", "message": {"content": [
-            {"type": "tool_use", "name": "mcp__factbank__add_fact", "input": {}}]}}) + "\n")
+            {"type": "tool_use", "name": "mcp__factbank__add", "input": {}}]}}) + "\n")
     assert hook.run("stop", hook.stop())[1] == ""
     for n in range(4):
         hook.run("user-prompt-submit", hook.prompt(f"q{n}"))
@@ -393,9 +393,19 @@ def test_codex_transcript_save_is_seen(hook: HookEnv) -> None:
         hook.run("user-prompt-submit", hook.prompt(f"p{n}"))
     with hook.transcript.open("a") as fh:  # Codex rollout line for an MCP function call
         fh.write(json.dumps({"type": "response_item", "payload": {
-            "type": "function_call", "namespace": "mcp__factbank", "name": "add_fact",
+            "type": "function_call", "name": "add", "namespace": "mcp__factbank",
             "arguments": "{}"}}) + "\n")
     assert hook.run("stop", hook.stop())[1] == ""
+
+
+def test_other_factbank_tools_are_not_saves(hook: HookEnv) -> None:
+    for n in range(5):
+        hook.run("user-prompt-submit", hook.prompt(f"p{n}"))
+    with hook.transcript.open("a") as fh:
+        for name in ("mcp__factbank__add_category", "mcp__factbank__search",
+                     "mcp__other__add"):
+            fh.write(json.dumps({"type": "tool_use", "name": name}) + "\n")
+    assert parse("Stop", hook.run("stop", hook.stop())[1])["decision"] == "block"
 
 
 def test_sessions_count_separately(hook: HookEnv) -> None:
