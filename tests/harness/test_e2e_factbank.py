@@ -330,3 +330,59 @@ def test_fact_saved_by_codex_reaches_next_claude_session_in_same_repo_only(
     assert_ok(result, harness_home)
     claude_b = [r for r in fake_model.requests[before:] if r.api == "anthropic"]
     assert claude_b and not any(marker in r.dumps() for r in claude_b)
+
+
+# --- the Stop reminder: once after 5 prompts, never a loop -------------------------------------
+
+
+def reminder_requests(fake: FakeModel, since: int) -> list[Any]:
+    return [r for r in fake.requests[since:] if r.api is not None
+            and "factbank reminder" in r.dumps()]
+
+
+def test_claude_stop_reminds_once_after_five_prompts(
+    harnesses: Harnesses, fake_model: FakeModel, harness_home: Path, tmp_path: Path,
+    services: Services,
+) -> None:
+    repo = make_repo(tmp_path, "stop-claude", "git@github.com:acme/stop-claude.git")
+    login(harness_home, services)
+    install(harness_home, "claude")
+    for n in range(1, 6):
+        before = len(fake_model.requests)
+        extra = ["--continue"] if n > 1 else []
+        result = run_claude(harness_home, repo, f"prompt number {n}", fake_model,
+                            harnesses=harnesses, extra_args=extra)
+        assert_ok(result, harness_home)
+        gen = [r for r in fake_model.requests[before:] if r.api == "anthropic"
+               and r.body.get("tools")]
+        reminded = reminder_requests(fake_model, before)
+        if n < 5:
+            assert not reminded, f"reminded after {n} prompts"
+        else:
+            # One reminder: the turn continued once with it, then stopped (no loop).
+            assert len(reminded) == 1, [r.reply for r in gen]
+            assert len(gen) == 2
+
+
+def test_codex_stop_reminds_once_after_five_prompts(
+    harnesses: Harnesses, fake_model: FakeModel, harness_home: Path, tmp_path: Path,
+    services: Services,
+) -> None:
+    repo = make_repo(tmp_path, "stop-codex", "git@github.com:acme/stop-codex.git")
+    login(harness_home, services)
+    install(harness_home, "codex")
+    for n in range(1, 6):
+        before = len(fake_model.requests)
+        if n == 1:
+            result = run_codex(harness_home, repo, f"prompt number {n}", fake_model,
+                               harnesses=harnesses)
+        else:
+            result = run_codex(harness_home, repo, f"prompt number {n}", fake_model,
+                               harnesses=harnesses, extra_args=["resume", "--last"])
+        assert_ok(result, harness_home)
+        gen = [r for r in fake_model.requests[before:] if r.api == "responses"]
+        reminded = reminder_requests(fake_model, before)
+        if n < 5:
+            assert not reminded, f"reminded after {n} prompts"
+        else:
+            assert len(reminded) == 1 and len(gen) == 2, result.describe()
