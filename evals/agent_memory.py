@@ -1,0 +1,392 @@
+"""The agent-memory eval: our own zh/en set, every method, one run (issue 6, principle 12).
+
+What it measures, and how:
+
+- Ingest is the real one. Facts without `supersedes` go in through one `POST /v1/facts/import`
+  (one transaction); a fact that supersedes another is then written with
+  `POST /v1/facts/supersede` after its predecessor, in dependency order, so the bank holds the
+  history as an agent would have built it (principle 4) and chronology is real.
+- Every query runs through every method: the grep control (`grep_control`), BM25 only
+  (`mode=lexical`), dense only, hybrid without the floor, hybrid with the floor (what an agent
+  is given), and the real prompt injection (`POST /v1/inject`) for the token cost.
+- Scores: R@5, MRR@10, nDCG@10 on answerable queries (a query that returns nothing scores 0:
+  a wrong refusal is a miss), R@5 per query kind, refusal precision and recall (refusal
+  queries: the right result is nothing), the stale-answer rate of chronology queries (a
+  superseded fact in the top 5, or injected), tokens per query, p50/p95 latency.
+
+The method runner (`run_methods`) works on any labelled cases, so `run_all` also feeds it the
+public BEIR sets; only the agent-memory set has kinds, stale facts and in-set refusals.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import msgspec
+from tqdm import tqdm
+
+from factbank_evals import metrics
+from factbank_evals.grep_control import GrepControl, line_for
+from factbank_evals.stack import Stack
+
+SET_DIR = Path(__file__).parent / "sets" / "agent-memory"
+# Order matters: the agent's path runs first, so it alone pays the cold query embedding; the
+# service caches the embedding by text, so later modes of the same query find it cached.
+SERVER_METHODS = (
+    ("hybrid+floor", "hybrid", True),
+    ("hybrid", "hybrid", False),
+    ("dense", "dense", False),
+    ("bm25", "lexical", False),
+)
+METHODS = ("grep", "bm25", "dense", "hybrid", "hybrid+floor")
+REFUSAL_KINDS = ("refusal",)
+LIMIT = 10
+
+
+@dataclass
+class Case:
+    id: str
+    text: str
+    kind: str
+    lang: str = ""
+    answers: set[str] = field(default_factory=set)
+    stale: set[str] = field(default_factory=set)
+
+    @property
+    def answerable(self) -> bool:
+        return bool(self.answers)
+
+
+@dataclass
+class Loaded:
+    """What ingest built: server fact id -> the set ids it stands for, and what happened."""
+
+    by_fact: dict[int, list[str]]
+    stored: int = 0
+    reinforced: int = 0
+    superseded: int = 0
+    merged: list[tuple[str, str]] = field(default_factory=list)  # (set id, merged into)
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    with path.open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def load_set(path: Path = SET_DIR) -> tuple[list[dict], list[Case]]:
+    facts = read_jsonl(path / "facts.jsonl")
+    cases = [
+        Case(
+            q["id"],
+            q["text"],
+            q["kind"],
+            q.get("lang", ""),
+            set(q.get("answers") or ()),
+            set(q.get("stale") or ()),
+        )
+        for q in read_jsonl(path / "queries.jsonl")
+    ]
+    return facts, cases
+
+
+def subset(cases: Sequence[Case], per_kind: int) -> list[Case]:
+    """The first `per_kind` cases of each kind (for smoke runs)."""
+    counts: dict[str, int] = {}
+    out = []
+    for c in cases:
+        if counts.get(c.kind, 0) < per_kind:
+            counts[c.kind] = counts.get(c.kind, 0) + 1
+            out.append(c)
+    return out
+
+
+def _body(fact: dict) -> dict:
+    source = (
+        {"kind": "user", "location": "user said"}
+        if fact.get("origin") == "user"
+        else {"kind": "doc", "location": f"agent-memory/facts.jsonl#{fact['id']}"}
+    )
+    return {
+        "content": fact["content"],
+        "category": fact["category"],
+        "tags": fact.get("tags") or [],
+        "source": source,
+        "quote": fact["content"],
+        "origin": fact.get("origin") or "inferred",
+        "project": fact.get("project"),
+        "agent": "eval",
+    }
+
+
+def write_order(facts: Sequence[dict]) -> list[dict]:
+    """Facts in an order where every predecessor comes before the fact that supersedes it."""
+    by_id = {f["id"]: f for f in facts}
+    done: set[str] = set()
+    out: list[dict] = []
+
+    def visit(f: dict, path: frozenset[str]) -> None:
+        if f["id"] in done:
+            return
+        if f["id"] in path:
+            raise ValueError(f"supersede cycle through {f['id']}")
+        prev = f.get("supersedes")
+        if prev:
+            if prev not in by_id:
+                raise ValueError(f"{f['id']} supersedes unknown fact {prev}")
+            visit(by_id[prev], path | {f["id"]})
+        done.add(f["id"])
+        out.append(f)
+
+    for f in facts:
+        visit(f, frozenset())
+    return out
+
+
+def ingest(http: httpx.Client, stack: Stack, facts: Sequence[dict]) -> Loaded:
+    """Import the plain facts in one transaction, then supersede in dependency order."""
+    loaded = Loaded(by_fact={})
+    server_id: dict[str, int] = {}
+
+    def record(set_id: str, outcome: dict) -> None:
+        fid = outcome["fact"]["id"]
+        if outcome["status"] == "reinforced":
+            loaded.reinforced += 1
+            loaded.merged.append((set_id, loaded.by_fact[fid][0]))
+        else:
+            loaded.stored += 1
+        server_id[set_id] = fid
+        loaded.by_fact.setdefault(fid, []).append(set_id)
+
+    plain = [f for f in facts if not f.get("supersedes")]
+    body = "\n".join(json.dumps(_body(f), ensure_ascii=False) for f in plain)
+    r = http.post(stack.ingest + "/v1/facts/import", content=body.encode())
+    if r.status_code != 201:
+        raise RuntimeError(f"import refused: {r.text[:2000]}")
+    for f, outcome in zip(plain, r.json()["results"], strict=True):
+        record(f["id"], outcome)
+    for f in write_order(facts):
+        if not f.get("supersedes"):
+            continue
+        r = http.post(
+            stack.ingest + "/v1/facts/supersede",
+            json={
+                "fact": _body(f),
+                "replaces": [server_id[f["supersedes"]]],
+                "reason": f.get("reason") or "superseded",
+            },
+        )
+        if r.status_code != 201:
+            raise RuntimeError(f"supersede of {f['supersedes']} by {f['id']} refused: {r.text}")
+        record(f["id"], r.json())
+        loaded.superseded += 1
+    return loaded
+
+
+def grep_entries(facts: Sequence[dict]) -> list[tuple[str, str]]:
+    """The grep control's notes file: one line per fact, in write order."""
+    return [(f["id"], line_for(f["content"], f.get("tags") or ())) for f in write_order(facts)]
+
+
+# --- running the methods -------------------------------------------------------------------
+
+
+def _fact_struct(fact: dict):
+    from factbank.models import Fact
+
+    return msgspec.convert(fact, Fact, strict=False)
+
+
+def block_tokens(hits: Sequence[dict], top: int = 5) -> int:
+    """Tokens of the prompt block an injection of these hits would be (same code as inject)."""
+    from factbank import inject
+
+    lines = [(h["fact"]["id"], inject.line_for(_fact_struct(h["fact"]))) for h in hits[:top]]
+    return inject.assemble(lines, inject.PROMPT_BUDGET, "eval").tokens if lines else 0
+
+
+def _labels(ids: Sequence[int], by_fact: dict[int, list[str]]) -> list[list[str]]:
+    return [by_fact.get(i, ["?"]) for i in ids]
+
+
+def _record(case: Case, labels: list[list[str]], ms: float, tokens: int, **extra) -> dict:
+    ranked = [next((x for x in ids if x in case.answers), ids[0]) for ids in labels]
+    rec = {
+        "q": case.id,
+        "kind": case.kind,
+        "ranked": ranked[:LIMIT],
+        "refused": not labels,
+        "stale@5": any(x in case.stale for ids in labels[:5] for x in ids),
+        "ms": round(ms, 2),
+        "tokens": tokens,
+    }
+    if case.answerable:
+        rec.update(metrics.score(ranked, case.answers, ms))
+        rec["ms"] = round(ms, 2)
+    rec.update(extra)
+    return rec
+
+
+def _search(http: httpx.Client, stack: Stack, text: str, mode: str, floor: bool):
+    t = time.perf_counter()
+    r = http.post(
+        stack.recall + "/v1/search",
+        json={"query": text, "mode": mode, "limit": LIMIT, "floor": floor},
+    )
+    ms = (time.perf_counter() - t) * 1000
+    r.raise_for_status()
+    return r.json(), ms
+
+
+def _inject(http: httpx.Client, stack: Stack, text: str) -> tuple[dict, float]:
+    t = time.perf_counter()
+    r = http.post(
+        stack.recall + "/v1/inject",
+        json={"kind": "prompt", "session_id": "eval-" + uuid.uuid4().hex, "prompt": text},
+    )
+    ms = (time.perf_counter() - t) * 1000
+    r.raise_for_status()
+    return r.json(), ms
+
+
+def run_methods(
+    http: httpx.Client,
+    stack: Stack,
+    cases: Sequence[Case],
+    by_fact: dict[int, list[str]],
+    grep: GrepControl,
+    *,
+    inject: bool = True,
+    progress: bool = True,
+    desc: str = "queries",
+    tick: Callable[[], None] | None = None,
+) -> dict[str, list[dict]]:
+    """Every case through every method; returns per-method per-query records."""
+    out: dict[str, list[dict]] = {m: [] for m in METHODS}
+    if inject:
+        out["inject"] = []
+    for case in tqdm(cases, desc=desc, unit="q", disable=not progress, leave=False):
+        for name, mode, floor in SERVER_METHODS:
+            body, ms = _search(http, stack, case.text, mode, floor)
+            hits = body["results"]
+            extra = {}
+            if name == "hybrid":
+                extra["top_relevance"] = round(hits[0]["relevance"], 4) if hits else 0.0
+            if name == "hybrid+floor" and hits:
+                extra["min_relevance"] = round(min(h["relevance"] for h in hits), 4)
+            labels = _labels([h["fact"]["id"] for h in hits], by_fact)
+            out[name].append(_record(case, labels, ms, block_tokens(hits), **extra))
+            if name == "hybrid+floor" and inject:
+                block, ims = _inject(http, stack, case.text)
+                ilabels = _labels(block["facts"], by_fact)
+                out["inject"].append(_record(case, ilabels, ims, block["tokens"]))
+        g = grep.search(case.text)
+        out["grep"].append(
+            _record(case, [[k] for k in g.ranked], g.ms, g.tokens, patterns=g.patterns)
+        )
+        if tick:
+            tick()
+    return out
+
+
+# --- scoring -------------------------------------------------------------------------------
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return round(statistics.fmean(values), 3) if values else None
+
+
+def summarize(records: Sequence[dict]) -> dict:
+    """One method's numbers: accuracy on answerable cases, refusals, staleness, cost, speed."""
+    answerable = [r for r in records if "r@5" in r]
+    unanswerable = [r for r in records if "r@5" not in r]
+    refused = [r for r in records if r["refused"]]
+    refused_right = [r for r in unanswerable if r["refused"]]
+    with_stale = [r for r in records if r["kind"] == "chronology"]
+    kinds = sorted({r["kind"] for r in answerable})
+    lat = [r["ms"] for r in records]
+    return {
+        "queries": len(records),
+        "answerable": len(answerable),
+        "r@5": _mean([r["r@5"] for r in answerable]),
+        "mrr@10": _mean([r["mrr@10"] for r in answerable]),
+        "ndcg@10": _mean([r["ndcg@10"] for r in answerable]),
+        "r@5_by_kind": {k: _mean([r["r@5"] for r in answerable if r["kind"] == k]) for k in kinds},
+        "unanswerable": len(unanswerable),
+        "refusal_recall": _mean([r["refused"] for r in unanswerable]),
+        "refusal_precision": round(len(refused_right) / len(refused), 3) if refused else None,
+        "wrong_refusals": _mean([r["refused"] for r in answerable]),
+        "stale@5": _mean([r["stale@5"] for r in with_stale]),
+        "tokens_mean": _mean([r["tokens"] for r in records]),
+        "tokens_p50": metrics.percentile([r["tokens"] for r in records], 0.5) if records else None,
+        "p50_ms": round(metrics.percentile(lat, 0.5), 1) if lat else None,
+        "p95_ms": round(metrics.percentile(lat, 0.95), 1) if lat else None,
+    }
+
+
+def distributions(records: dict[str, list[dict]]) -> dict:
+    """Hybrid top relevance (no floor) of answerable vs unanswerable cases, for the floor plot,
+    and what the floor visibly did: the lowest relevance it let through."""
+    hyb = records.get("hybrid", [])
+    kept = [r["min_relevance"] for r in records.get("hybrid+floor", []) if "min_relevance" in r]
+    return {
+        "answerable": [r["top_relevance"] for r in hyb if "r@5" in r],
+        "unanswerable": [r["top_relevance"] for r in hyb if "r@5" not in r],
+        "lowest_kept_with_floor": min(kept) if kept else None,
+    }
+
+
+def current_floor() -> float | None:
+    """The floor the in-process recall service applies, read at run time (never a copy of the
+    constant: the floor is being recalibrated). None if fusion no longer exposes it."""
+    try:
+        from factbank import fusion
+
+        return float(fusion.floor_for("zh"))
+    except Exception:  # any API change: draw no floor rather than a wrong one
+        return None
+
+
+def evaluate(
+    http: httpx.Client,
+    stack: Stack,
+    *,
+    path: Path = SET_DIR,
+    per_kind: int | None = None,
+    progress: bool = True,
+    tick: Callable[[], None] | None = None,
+) -> dict:
+    """Load the set into the stack's bank, run every method, return the report section."""
+    facts, cases = load_set(path)
+    if per_kind is not None:
+        cases = subset(cases, per_kind)
+    t = time.perf_counter()
+    loaded = ingest(http, stack, facts)
+    load_s = time.perf_counter() - t
+    with GrepControl(grep_entries(facts)) as grep:
+        records = run_methods(
+            http, stack, cases, loaded.by_fact, grep, progress=progress, desc=path.name, tick=tick
+        )
+    return {
+        "set": path.name,
+        "kind": "agent-memory",
+        "facts": len(facts),
+        "queries": len(cases),
+        "ingest": {
+            "seconds": round(load_s, 2),
+            "stored": loaded.stored,
+            "reinforced": loaded.reinforced,
+            "superseded": loaded.superseded,
+            "merged": loaded.merged,
+        },
+        "summary": {m: summarize(rs) for m, rs in records.items()},
+        "distributions": distributions(records),
+        "floor": current_floor(),
+        "records": records,
+    }

