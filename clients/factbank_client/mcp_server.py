@@ -398,7 +398,10 @@ class TokenCheck:
             if status != 200:
                 await _deny(send, status, message)
                 return
-            self._ok[key] = time.monotonic() + self.ttl
+            now = time.monotonic()
+            if len(self._ok) > 1000:  # forget expired verdicts
+                self._ok = {k: t for k, t in self._ok.items() if t > now}
+            self._ok[key] = now + self.ttl
         await self.app(scope, receive, send)
 
     async def _check(self, token: str) -> tuple[int, str]:
