@@ -1,4 +1,4 @@
-"""Claude Code and Codex command hooks: `python -P -m factbank_client.hooks <event>`.
+"""Claude Code and Codex command hooks: `python -I -S /path/to/factbank_client/hooks.py <event>`.
 
 Events (the argument; PascalCase or kebab-case):
 
@@ -19,20 +19,23 @@ Why it is built like this (principle 7, "hooks never hurt the session"):
 * Errors go to `~/.cache/factbank/hooks.log`, never to stdout.
 * Standard library only (config.py's tomllib, a raw-socket HTTP POST): a hook runs as a new
   process on every prompt, and importing httpx or urllib.request would cost more than the rest.
+  For the same reason it runs as a script under `-I -S`: no `site` (site-packages .pth files,
+  editable-install finders cost 50-100 ms on a loaded machine), no PYTHON* variables, no cwd
+  on sys.path; the `__main__` block puts the package's parent directory on sys.path itself.
+  `python -m factbank_client.hooks <event>` works too, just slower.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import sys
-import threading
 import time
-from typing import Any
 
-from factbank_client import hookstate
+TYPE_CHECKING = False  # not `from typing import ...`: typing costs ~5 ms at every prompt
+if TYPE_CHECKING:
+    from typing import Any
 
 STARTED = time.monotonic()
 DEFAULT_BUDGET = 0.9
@@ -58,17 +61,47 @@ REMINDER = (
 
 # A save in the transcript (factbank's MCP tools `add` / `supersede`; seen in the real files):
 # Claude Code logs a tool_use named `mcp__factbank__add`; Codex logs a function_call with
-# `"name":"add","namespace":"mcp__factbank"`.
+# `"name":"add","namespace":"mcp__factbank"`. Compiled only by the Stop hook.
 SAVE_TOOL = r"(?:add|supersede)(?![A-Za-z0-9_])"
-SAVE_PATTERNS = (
-    re.compile(rb"mcp__factbank__" + SAVE_TOOL.encode()),
-    re.compile(rb'"name"\s*:\s*"' + SAVE_TOOL.encode() + rb'"[^\n]{0,400}?mcp__factbank'),
-    re.compile(rb'mcp__factbank"[^\n]{0,400}?"name"\s*:\s*"' + SAVE_TOOL.encode() + rb'"'),
+SAVE_REGEXES = (
+    rb"mcp__factbank__" + SAVE_TOOL.encode(),
+    rb'"name"\s*:\s*"' + SAVE_TOOL.encode() + rb'"[^\n]{0,400}?mcp__factbank',
+    rb'mcp__factbank"[^\n]{0,400}?"name"\s*:\s*"' + SAVE_TOOL.encode() + rb'"',
 )
+
+
+def save_patterns() -> list:
+    import re
+
+    return [re.compile(p) for p in SAVE_REGEXES]
+
+
+def _state() -> Any:  # imported lazily: see the __main__ block
+    from factbank_client import hookstate
+
+    return hookstate
+
+
+def _log(message: str) -> None:
+    _state().log(message)
 
 
 class Deadline(BaseException):
     """Raised by the interval timer: BaseException so no `except Exception` swallows it."""
+
+
+def process_age() -> float:
+    """Seconds since this process started (Linux: /proc), so the deadline also covers the
+    interpreter's own start-up, which a loaded machine can stretch to 100+ ms."""
+    try:
+        with open("/proc/self/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        with open("/proc/uptime", "rb") as fh:
+            uptime = float(fh.read().split()[0])
+        age = uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK")
+        return min(max(age, 0.0), 0.5)
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 def budget() -> float:
@@ -119,11 +152,13 @@ def inject(kind: str, session_id: str, project: str | None, prompt: str | None,
             if isinstance(text, str) and text.strip():
                 answers[bank] = text.strip()
         except Exception as exc:  # one bank failing must not stop the others
-            hookstate.log(f"inject {kind} bank={bank}: {exc}")
+            _log(f"inject {kind} bank={bank}: {exc}")
 
     if len(banks) == 1:
         ask(banks[0])
     else:
+        import threading
+
         threads = [threading.Thread(target=ask, args=(b,), daemon=True) for b in banks]
         for t in threads:
             t.start()
@@ -155,7 +190,7 @@ def on_session_start(data: dict, deadline: float) -> dict | None:
     session_id = str(data.get("session_id") or "")
     if not session_id:
         return None
-    hookstate.prune()
+    _state().prune()
     text = inject("session", session_id, project_of(data), None, agent_name(data), deadline)
     return context_output("SessionStart", text)
 
@@ -165,9 +200,9 @@ def on_user_prompt_submit(data: dict, deadline: float) -> dict | None:
     prompt = data.get("prompt")
     if not session_id or not isinstance(prompt, str):
         return None
-    state = hookstate.load(session_id)
+    state = _state().load(session_id)
     state["prompts"] = int(state.get("prompts") or 0) + 1
-    hookstate.save(session_id, state)
+    _state().save(session_id, state)
     if not prompt.strip():
         return None
     text = inject("prompt", session_id, project_of(data), prompt[:MAX_PROMPT_CHARS],
@@ -192,7 +227,7 @@ def saved_since(state: dict, transcript_path: Any) -> bool:
     except OSError:
         return False
     state["offset"] = size
-    return any(p.search(new) for p in SAVE_PATTERNS)
+    return any(p.search(new) for p in save_patterns())
 
 
 def on_stop(data: dict, deadline: float) -> dict | None:
@@ -201,7 +236,7 @@ def on_stop(data: dict, deadline: float) -> dict | None:
     if not session_id or data.get("stop_hook_active") is not False:
         # Hook-driven stop (or a payload we do not understand): never block, never loop.
         return None
-    state = hookstate.load(session_id)
+    state = _state().load(session_id)
     if saved_since(state, data.get("transcript_path")):
         state["prompts"] = 0
     reminder = None
@@ -209,7 +244,7 @@ def on_stop(data: dict, deadline: float) -> dict | None:
         state["prompts"] = 0
         state["reminders"] = int(state.get("reminders") or 0) + 1
         reminder = {"decision": "block", "reason": REMINDER}
-    hookstate.save(session_id, state)
+    _state().save(session_id, state)
     return reminder
 
 
@@ -242,8 +277,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     event = event_name(argv[0]) if argv else None
     limit = budget()
-    deadline = STARTED + limit
-    timer = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    deadline = STARTED - process_age() + limit
+    # `threading` is not imported for this: a hook always runs on its main thread.
+    timer = hasattr(signal, "setitimer")
     out: dict | None = None
     try:
         if timer:
@@ -254,10 +290,10 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"unknown hook event {argv[:1]!r}")
         out = run(event, sys.stdin.buffer.read(), deadline)
     except Deadline:
-        hookstate.log(f"{event}: gave up after {limit:.2f}s")
+        _log(f"{event}: gave up after {limit:.2f}s")
         out = None
     except BaseException as exc:  # a hook must never fail the session
-        hookstate.log(f"{event}: {type(exc).__name__}: {exc}")
+        _log(f"{event}: {type(exc).__name__}: {exc}")
         out = None
     finally:
         _armed = False
@@ -268,11 +304,13 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.write(json.dumps(out, ensure_ascii=True))
             sys.stdout.flush()
         except Exception as exc:  # e.g. the harness closed the pipe
-            hookstate.log(f"{event}: cannot write output: {exc}")
+            _log(f"{event}: cannot write output: {exc}")
     return 0
 
 
 if __name__ == "__main__":
+    if not __package__:  # run as a script (`-I -S .../factbank_client/hooks.py`)
+        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     # os._exit: no interpreter teardown (faster), no lingering bank threads, and exit 0 even
     # if something escaped main().
     try:

@@ -3,7 +3,7 @@
 The installer only ever touches what it owns, and finds it again by a marker, never by an
 exact path (factbank may be reinstalled from another venv):
 
-* hook handlers whose command runs `factbank_client.hooks`;
+* hook handlers whose command runs `factbank_client/hooks.py` (or `-m factbank_client.hooks`);
 * an MCP server entry named `factbank` that runs `factbank ... mcp`;
 * an instruction block between `<!-- factbank:begin ... -->` and `<!-- factbank:end -->`.
 
@@ -21,7 +21,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-HOOK_MARKER = "factbank_client.hooks"
+HOOK_MARKER = "factbank_client.hooks"  # `python -m factbank_client.hooks` (older installs)
+HOOK_SCRIPT_MARKER = "factbank_client/hooks.py"  # `python -I -S .../factbank_client/hooks.py`
 BLOCK_BEGIN = "<!-- factbank:begin (managed by `factbank install`; edits inside are replaced) -->"
 BLOCK_END = "<!-- factbank:end -->"
 _BLOCK_RE = re.compile(r"<!-- factbank:begin\b.*?-->.*?<!-- factbank:end -->\n?", re.S)
@@ -94,7 +95,10 @@ def prune_created(obj: dict, created: Iterable[Sequence[str]]) -> None:
 
 
 def is_our_handler(handler: Any) -> bool:
-    return isinstance(handler, dict) and HOOK_MARKER in str(handler.get("command", ""))
+    if not isinstance(handler, dict):
+        return False
+    command = str(handler.get("command", "")).replace("\\", "/")
+    return HOOK_MARKER in command or HOOK_SCRIPT_MARKER in command
 
 
 def set_hooks(data: dict, handlers: dict[str, dict], created: list[Path_]) -> None:

@@ -30,7 +30,8 @@ SHARED_DIR = Path(
 SCHEMA_DIR = SHARED_DIR / "hook-schemas" / "codex"
 KEBAB = {"SessionStart": "session-start", "UserPromptSubmit": "user-prompt-submit",
          "Stop": "stop"}
-HOOK = [sys.executable, "-P", "-m", "factbank_client.hooks"]
+HOOK_SCRIPT = str(Path(__file__).resolve().parents[2] / "clients/factbank_client/hooks.py")
+HOOK = [sys.executable, "-I", "-S", HOOK_SCRIPT]  # exactly how the installer registers it
 
 
 def codex_schema(event: str, kind: str) -> dict[str, Any]:
@@ -425,15 +426,38 @@ def test_every_output_shape_validates() -> None:
     assert hooks.context_output("SessionStart", "") is None
 
 
-def test_hook_imports_stay_light() -> None:
-    """No httpx, no mcp, no urllib.request, no server code in the hook process."""
-    code = ("import sys, runpy; sys.argv=['x','bogus']; import factbank_client.hooks as h; "
-            "h.main(['bogus']); import factbank_client.config, factbank_client.project, "
-            "factbank_client.minihttp; "
-            "bad=[m for m in sys.modules if m.split('.')[0] in "
-            "('httpx','mcp','urllib3','factbank','litestar','asyncpg') or m=='urllib.request' "
-            "or m=='http.client' or m=='ssl']; print(','.join(bad))")
-    proc = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
-                          timeout=20, env={**os.environ, "HOME": "/nonexistent"})
+def test_hook_imports_stay_light(tmp_path: Path) -> None:
+    """No site, no httpx/mcp/urllib.request/ssl/server code in the hook process, even on the
+    path that reads the config and computes the project key."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import runpy, sys\n"
+        f"sys.argv = [{HOOK_SCRIPT!r}, 'user-prompt-submit']\n"
+        "import os; os._exit = lambda code: None\n"  # let runpy return
+        f"runpy.run_path({HOOK_SCRIPT!r}, run_name='__main__')\n"
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('httpx', 'mcp', 'urllib3', "
+        "'factbank', 'litestar', 'asyncpg', 'site', 'hashlib') "
+        "or m in ('urllib.request', 'http.client', 'ssl')]\n"
+        "assert 'factbank_client.config' in sys.modules, sorted(sys.modules)\n"
+        "sys.stderr.write(','.join(bad))\n")
+    home = tmp_path / "h"
+    cfg = home / ".config" / "factbank" / "config.toml"
+    cfg.parent.mkdir(parents=True)
+    cfg.write_text(f'recall_url = "http://127.0.0.1:{closed_port()}"\n[banks.personal]\n'
+                   'token = "t"\n')
+    proc = subprocess.run([sys.executable, "-I", "-S", str(probe)], capture_output=True,
+                          text=True, timeout=20, env={"HOME": str(home)},
+                          input=json.dumps({"session_id": "s", "cwd": str(tmp_path),
+                                            "prompt": "hello"}))
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == ""
+    assert proc.stdout == "" and proc.stderr == ""
+
+
+def test_module_form_works_too(hook: HookEnv, standin: StandIn) -> None:
+    standin.texts["tok-personal"] = "VIA -m"
+    proc = subprocess.run([sys.executable, "-m", "factbank_client.hooks", "session-start"],
+                          input=json.dumps(hook.session_start()).encode(), capture_output=True,
+                          env=hook.env(), cwd=hook.repo, timeout=10)
+    assert proc.returncode == 0
+    assert parse("SessionStart", proc.stdout.decode())["hookSpecificOutput"][
+        "additionalContext"] == "VIA -m"

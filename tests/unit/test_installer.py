@@ -21,7 +21,7 @@ import pytest
 import tomlkit
 
 from factbank_client import installer
-from factbank_client.installer_files import BLOCK_BEGIN, BLOCK_END, HOOK_MARKER
+from factbank_client.installer_files import BLOCK_BEGIN, BLOCK_END, is_our_handler
 
 SHARED_DIR = Path(
     os.environ.get("FACTBANK_SHARED_DIR") or Path(__file__).resolve().parents[3] / "shared"
@@ -123,8 +123,12 @@ def paths_for(home: Path) -> installer.Paths:
     return installer.Paths.from_env({"HOME": str(home)})
 
 
-def install(home: Path, names=("all",), python: str | None = None) -> installer.Plan:
-    plan = installer.plan_install(list(names), paths_for(home), python=python)
+OTHER = installer.Runtime("/opt/factbank-venv/bin/python3",
+                          "/opt/factbank-venv/lib/python3.11/site-packages/factbank_client/hooks.py")
+
+
+def install(home: Path, names=("all",), rt: installer.Runtime | None = None) -> installer.Plan:
+    plan = installer.plan_install(list(names), paths_for(home), rt)
     installer.apply(plan)
     return plan
 
@@ -158,10 +162,11 @@ def test_install_all_into_existing_config(home: Path) -> None:
     assert hooks["SessionStart"][0]["matcher"] == "startup"  # the user's group stays first
     for event, arg in (("SessionStart", "session-start"),
                        ("UserPromptSubmit", "user-prompt-submit"), ("Stop", "stop")):
-        ours = [h for g in hooks[event] for h in g["hooks"] if HOOK_MARKER in h["command"]]
-        assert len(ours) == 1 and ours[0]["command"].endswith(f"factbank_client.hooks {arg}")
+        ours = [h for g in hooks[event] for h in g["hooks"] if is_our_handler(h)]
+        assert len(ours) == 1
+        assert ours[0]["command"] == (f"{installer.python_exe()} -I -S "
+                                      f"{installer.hook_script()} {arg}")
         assert ours[0]["timeout"] == installer.HOOK_TIMEOUT
-        assert ours[0]["command"].startswith(installer.python_exe() + " -P -m ")
     assert settings["permissions"]["allow"][:2] == ["Bash(npm run lint)", "Read(~/.zshrc)"]
     assert "mcp__factbank__add" in settings["permissions"]["allow"]
     assert "mcp__factbank__delete" not in settings["permissions"]["allow"]
@@ -185,7 +190,7 @@ def test_install_all_into_existing_config(home: Path) -> None:
     codex_hooks = json.loads(codex_hooks_text)
     jsonschema.Draft7Validator(json.loads(CODEX_HOOKS_SCHEMA.read_text())).validate(codex_hooks)
     assert codex_hooks["hooks"]["Stop"][0]["hooks"][0]["command"] == "notify-send 'codex done'"
-    assert HOOK_MARKER in codex_hooks["hooks"]["Stop"][1]["hooks"][0]["command"]
+    assert is_our_handler(codex_hooks["hooks"]["Stop"][1]["hooks"][0])
     assert "\n\t\t\"Stop\"" in codex_hooks_text, "tab indentation kept"
     only_additions(CODEX_HOOKS, codex_hooks_text)
 
@@ -229,22 +234,22 @@ def test_reinstall_from_another_path_replaces_in_place(home: Path) -> None:
     seed(home)
     install(home)
     first = json.loads((home / ".codex" / "hooks.json").read_text())
-    install(home, python="/opt/factbank-venv/bin/python")
+    install(home, rt=OTHER)
 
     for path in (home / ".claude" / "settings.json", home / ".codex" / "hooks.json"):
         data = json.loads(path.read_text())
         for event in ("SessionStart", "UserPromptSubmit", "Stop"):
             cmds = [h["command"] for g in data["hooks"][event] for h in g["hooks"]
-                    if HOOK_MARKER in h["command"]]
-            assert len(cmds) == 1 and cmds[0].startswith("/opt/factbank-venv/bin/python -P")
+                    if is_our_handler(h)]
+            assert len(cmds) == 1 and cmds[0].startswith(f"{OTHER.python} -I -S {OTHER.script}")
     second = json.loads((home / ".codex" / "hooks.json").read_text())
     # Same positions (Codex's trust keys are <file>:<event>:<group>:<handler>).
     for event, groups in first["hooks"].items():
         assert len(second["hooks"][event]) == len(groups)
     cj = json.loads((home / ".claude.json").read_text())
-    assert cj["mcpServers"]["factbank"]["command"] == "/opt/factbank-venv/bin/python"
+    assert cj["mcpServers"]["factbank"]["command"] == OTHER.python
     config = tomlkit.parse((home / ".codex" / "config.toml").read_text())
-    assert config["mcp_servers"]["factbank"]["command"] == "/opt/factbank-venv/bin/python"
+    assert config["mcp_servers"]["factbank"]["command"] == OTHER.python
     for path in (home / ".claude" / "CLAUDE.md", home / ".codex" / "AGENTS.md"):
         assert path.read_text().count(BLOCK_BEGIN) == 1
 
@@ -253,7 +258,7 @@ def test_uninstall_restores_every_file_exactly(home: Path) -> None:
     seed(home)
     before = snapshot(home)
     install(home)
-    install(home, python="/elsewhere/bin/python")  # a reinstall in between changes nothing
+    install(home, rt=OTHER)  # a reinstall from elsewhere in between changes nothing
     uninstall(home)
     after = snapshot(home)
     assert after == before
@@ -312,8 +317,9 @@ def test_duplicate_factbank_hooks_are_collapsed(home: Path) -> None:
     hooks = home / ".codex" / "hooks.json"
     hooks.parent.mkdir(parents=True)
     stale = {"type": "command", "command": "/old/python -m factbank_client.hooks stop"}
+    older = {"type": "command", "command": "/o/bin/python3 -I -S /o/factbank_client/hooks.py stop"}
     hooks.write_text(json.dumps({"hooks": {"Stop": [
-        {"hooks": [stale]}, {"hooks": [{"type": "command", "command": "x"}, stale]}]}}))
+        {"hooks": [stale]}, {"hooks": [{"type": "command", "command": "x"}, older]}]}}))
     install(home, ["codex"])
     stop = json.loads(hooks.read_text())["hooks"]["Stop"]
     commands = [h["command"] for g in stop for h in g["hooks"]]
@@ -325,7 +331,7 @@ def test_uninstall_without_manifest_removes_ours_but_deletes_nothing(home: Path)
     (home / ".config" / "factbank" / "install-manifest.json").unlink()
     uninstall(home, ["claude"])
     settings = json.loads((home / ".claude" / "settings.json").read_text())
-    assert HOOK_MARKER not in json.dumps(settings)
+    assert "factbank_client" not in json.dumps(settings.get("hooks", {}))
     assert "factbank" not in json.loads((home / ".claude.json").read_text())["mcpServers"]
     assert BLOCK_BEGIN not in (home / ".claude" / "CLAUDE.md").read_text()
 
