@@ -18,6 +18,8 @@ import time
 from collections import OrderedDict, defaultdict
 from typing import Any
 
+from factbank.observability import CACHE
+
 log = logging.getLogger(__name__)
 
 QUERY_EMBEDDING_TTL = 7 * 24 * 3600
@@ -69,9 +71,11 @@ class Cache:
 
     def _count(self, kind: str, hit: bool) -> None:
         self.stats[kind]["hits" if hit else "misses"] += 1
+        CACHE.labels(kind=kind, result="hit" if hit else "miss").inc()
 
     def _error(self, kind: str, exc: Exception) -> None:
         self.stats[kind]["errors"] += 1
+        CACHE.labels(kind=kind, result="error").inc()
         log.warning("redis %s failed (%s); using the in-process cache", kind, type(exc).__name__)
 
     async def get(self, kind: str, key: str) -> bytes | None:

@@ -22,6 +22,8 @@ from typing import Protocol
 import asyncpg
 import numpy as np
 
+from factbank.observability import EMBEDDING_CACHE
+
 log = logging.getLogger(__name__)
 DIM = 384
 
@@ -138,8 +140,11 @@ async def embed_passages(
     )
     found = {bytes(r["content_hash"]): as_array(r["embedding"]) for r in rows}
     missing = list(dict.fromkeys(h for h in hashes if h not in found))
-    STATS.hits += len(texts) - sum(1 for h in hashes if h in missing)
+    hits = len(texts) - sum(1 for h in hashes if h in missing)
+    STATS.hits += hits
     STATS.misses += len(missing)
+    EMBEDDING_CACHE.labels(result="hit").inc(hits)
+    EMBEDDING_CACHE.labels(result="miss").inc(len(missing))
     if missing:
         todo = [texts[hashes.index(h)] for h in missing]
         vectors = await asyncio.to_thread(embedder.passages, todo)
@@ -151,7 +156,9 @@ async def embed_passages(
             missing,
             [_literal(v) for v in vectors],
         )
-        STATS.written += int(result.rsplit(" ", 1)[-1])
+        written = int(result.rsplit(" ", 1)[-1])
+        STATS.written += written
+        EMBEDDING_CACHE.labels(result="written").inc(written)
         found.update(zip(missing, vectors, strict=True))
     return [found[h] for h in hashes]
 

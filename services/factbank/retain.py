@@ -19,6 +19,7 @@ from factbank import audit, claims, embedder, facts, gate, lexicon
 from factbank.banks import NotFound, Principal
 from factbank.gate import Prepared, Refused
 from factbank.models import Fact, NewFact
+from factbank.observability import REDACTIONS, WRITES
 from factbank.settings import Settings
 from factbank.trust import DEFAULT as POLICY
 
@@ -248,6 +249,9 @@ async def add_many(deps: Deps, principal: Principal, items: Sequence[NewFact]) -
             assert p is not None
             status, fact_id, possible, note = await _retain_one(conn, principal, p, v, _model(deps))
             done.append((status, fact_id, possible, note, p))
+            WRITES.labels(status=status).inc()
+            for finding in p.redacted:
+                REDACTIONS.labels(kind=finding.kind).inc()
             await audit.append(
                 conn,
                 principal.actor(),

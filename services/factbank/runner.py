@@ -33,15 +33,24 @@ def _app(which: str, settings: Settings, dsn: str):
 
 
 async def run_services(
-    settings: Settings, dsn: str, which: tuple[str, ...] = ("ingest", "recall"),
+    settings: Settings,
+    dsn: str,
+    which: tuple[str, ...] = ("ingest", "recall"),
     ports: dict[str, int] | None = None,
 ) -> None:
+    from factbank.observability import configure_logging
+
+    configure_logging(settings.log_level)
     ports = ports or {"ingest": settings.ingest_port, "recall": settings.recall_port}
     servers = [
         _Server(
             uvicorn.Config(
-                _app(name, settings, dsn), host=settings.host, port=ports[name],
-                log_level="warning", access_log=False, lifespan="on",
+                _app(name, settings, dsn),
+                host=settings.host,
+                port=ports[name],
+                log_level="warning",
+                access_log=False,
+                lifespan="on",
             )
         )
         for name in which

@@ -25,6 +25,7 @@ from factbank import cache as cache_mod
 from factbank import embedder as embedder_mod
 from factbank import facts, fusion, lexicon
 from factbank.models import Hit, SearchResult, Via
+from factbank.observability import EMBEDDER_FALLBACKS, RECALL_BELOW_FLOOR, RECALL_RESULTS
 from factbank.tokenizer import language, tokenize
 
 CANDIDATES = 50  # per leg
@@ -110,6 +111,7 @@ async def search(
     degraded = None
     if mode != "lexical" and r.embedder is None:
         degraded = f"{r.embedder_error or 'no embedder'}; lexical results only"
+        EMBEDDER_FALLBACKS.inc()
     if not tokens:
         return SearchResult(results=[], degraded=degraded)
     async with r.pool.acquire() as conn:
@@ -174,5 +176,7 @@ async def search(
                 best[row["id"]] = hit
         hits = sorted(best.values(), key=lambda h: (-h.score, h.fact.id))[:limit]
         result = SearchResult(results=hits, degraded=degraded, below_floor=below)
+        RECALL_RESULTS.labels(outcome="returned" if hits else "nothing").inc()
+        RECALL_BELOW_FLOOR.inc(below)
         await r.cache.set("result", key, msgspec.json.encode(result), cache_mod.RESULT_TTL)
         return result

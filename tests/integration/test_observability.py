@@ -1,0 +1,48 @@
+"""Metrics behind a token, counters that move, and logs that never carry content or tokens."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from factbank.observability import JsonFormatter
+from tests.integration.conftest import auth, fact_body
+
+
+async def test_metrics_need_a_token_and_count_things(stack, two_banks):
+    alpha, _ = two_banks
+    for client in (stack.ingest, stack.recall):
+        assert (await client.get("/metrics")).status_code == 401
+    await stack.ingest.post("/v1/facts", json=fact_body(
+        "CI uses the token ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8 on runner-3"),
+        headers=auth(alpha.rw))
+    await stack.ingest.post("/v1/facts", json=fact_body(quote=""), headers=auth(alpha.rw))
+    await stack.recall.post("/v1/search", json={"query": "runner-3"}, headers=auth(alpha.ro))
+    await stack.recall.post("/v1/search", json={"query": "zzzz qqqq"}, headers=auth(alpha.ro))
+    ingest = (await stack.ingest.get("/metrics", headers=auth(alpha.ro))).text
+    recall = (await stack.recall.get("/metrics", headers=auth(alpha.ro))).text
+    text = ingest + recall
+    for name in ("factbank_ingest_redactions_total", "factbank_ingest_refusals_total",
+                 "factbank_ingest_writes_total", "factbank_recall_results_total",
+                 "factbank_cache_total", "factbank_requests_total"):
+        assert name in text, name
+    assert 'factbank_ingest_redactions_total{kind="github_token"}' in text
+    assert 'factbank_recall_results_total{outcome="nothing"}' in text
+    assert "ghp_" not in text
+
+
+async def test_access_log_has_no_content_or_token(stack, two_banks, caplog):
+    alpha, _ = two_banks
+    secret_words = "zircon-lighthouse-42"
+    with caplog.at_level(logging.INFO):
+        await stack.ingest.post("/v1/facts", json=fact_body(f"The host is {secret_words}"),
+                                headers=auth(alpha.rw))
+        await stack.recall.post("/v1/search", json={"query": secret_words},
+                                headers=auth(alpha.ro))
+    lines = [JsonFormatter().format(r) for r in caplog.records]
+    access = [json.loads(line) for line in lines if '"factbank.access"' in line]
+    assert {a["route"] for a in access} >= {"/v1/facts", "/v1/search"}
+    assert all(a["bank_id"] for a in access)
+    joined = "\n".join(lines)
+    assert secret_words not in joined
+    assert alpha.rw not in joined and alpha.ro not in joined
