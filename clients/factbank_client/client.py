@@ -323,7 +323,8 @@ class Client:
     def inject(self, kind: str, session_id: str, *, project: str | None = None,
                prompt: str | None = None) -> dict:
         """The injection block for a session start (`kind="session"`) or a prompt, merged
-        across banks (personal first). A bank that fails is skipped: injection is optional."""
+        across banks (personal first). A bank that fails is skipped (listed under `errors`):
+        injection is optional; only when every bank fails is it an error."""
         body: dict[str, Any] = {"kind": kind, "session_id": session_id}
         if project:
             body["project"] = project
@@ -339,6 +340,8 @@ class Client:
                 if exc.status in (400, 422):
                     raise
                 errors[label] = str(exc)
+        if errors and not blocks:  # every bank failed: say so rather than "nothing to inject"
+            raise FactbankError("; ".join(errors.values()))
         merged = merge_injections(blocks)
         if errors:
             merged["errors"] = errors

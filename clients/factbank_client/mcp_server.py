@@ -155,6 +155,7 @@ FactId = Annotated[int, Field(description="The fact id (shown as #id).")]
 Reason = Annotated[str, Field(description="Why: what you checked or saw.")]
 
 ClientFor = Callable[[Context], Client]
+_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 def _fail(exc: FactbankError) -> ToolError:
@@ -170,6 +171,10 @@ def _fact_line(fact: dict, bank: str | None = None) -> str:
     return (f"#{fact['id']} [{label}trust {fact.get('effective_trust', fact.get('trust', 0)):.2f}"
             f"{status}{flags}] {fact['content']} (source: {where}; "
             f"tags: {', '.join(fact.get('tags') or []) or '-'})")
+
+
+def _when(value: Any) -> str:
+    return str(value or "-")[:16].replace("T", " ")
 
 
 def _outcome_text(outcome: dict) -> str:
@@ -196,7 +201,9 @@ def build_server(client_for: ClientFor, *, local_files: bool,
     """The MCP server with every tool; `client_for(ctx)` gives the Client for a call (the
     stdio one, or one made from the request's bearer token). With `local_files`, a file
     source's quote is checked against the file on this machine before anything is sent."""
-    server = MCPServer(name, instructions=INSTRUCTIONS, version="1")
+    level = os.environ.get("FACTBANK_LOG_LEVEL", "WARNING").upper()
+    server = MCPServer(name, instructions=INSTRUCTIONS, version="1",
+                       log_level=level if level in _LEVELS else "WARNING")
 
     def build_fact(content: str, category: str, source_kind: str, source_location: str,
                    quote: str, tags: list[str], origin: str, tentative: bool,
@@ -263,10 +270,11 @@ def build_server(client_for: ClientFor, *, local_files: bool,
                  f"quote: {fact['quote']!r}",
                  f"category: {fact['category']}; project: {fact.get('project') or '-'}; "
                  f"origin: {fact['origin']}; by {by.get('member', '?')}/{by.get('agent') or '-'}"
-                 f" at {str(fact['created_at'])[:16]}"]
+                 f" at {_when(fact['created_at'])}"]
         for e in data.get("events") or []:
-            lines.append(f"  {str(e['created_at'])[:16]} {e['kind']}"
-                         f" trust {e.get('trust_before')} -> {e.get('trust_after')}"
+            before, after = e.get("trust_before"), e.get("trust_after")
+            trust = f"{after}" if before is None else f"{before} -> {after}"
+            lines.append(f"  {_when(e['created_at'])} {e['kind']} (trust {trust})"
                          f" by {e.get('member') or '?'}/{e.get('agent') or '-'}"
                          + (f": {e['reason']}" if e.get("reason") else ""))
         for old in data.get("supersedes") or []:

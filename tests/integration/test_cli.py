@@ -289,7 +289,7 @@ def test_supersede_defaults_from_the_old_fact_and_links_history(env, capsys):
     out = ok(capsys, "supersede", str(old["id"]), "--reason", "moved in the deploy change",
              "--content", "The API listens on port 8081", "--source", "deploy/api.yaml:2",
              "--quote", "port: 8081")
-    assert "supersedes: " + str(old["id"]) in out
+    assert f"supersedes #{old['id']}: moved in the deploy change" in out
     hist = ok_json(capsys, "history", str(old["id"]))
     assert hist["fact"]["status"] == "superseded"
     new = hist["current"]
@@ -298,6 +298,12 @@ def test_supersede_defaults_from_the_old_fact_and_links_history(env, capsys):
     assert new["project"] == env.project
     out = ok(capsys, "get", str(old["id"]))
     assert f"current:  #{new['id']}" in out
+    # A near-duplicate that is a different claim is stored, and the output says what to do.
+    out = ok(capsys, "add", "The API listens on port 8082", "--category", "environment",
+             "--source-kind", "user", "--quote", "the API is on 8082", "--tag", "api")
+    third = int(out.split()[2])
+    assert out.startswith("stored fact") and f"similar to #{new['id']}" in out
+    assert f"factbank supersede {new['id']} {third} --reason" in out
     code, _, err = run(capsys, "supersede", str(old["id"]), "--reason", "again", "--content",
                        "x", "--source-kind", "user", "--quote", "x")
     assert code == 2 and "already superseded" in err

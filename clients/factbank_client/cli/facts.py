@@ -217,18 +217,18 @@ def _build_fact(args, content: str, *, defaults: dict | None = None) -> dict:
     return fact
 
 
-def _print_outcome(outcome: dict, verb: str) -> None:
+def _print_outcome(outcome: dict, *, note: bool = True) -> None:
     fact = outcome["fact"]
-    print(f"{verb} fact {fact['id']} in {outcome['bank']} ({outcome['status']}, "
-          f"trust {fact['trust']:.2f})")
+    print(f"{outcome['status']} fact {fact['id']} in {outcome['bank']} "
+          f"(trust {fact['trust']:.2f})")
     for item in outcome.get("redacted") or []:
         print(f"  redacted: {item.get('kind', item)} in {item.get('field', '?')}")
-    if outcome.get("possible_duplicate_of"):
-        ids = ", ".join(str(i) for i in outcome["possible_duplicate_of"])
-        print(f"  similar but different claim(s): {ids}; if this replaces them run "
-              f"`factbank supersede {ids.replace(', ', ' ')} --reason ... --content ...`")
-    if outcome.get("note"):
+    if note and outcome.get("note"):
         print(f"  note: {outcome['note']}")
+    if outcome.get("possible_duplicate_of"):
+        ids = " ".join(str(i) for i in [*outcome["possible_duplicate_of"], fact["id"]])
+        print(f"  if it does: factbank supersede {ids} --reason WHY --content ... "
+              "(retires them all, keeps one current copy)")
 
 
 def _print_fact(fact: dict, bank: str | None = None) -> None:
@@ -263,7 +263,7 @@ def cmd_add(args) -> int:
     if args.json:
         print_json(outcome)
     else:
-        _print_outcome(outcome, "stored" if outcome["status"] == "stored" else "reinforced")
+        _print_outcome(outcome)
     return 0
 
 
@@ -359,8 +359,8 @@ def cmd_supersede(args) -> int:
     if args.json:
         print_json(outcome)
         return 0
-    _print_outcome(outcome, "stored")
-    print(f"  supersedes: {', '.join(str(i) for i in args.ids)} ({args.reason})")
+    _print_outcome(outcome, note=False)
+    print(f"  supersedes {', '.join(f'#{i}' for i in args.ids)}: {args.reason}")
     return 0
 
 
@@ -509,7 +509,7 @@ def _print_nested(data: Any, indent: str) -> None:
                 print(f"{indent}{key}:")
                 _print_nested(value, indent + "  ")
             else:
-                print(f"{indent}{key}: {value}")
+                print(f"{indent}{key}: {'-' if value is None else value}")
     elif isinstance(data, list):
         for item in data:
             if isinstance(item, dict):
