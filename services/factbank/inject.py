@@ -78,9 +78,15 @@ def _injectable(fact: Fact) -> bool:
 
 
 async def session_block(
-    r: Recall, bank_id: int, bank: str, session_id: str, project: str | None
+    r: Recall,
+    bank_id: int,
+    bank: str,
+    session_id: str,
+    project: str | None,
+    min_version: int | None = None,
 ) -> Block:
-    async with r.pool.acquire() as conn:
+    pool = await r.pool_for(bank_id, min_version)
+    async with pool.acquire() as conn:
         rows = await conn.fetch(
             facts.FACT_SELECT
             + """ WHERE f.bank_id = $1 AND f.status = 'active'
@@ -110,9 +116,17 @@ def _via_note(hit: Hit) -> str:
 
 
 async def prompt_block(
-    r: Recall, bank_id: int, bank: str, session_id: str, project: str | None, prompt: str
+    r: Recall,
+    bank_id: int,
+    bank: str,
+    session_id: str,
+    project: str | None,
+    prompt: str,
+    min_version: int | None = None,
 ) -> Block:
-    result = await search(r, bank_id, prompt, project=project, limit=PROMPT_TOP * 3)
+    result = await search(
+        r, bank_id, prompt, project=project, limit=PROMPT_TOP * 3, min_version=min_version
+    )
     seen = await r.cache.seen(bank_id, session_id)
     hits = [h for h in result.results if _injectable(h.fact) and h.fact.id not in seen]
     block = assemble(

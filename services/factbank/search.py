@@ -37,10 +37,21 @@ HNSW_EF_SEARCH = 100
 class Recall:
     """What a recall needs: a (read) pool, the embedder or why there is none, the cache."""
 
-    pool: asyncpg.Pool
+    pool: asyncpg.Pool  # the read pool: a streaming replica when DATABASE_URL_READ is set
     embedder: embedder_mod.Embedder | None
     embedder_error: str | None
     cache: cache_mod.Cache
+    primary: asyncpg.Pool | None = None
+
+    async def pool_for(self, bank_id: int, min_version: int | None) -> asyncpg.Pool:
+        """Read-your-writes over a lagging replica: a caller that has seen bank version N
+        (ingest answers every write with `X-Factbank-Version`) is served from the primary
+        until the replica has caught up to N."""
+        if not min_version or self.primary is None or self.primary is self.pool:
+            return self.pool
+        async with self.pool.acquire() as conn:
+            version = await conn.fetchval("SELECT version FROM banks WHERE id = $1", bank_id)
+        return self.pool if (version or 0) >= min_version else self.primary
 
 
 async def query_vector(r: Recall, text: str) -> np.ndarray:
@@ -106,6 +117,7 @@ async def search(
     mode: str = "hybrid",
     category: str | None = None,
     use_floor: bool = True,
+    min_version: int | None = None,
 ) -> SearchResult:
     tokens = tokenize(query)
     degraded = None
@@ -114,7 +126,8 @@ async def search(
         EMBEDDER_FALLBACKS.inc()
     if not tokens:
         return SearchResult(results=[], degraded=degraded)
-    async with r.pool.acquire() as conn:
+    pool = await r.pool_for(bank_id, min_version)
+    async with pool.acquire() as conn:
         version = await conn.fetchval("SELECT version FROM banks WHERE id = $1", bank_id)
         key = f"r:{bank_id}:{version}:" + cache_mod.digest(
             query, project, limit, mode, category, use_floor
@@ -171,6 +184,7 @@ async def search(
                 lexical=lex_score.get(fact_id),
                 dense=dense_score.get(fact_id),
                 via=via,
+                bank=row["bank"],
             )
             if row["id"] not in best or best[row["id"]].score < hit.score:
                 best[row["id"]] = hit

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -88,10 +88,10 @@ class BearerAuth(AbstractAuthenticationMiddleware):
         return AuthenticationResult(user=principal, auth=token)
 
 
-def requires(scope: str) -> Callable[[ASGIConnection, BaseRouteHandler], None]:
+def requires(scope: str) -> Callable[[ASGIConnection, BaseRouteHandler], Awaitable[None]]:
     """A guard: the token must carry `scope` (read, write or admin)."""
 
-    def guard(connection: ASGIConnection, _: BaseRouteHandler) -> None:
+    async def guard(connection: ASGIConnection, _: BaseRouteHandler) -> None:
         principal: Principal = connection.user
         if not principal.can(scope):
             raise PermissionDeniedException(f"this token lacks the '{scope}' scope")
@@ -179,6 +179,7 @@ def create_app(
     on_start: Sequence[Hook] = (),
     on_stop: Sequence[Hook] = (),
     dsn: str | None = None,
+    middleware: Sequence[Any] = (),
 ) -> Litestar:
     """Build a service app: auth on every route but health, one error shape, pools in lifespan."""
     settings = settings or Settings.from_env()
@@ -225,6 +226,7 @@ def create_app(
         """Prometheus metrics; like every route but health, it needs a token."""
 
         path = "/metrics"
+        guards = [requires("read")]  # noqa: RUF012 (litestar reads it as a class attribute)
 
     app = Litestar(
         route_handlers=[healthz, readyz, Metrics, *route_handlers],
@@ -233,6 +235,7 @@ def create_app(
             DefineMiddleware(AccessLog, service=service),
             prometheus.middleware,
             DefineMiddleware(BearerAuth, exclude=OPEN_PATHS),
+            *middleware,
         ],
         exception_handlers={HTTPException: _http_exception, Exception: _domain_exception},
         request_max_body_size=settings.max_body_bytes,

@@ -206,5 +206,34 @@ ROUTES = [
 ]
 
 
+class WriteVersion:
+    """Every successful write answers with `X-Factbank-Version`, the bank's version after it,
+    so the writer can ask recall (`X-Factbank-Min-Version`) for a view at least that fresh,
+    even when recall reads from a lagging replica."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
+            await self.app(scope, receive, send)
+            return
+
+        async def stamped(message) -> None:
+            user = scope.get("user")
+            if message["type"] == "http.response.start" and message["status"] < 400 and user:
+                async with runtime(scope["app"]).pool.acquire() as conn:
+                    version = await conn.fetchval(
+                        "SELECT version FROM banks WHERE id = $1", user.bank_id
+                    )
+                message["headers"] = [
+                    *message.get("headers", []),
+                    (b"x-factbank-version", str(version).encode()),
+                ]
+            await send(message)
+
+        await self.app(scope, receive, stamped)
+
+
 def create(settings: Settings | None = None, *, dsn: str | None = None) -> Litestar:
-    return create_app("factbank ingest", ROUTES, settings, dsn=dsn)
+    return create_app("factbank ingest", ROUTES, settings, dsn=dsn, middleware=[WriteVersion])

@@ -21,6 +21,12 @@ def recall_of(request: Request) -> Recall:
     return runtime(request).extras["recall"]
 
 
+def min_version(request: Request) -> int | None:
+    """`X-Factbank-Min-Version`: the bank version this caller has written (read-your-writes)."""
+    raw = request.headers.get("x-factbank-min-version", "")
+    return int(raw) if raw.isdigit() else None
+
+
 @post(
     "/v1/search",
     guards=[requires("read")],
@@ -39,6 +45,7 @@ async def search_facts(request: Request, data: JSONBody[SearchQuery]) -> SearchR
         mode=data.mode,
         category=data.category,
         use_floor=data.floor,
+        min_version=min_version(request),
     )
 
 
@@ -54,11 +61,17 @@ async def inject_block(request: Request, data: JSONBody[InjectRequest]) -> Injec
     user = request.user
     if data.kind == "session":
         block = await inject.session_block(
-            r, user.bank_id, user.bank_name, data.session_id, data.project
+            r, user.bank_id, user.bank_name, data.session_id, data.project, min_version(request)
         )
     else:
         block = await inject.prompt_block(
-            r, user.bank_id, user.bank_name, data.session_id, data.project, data.prompt or ""
+            r,
+            user.bank_id,
+            user.bank_name,
+            data.session_id,
+            data.project,
+            data.prompt or "",
+            min_version(request),
         )
     degraded = (
         None
@@ -151,7 +164,9 @@ async def stats(request: Request) -> dict:
 
 
 def _start(rt: Runtime) -> None:
-    rt.extras["recall"] = Recall(rt.reader, rt.model.embedder, rt.model.error, Cache(rt.redis))
+    rt.extras["recall"] = Recall(
+        rt.reader, rt.model.embedder, rt.model.error, Cache(rt.redis), primary=rt.pool
+    )
 
 
 ROUTES = [search_facts, inject_block, list_facts, export_facts, list_categories, stats]
