@@ -21,7 +21,7 @@ from typing import Any
 
 from factbank_client import installer
 from factbank_client import installer_toml as toml
-from factbank_client.installer_files import HOOK_MARKER
+from factbank_client.installer_files import is_our_handler
 
 
 class TrustError(installer.InstallError):
@@ -81,7 +81,7 @@ def list_hooks(codex: str, paths: installer.Paths, cwd: Path, timeout: float = 3
 
 def ours(hooks: list[dict[str, Any]], paths: installer.Paths) -> list[dict[str, Any]]:
     hooks_file = str(paths.codex_hooks())
-    return [h for h in hooks if HOOK_MARKER in json.dumps(h)
+    return [h for h in hooks if is_our_handler({"command": h.get("command", "")})
             and str(h.get("key", "")).startswith(hooks_file + ":")]
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -52,6 +53,7 @@ class Services:
     ingest: str
     recall: str
     token: str
+    log: Path | None = None
 
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}"}
@@ -77,7 +79,10 @@ class Services:
         r = httpx.post(f"{self.recall}/v1/inject", json=body, headers=self.headers(), timeout=30)
         if r.status_code == 404:
             pytest.skip("the recall service has no /v1/inject yet")
-        assert r.status_code == 200, r.text
+        assert r.status_code == 200, f"{r.text}\n{self.log_tail()}"
+
+    def log_tail(self) -> str:
+        return self.log.read_text()[-3000:] if self.log and self.log.exists() else ""
 
 
 @pytest.fixture(scope="module")
@@ -111,13 +116,27 @@ def services() -> Iterator[Services]:
             time.sleep(0.3)
         else:
             raise AssertionError(f"factbank up not ready:\n{log.read_text()}")
-        yield Services(f"http://127.0.0.1:{ingest}", f"http://127.0.0.1:{recall}", token)
+        svc = Services(f"http://127.0.0.1:{ingest}", f"http://127.0.0.1:{recall}", token, log)
+        warm_up(svc)
+        yield svc
     finally:
         proc.send_signal(signal.SIGINT)
         try:
             proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
             proc.kill()
+            proc.wait()
+        shutil.rmtree(home.parent, ignore_errors=True)
+
+
+def warm_up(svc: Services) -> None:
+    """The first prompt recall of a fresh service loads the embedding model (seconds); a hook
+    gives up after 0.9 s, so warm it once, as a long-running service would be."""
+    body = {"kind": "prompt", "session_id": "warm-up", "project": None, "prompt": "warm up"}
+    try:
+        httpx.post(f"{svc.recall}/v1/inject", json=body, headers=svc.headers(), timeout=180)
+    except httpx.HTTPError:
+        pass
 
 
 # --- a user's machine ----------------------------------------------------------------------

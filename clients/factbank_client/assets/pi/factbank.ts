@@ -6,7 +6,7 @@
 //   one hidden message. The service keeps "each fact at most once per session".
 // - tools: factbank_search / _add / _get / _confirm / _dispute / _supersede over the same HTTP
 //   API the MCP server uses.
-// Injection never hurts the session: every call has a 1 s deadline and every failure is
+// Injection never hurts the session: every call has a 0.9 s deadline and every failure is
 // logged to ~/.cache/factbank/pi.log and otherwise ignored.
 // Config: the factbank client config (~/.config/factbank/config.toml, or $FACTBANK_CONFIG),
 // read minimally, with the same environment overrides as the Python client (FACTBANK_URL,
@@ -18,7 +18,8 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { randomUUID } from "node:crypto";
 
-const INJECT_TIMEOUT_MS = 1000;
+// Like the Claude Code / Codex hooks: FACTBANK_HOOK_TIMEOUT seconds, default 0.9.
+const INJECT_TIMEOUT_MS = Math.round(1000 * (Number(process.env.FACTBANK_HOOK_TIMEOUT) || 0.9));
 const TOOL_TIMEOUT_MS = 30000;
 const AGENT = "pi";
 const DEFAULT_URL = "http://127.0.0.1:8701";
