@@ -58,6 +58,7 @@ class Case:
     lang: str = ""
     answers: set[str] = field(default_factory=set)
     stale: set[str] = field(default_factory=set)
+    hard_negatives: set[str] = field(default_factory=set)
 
     @property
     def answerable(self) -> bool:
@@ -90,6 +91,7 @@ def load_set(path: Path = SET_DIR) -> tuple[list[dict], list[Case]]:
             q.get("lang", ""),
             set(q.get("answers") or ()),
             set(q.get("stale") or ()),
+            set(q.get("hard_negatives") or ()),
         )
         for q in read_jsonl(path / "queries.jsonl")
     ]
@@ -105,6 +107,22 @@ def subset(cases: Sequence[Case], per_kind: int) -> list[Case]:
             counts[c.kind] = counts.get(c.kind, 0) + 1
             out.append(c)
     return out
+
+
+def needed_facts(facts: Sequence[dict], cases: Sequence[Case]) -> list[dict]:
+    """Only the facts these cases name (answers, stale, hard negatives) and their
+    predecessors, in set order: a small but still adversarial bank for smoke runs."""
+    by_id = {f["id"]: f for f in facts}
+    want: set[str] = set()
+    todo = [x for c in cases for x in (*c.answers, *c.stale, *c.hard_negatives)]
+    while todo:
+        fid = todo.pop()
+        if fid in want or fid not in by_id:
+            continue
+        want.add(fid)
+        if by_id[fid].get("supersedes"):
+            todo.append(by_id[fid]["supersedes"])
+    return [f for f in facts if f["id"] in want]
 
 
 def _body(fact: dict) -> dict:
@@ -359,13 +377,20 @@ def evaluate(
     *,
     path: Path = SET_DIR,
     per_kind: int | None = None,
+    small_bank: bool = False,
     progress: bool = True,
     tick: Callable[[], None] | None = None,
 ) -> dict:
-    """Load the set into the stack's bank, run every method, return the report section."""
+    """Load the set into the stack's bank, run every method, return the report section.
+
+    `per_kind` keeps the first N queries of each kind; `small_bank` also loads only the facts
+    those queries name (see `needed_facts`), for fast smoke runs. Numbers from a small bank
+    are not comparable with a full run: fewer distractors."""
     facts, cases = load_set(path)
     if per_kind is not None:
         cases = subset(cases, per_kind)
+    if small_bank:
+        facts = needed_facts(facts, cases)
     t = time.perf_counter()
     loaded = ingest(http, stack, facts)
     load_s = time.perf_counter() - t

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import platform
 import random
 import re
@@ -113,11 +114,12 @@ def run_beir_set(
     max_queries: int | None,
     n_foreign: int,
     tick,
+    progress: bool = True,
 ) -> dict:
     cases = beir_cases(data, foreign, max_queries, n_foreign)
     with own_bank(stack, data.name) as bank, http_for(bank) as http:
         t = time.perf_counter()
-        by_doc = beir.load_corpus(http, bank, data, progress=False)
+        by_doc = beir.load_corpus(http, bank, data, progress=progress)
         load_s = time.perf_counter() - t
         by_fact = {fid: [doc] for fid, doc in by_doc.items()}
         entries = [(d, text) for d, text in data.corpus.items()]
@@ -147,7 +149,7 @@ def run(
     agent_memory_path: Path = am.SET_DIR,
 ) -> dict:
     """Everything, in one stack; returns the report dict (`report.write` renders it)."""
-    logging.getLogger("httpx").setLevel(logging.WARNING)
+    quiet()
     sets: list[beir.BeirSet] = []
     if data_dir is not None:
         folders = sorted(p for p in Path(data_dir).iterdir() if p.is_dir() and beir.is_beir(p))
@@ -165,7 +167,9 @@ def run(
     with running_stack(max_fact_chars=4000) as stack:
 
         def http_for(s: Stack) -> httpx.Client:
-            return httpx.Client(headers=s.headers(), timeout=600)
+            # A corpus import embeds every document in one request: on a busy 2-core machine
+            # that took more than 10 minutes for 256 paragraphs.
+            return httpx.Client(headers=s.headers(), timeout=httpx.Timeout(7200, connect=30))
 
         with own_bank(stack, "agent-memory") as bank, http_for(bank) as http:
             bar.set_postfix_str("agent-memory")
@@ -191,16 +195,33 @@ def run(
                     max_queries=max_queries,
                     n_foreign=n_foreign,
                     tick=bar.update,
+                    progress=progress,
                 )
             )
     bar.close()
+    options = {"max_queries": max_queries, "per_kind": per_kind, "unanswerable": n_foreign}
+    return envelope(sections, data_dir, options, time.perf_counter() - started)
+
+
+def quiet() -> None:
+    """One line per request from httpx would bury the progress bar."""
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+
+
+def envelope(sections: list[dict], data_dir: Path | None, options: dict, seconds: float) -> dict:
+    """The report dict around the per-set sections: when, where, with what."""
     return {
         "generated": datetime.now(UTC).isoformat(timespec="seconds"),
-        "seconds": round(time.perf_counter() - started, 1),
-        "machine": {"python": platform.python_version(), "platform": platform.platform()},
+        "seconds": round(seconds, 1),
+        "machine": {
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "load_avg": [round(x, 2) for x in os.getloadavg()],
+        },
         "embedder": _embedder_name(),
         "floor": am.current_floor(),
-        "options": {"max_queries": max_queries, "per_kind": per_kind, "unanswerable": n_foreign},
+        "options": options,
         "data_dir": str(data_dir) if data_dir else None,
         "sets": sections,
     }

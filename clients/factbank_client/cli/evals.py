@@ -22,6 +22,56 @@ def register(sub) -> None:
     add_json_flag(p)
     p.set_defaults(func=cmd_beir)
 
+    p = kinds.add_parser(
+        "agent-memory", help="our zh/en agent-memory set: every method vs the grep control"
+    )
+    p.add_argument("--set", type=Path, default=None, help="set folder (default: the bundled one)")
+    p.add_argument("--per-kind", type=int, default=None, help="only the first N queries per kind")
+    p.add_argument("--out", type=Path, default=None, help="write a report folder here")
+    add_json_flag(p)
+    p.set_defaults(func=cmd_agent_memory)
+
+    p = kinds.add_parser(
+        "all", help="agent-memory + every BEIR set under --data: report folder with plots"
+    )
+    p.add_argument("--data", type=Path, default=Path("../shared/evaldata"),
+                   help="folder of BEIR sets (default ../shared/evaldata; missing: skipped)")
+    p.add_argument("--out", type=Path, default=Path("evals/reports/latest"),
+                   help="report folder (default evals/reports/latest)")
+    p.add_argument("--max-queries", type=int, default=None,
+                   help="only the first N queries of each BEIR set")
+    p.add_argument("--per-kind", type=int, default=None,
+                   help="only the first N agent-memory queries per kind")
+    p.add_argument("--unanswerable", type=int, default=200,
+                   help="foreign queries asked of each BEIR bank (default 200)")
+    add_json_flag(p)
+    p.set_defaults(func=cmd_all)
+
+    b = sub.add_parser(
+        "bench", help="ingest throughput, recall p50/p95 at 1k/10k/100k facts, hook wall time"
+    )
+    # Declared here, not imported from factbank_evals.bench: the light client has no numpy.
+    b.add_argument("--sizes", default="1000,10000,100000",
+                   help="bank sizes, comma-separated (default 1000,10000,100000)")
+    b.add_argument("--queries", type=int, default=40, help="queries per size and kind")
+    b.add_argument("--ingest-n", type=int, default=50,
+                   help="single adds in the ingest bench (0: skip the ingest rows)")
+    b.add_argument("--ingest-batch", type=int, default=200, help="facts in the batch import")
+    b.add_argument("--hook-runs", type=int, default=20, help="runs per hook event (0: skip)")
+    b.add_argument("--out", default=None, help="also write the result JSON here")
+    add_json_flag(b)
+    b.set_defaults(func=cmd_bench)
+
+
+def _evals(name: str):
+    """Import an evals module, or say which extra it needs."""
+    import importlib
+
+    try:
+        return importlib.import_module(f"factbank_evals.{name}")
+    except ImportError as exc:
+        raise CommandError("evals need the server extra: pip install 'factbank[server]'") from exc
+
 
 def cmd_beir(args) -> int:
     try:
@@ -45,3 +95,56 @@ def cmd_beir(args) -> int:
     else:
         print(beir.format_table([row]))
     return 0
+
+
+def _print_report(result: dict, out: Path | None, as_json: bool) -> int:
+    report = _evals("report")
+    if out is not None:
+        written = report.write(result, out)
+        verdicts = written["verdicts"]
+    else:
+        verdicts = [report.go_no_go(s) for s in result["sets"]]
+    if as_json:
+        slim = {**result, "sets": [{k: v for k, v in s.items() if k != "records"}
+                                   for s in result["sets"]], "go_no_go": verdicts}
+        print(json.dumps(slim, indent=2, ensure_ascii=False, default=str))
+        return 0
+    print(report.go_no_go_table(verdicts))
+    print()
+    print(report.methods_table(result["sets"]))
+    if out is not None:
+        print(f"\nreport: {out / 'report.md'}")
+    return 0
+
+
+def cmd_agent_memory(args) -> int:
+    import httpx
+
+    am = _evals("agent_memory")
+    run_all = _evals("run_all")
+    from factbank_evals.stack import running_stack
+
+    path = args.set or am.SET_DIR
+    with running_stack() as stack, httpx.Client(headers=stack.headers(), timeout=600) as http:
+        run_all.quiet()
+        section = am.evaluate(http, stack, path=path, per_kind=args.per_kind)
+    result = run_all.envelope([section], None, {"per_kind": args.per_kind}, 0.0)
+    return _print_report(result, args.out, args.json)
+
+
+def cmd_all(args) -> int:
+    run_all = _evals("run_all")
+    data = args.data if args.data and args.data.is_dir() else None
+    if args.data and data is None:
+        print(f"no BEIR folder at {args.data}: running agent-memory only")
+    result = run_all.run(
+        data,
+        max_queries=args.max_queries,
+        per_kind=args.per_kind,
+        n_foreign=args.unanswerable,
+    )
+    return _print_report(result, args.out, args.json)
+
+
+def cmd_bench(args) -> int:
+    return _evals("bench").run_cli(args)
