@@ -325,7 +325,9 @@ class Client:
         """The injection block for a session start (`kind="session"`) or a prompt, merged
         across banks (personal first). A bank that fails is skipped (listed under `errors`):
         injection is optional; only when every bank fails is it an error."""
-        body: dict[str, Any] = {"kind": kind, "session_id": session_id}
+        # Each bank gets its share of the injection budget, so the merged block stays within it.
+        body: dict[str, Any] = {"kind": kind, "session_id": session_id,
+                                "banks": max(1, len(self.banks))}
         if project:
             body["project"] = project
         if prompt is not None:

@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 DEFAULT_URL = "http://127.0.0.1:8701"
 PERSONAL = "personal"
@@ -36,6 +34,8 @@ def config_path() -> Path:
 
 
 def _next_port(url: str) -> str:
+    from urllib.parse import urlsplit, urlunsplit
+
     parts = urlsplit(url)
     port = (parts.port or (443 if parts.scheme == "https" else 80)) + 1
     host = parts.hostname or "127.0.0.1"
@@ -43,17 +43,26 @@ def _next_port(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{host}:{port}"))
 
 
-@dataclass
 class ClientConfig:
-    url: str = DEFAULT_URL
-    recall_url: str = ""
-    tokens: dict[str, str] = field(default_factory=dict)
-    team_categories: list[str] = field(default_factory=list)
-    path: Path | None = None
+    """A plain class, not a dataclass: `dataclasses` imports `inspect`, ~30 ms on every hook."""
 
-    def __post_init__(self) -> None:
-        self.url = self.url.rstrip("/")
-        self.recall_url = (self.recall_url or _next_port(self.url)).rstrip("/")
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        recall_url: str = "",
+        tokens: dict[str, str] | None = None,
+        team_categories: list[str] | None = None,
+        path: Path | None = None,
+    ) -> None:
+        self.url = url.rstrip("/")
+        self.recall_url = (recall_url or _next_port(self.url)).rstrip("/")
+        self.tokens = dict(tokens or {})
+        self.team_categories = list(team_categories or [])
+        self.path = path
+
+    def __repr__(self) -> str:  # never print tokens
+        return f"ClientConfig(url={self.url!r}, recall_url={self.recall_url!r}, " \
+               f"banks={self.banks!r})"
 
     @property
     def banks(self) -> list[str]:

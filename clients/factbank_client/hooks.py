@@ -140,7 +140,8 @@ def inject(kind: str, session_id: str, project: str | None, prompt: str | None,
     banks = cfg.banks
     if not banks:
         return ""
-    body = {"kind": kind, "session_id": session_id, "project": project, "prompt": prompt}
+    body = {"kind": kind, "session_id": session_id, "project": project, "prompt": prompt,
+            "banks": len(banks)}  # the server gives each bank its share of the budget
     url = cfg.recall_url + "/v1/inject"
     answers: dict[str, str] = {}
 

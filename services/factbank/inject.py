@@ -84,6 +84,7 @@ async def session_block(
     session_id: str,
     project: str | None,
     min_version: int | None = None,
+    share: int = 1,
 ) -> Block:
     pool = await r.pool_for(bank_id, min_version)
     async with pool.acquire() as conn:
@@ -104,7 +105,7 @@ async def session_block(
     seen = await r.cache.seen(bank_id, session_id)
     candidates = [facts.to_fact(row, now) for row in rows if row["id"] not in seen]
     candidates = [f for f in candidates if _injectable(f)]
-    block = assemble([(f.id, line_for(f)) for f in candidates], SESSION_BUDGET, bank)
+    block = assemble([(f.id, line_for(f)) for f in candidates], SESSION_BUDGET // share, bank)
     await r.cache.mark_seen(bank_id, session_id, block.facts)
     return block
 
@@ -123,6 +124,7 @@ async def prompt_block(
     project: str | None,
     prompt: str,
     min_version: int | None = None,
+    share: int = 1,
 ) -> Block:
     result = await search(
         r, bank_id, prompt, project=project, limit=PROMPT_TOP * 3, min_version=min_version
@@ -131,7 +133,7 @@ async def prompt_block(
     hits = [h for h in result.results if _injectable(h.fact) and h.fact.id not in seen]
     block = assemble(
         [(h.fact.id, line_for(h.fact, _via_note(h))) for h in hits[:PROMPT_TOP]],
-        PROMPT_BUDGET,
+        PROMPT_BUDGET // share,
         bank,
     )
     await r.cache.mark_seen(bank_id, session_id, block.facts)

@@ -103,6 +103,8 @@ class InjectRequest(Strict):
     session_id: Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
     project: str | None = None
     prompt: Annotated[str, msgspec.Meta(max_length=20000)] | None = None
+    # How many banks the caller merges into one block: each gets 1/banks of the budget.
+    banks: Annotated[int, msgspec.Meta(ge=1, le=8)] = 1
 
 
 class Injection(msgspec.Struct, kw_only=True):

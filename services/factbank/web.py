@@ -171,6 +171,16 @@ async def readyz(request: Request) -> Response:
 Hook = Callable[[Runtime], Any]
 
 
+def _warm_up(model: embedder.Loaded) -> None:
+    """Load jieba's dictionary and run the embedder once before serving, so the first prompt
+    after a start is not the one that pays for it (a hook gives up after ~1 s)."""
+    from factbank.tokenizer import warm_up
+
+    warm_up()
+    if model.embedder is not None:
+        model.embedder.query("warm up")
+
+
 def create_app(
     title: str,
     route_handlers: Sequence[Any],
@@ -202,6 +212,7 @@ def create_app(
                 settings.redis_url, socket_timeout=0.5, socket_connect_timeout=0.5
             )
         rt.model = await asyncio.to_thread(embedder.load, settings.embedder)
+        await asyncio.to_thread(_warm_up, rt.model)
         try:
             for hook in on_start:
                 result = hook(rt)

@@ -61,7 +61,8 @@ async def inject_block(request: Request, data: JSONBody[InjectRequest]) -> Injec
     user = request.user
     if data.kind == "session":
         block = await inject.session_block(
-            r, user.bank_id, user.bank_name, data.session_id, data.project, min_version(request)
+            r, user.bank_id, user.bank_name, data.session_id, data.project,
+            min_version(request), share=data.banks,
         )
     else:
         block = await inject.prompt_block(
@@ -72,6 +73,7 @@ async def inject_block(request: Request, data: JSONBody[InjectRequest]) -> Injec
             data.project,
             data.prompt or "",
             min_version(request),
+            share=data.banks,
         )
     degraded = (
         None

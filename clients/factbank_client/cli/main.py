@@ -41,4 +41,8 @@ class CommandError(Exception):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the canonical module's main: commands raise factbank_client.cli.main.CommandError,
+    # which is not this __main__ module's class of the same name.
+    from factbank_client.cli.main import main as _main
+
+    sys.exit(_main())

@@ -290,7 +290,8 @@ async function owner(cfg: Config, id: number): Promise<string> {
 
 async function inject(cfg: Config, kind: "session" | "prompt", sessionId: string,
                       project: string | null, prompt: string | null): Promise<string> {
-  const body = { kind, session_id: sessionId, project, prompt };
+  // Each bank gets its share of the injection budget, so the merged block stays within it.
+  const body = { kind, session_id: sessionId, project, prompt, banks: Math.max(1, banks(cfg).length) };
   const answers = await Promise.all(banks(cfg).map(async (bank) => {
     try {
       const data = await call(cfg, "POST", cfg.recallUrl, "/v1/inject", bank, body, INJECT_TIMEOUT_MS);
