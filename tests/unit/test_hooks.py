@@ -221,7 +221,7 @@ def test_session_start_injects_the_block(hook: HookEnv, standin: StandIn) -> Non
     [req] = standin.requests
     assert req["path"] == "/v1/inject" and req["token"] == "tok-personal"
     assert req["body"] == {"kind": "session", "session_id": "sess-1",
-                           "project": "github.com/acme/widgets", "prompt": None}
+                           "project": "github.com/acme/widgets", "prompt": None, "banks": 1}
     assert req["agent"] == "codex"
 
 
