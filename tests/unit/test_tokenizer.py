@@ -1,13 +1,12 @@
-import time
 
 import pytest
+
 from factbank.tokenizer import (
     STOPWORDS,
     cjk_share,
     content_words,
     language,
     tokenize,
-    warm_up,
     words,
 )
 
@@ -151,21 +150,6 @@ def test_deterministic():
     text = "部署到 api.example.com:8443, 然后重启 nginx 服务器"
     assert tokenize(text) == tokenize(text) == tokenize(str(text))
 
-
-def test_fast_after_warm_up():
-    warm_up()
-    text = (
-        "用 pnpm 安装依赖, 不要用 npm. The API listens on port 8080; edit "
-        "/etc/nginx/nginx.conf 然后重启服务器。数据库连接失败 ECONNREFUSED 10.0.0.5:5432 "
-    ) * 3
-    text = text[:500]
-    tokenize(text)
-    n = 50
-    start = time.perf_counter()
-    for _ in range(n):
-        tokenize(text)
-    per_call = (time.perf_counter() - start) / n
-    assert per_call < 0.005, per_call
 
 
 @pytest.mark.parametrize(
