@@ -1,4 +1,5 @@
 import pytest
+
 from factbank.claims import ClaimComparison, compare
 
 

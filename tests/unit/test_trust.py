@@ -2,6 +2,7 @@ from dataclasses import FrozenInstanceError
 from datetime import UTC, datetime, timedelta
 
 import pytest
+
 from factbank.trust import DEFAULT, TrustPolicy
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
