@@ -14,6 +14,7 @@ precision/recall and a score distribution of unanswerable queries to draw the fl
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import platform
@@ -147,9 +148,21 @@ def run(
     n_foreign: int = UNANSWERABLE_PER_SET,
     progress: bool = True,
     agent_memory_path: Path = am.SET_DIR,
+    partial: Path | None = None,
 ) -> dict:
-    """Everything, in one stack; returns the report dict (`report.write` renders it)."""
+    """Everything, in one stack; returns the report dict (`report.write` renders it).
+
+    With `partial`, the sections done so far are written there as JSON after every set, so
+    an hour-long run that dies near the end still leaves its numbers."""
     quiet()
+    options = {"max_queries": max_queries, "per_kind": per_kind, "unanswerable": n_foreign}
+
+    def checkpoint() -> None:
+        if partial is not None:
+            partial.parent.mkdir(parents=True, exist_ok=True)
+            doc = envelope(sections, data_dir, options, time.perf_counter() - started)
+            partial.write_text(json.dumps(doc, ensure_ascii=False, default=str))
+
     sets: list[beir.BeirSet] = []
     if data_dir is not None:
         folders = sorted(p for p in Path(data_dir).iterdir() if p.is_dir() and beir.is_beir(p))
@@ -183,6 +196,7 @@ def run(
                     tick=bar.update,
                 )
             )
+        checkpoint()
         for s in sets:
             bar.set_postfix_str(s.name)
             p = partner(s.name, list(by_name))
@@ -198,14 +212,16 @@ def run(
                     progress=progress,
                 )
             )
+            checkpoint()
     bar.close()
-    options = {"max_queries": max_queries, "per_kind": per_kind, "unanswerable": n_foreign}
     return envelope(sections, data_dir, options, time.perf_counter() - started)
 
 
 def quiet() -> None:
-    """One line per request from httpx would bury the progress bar."""
-    logging.getLogger("httpx").setLevel(logging.WARNING)
+    """One log line per request (httpx's, and the in-process services' access log) would bury
+    the progress bar; warnings and errors still show."""
+    for name in ("httpx", "factbank.access"):
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def envelope(sections: list[dict], data_dir: Path | None, options: dict, seconds: float) -> dict:

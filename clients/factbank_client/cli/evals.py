@@ -58,7 +58,7 @@ def register(sub) -> None:
                    help="single adds in the ingest bench (0: skip the ingest rows)")
     b.add_argument("--ingest-batch", type=int, default=200, help="facts in the batch import")
     b.add_argument("--hook-runs", type=int, default=20, help="runs per hook event (0: skip)")
-    b.add_argument("--out", default=None, help="also write the result JSON here")
+    b.add_argument("--out", default=None, help="also write bench.json and bench.md here")
     add_json_flag(b)
     b.set_defaults(func=cmd_bench)
 
@@ -142,7 +142,10 @@ def cmd_all(args) -> int:
         max_queries=args.max_queries,
         per_kind=args.per_kind,
         n_foreign=args.unanswerable,
+        partial=args.out / "partial.json" if args.out else None,
     )
+    if args.out:
+        (args.out / "partial.json").unlink(missing_ok=True)
     return _print_report(result, args.out, args.json)
 
 
