@@ -1,24 +1,35 @@
-"""fuse() on constructed legs: what each rule is for, one rule per test.
+"""fuse() on constructed legs and backgrounds: what each rule is for, one rule per test.
 
-Scores are made up but in the ranges measured on the dev sets (e5-small cosines 0.75-0.95,
-BM25 a few to a few dozen), so a test breaks when a rule stops doing its job, not when a
-constant moves by a hair.
+Scores are made up but in the ranges measured on the dev sets (e5-small cosines 0.70-0.95,
+background means 0.70-0.82, BM25 a few to a few dozen), so a test breaks when a rule stops
+doing its job, not when a constant moves by a hair.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+import pytest
+
 from factbank.fusion import (
     DEFAULT,
+    Background,
+    BackgroundEntry,
+    BackgroundVectors,
     LegHit,
     apply_floor,
+    background_texts,
     floor_for,
     fuse,
     language_pair,
+    load_background,
     raw_scores,
     relevance,
+    tagged_text,
 )
+from factbank.lexicon import indexed_text
+from factbank.tokenizer import cjk_share, language
 
 
 def dense(*pairs: tuple[int, float]) -> list[LegHit]:
@@ -33,21 +44,166 @@ def ids(fused: list[tuple[int, float]]) -> list[int]:
     return [fid for fid, _ in fused]
 
 
+def bg(zh: float, en: float, zh_tagged: float | None = None,
+       en_tagged: float | None = None) -> Background:
+    """A query's background means (plain zh, plain en, and the tagged forms)."""
+    return Background({
+        ("zh", False): zh,
+        ("en", False): en,
+        ("zh", True): zh if zh_tagged is None else zh_tagged,
+        ("en", True): en if en_tagged is None else en_tagged,
+    })
+
+
+# A Chinese query: Chinese text sits ~0.81 from it, English text ~0.72 (measured medians).
+ZH_Q = bg(0.81, 0.72, 0.80, 0.79)
+# An English query: English text ~0.72, Chinese ~0.70.
+EN_Q = bg(0.70, 0.72, 0.78, 0.79)
+
+
+# --- the shipped background ---------------------------------------------------------------
+
+
+def test_shipped_background_is_bilingual_parallel_and_tagged():
+    entries = load_background()
+    zh = [e for e in entries if e.lang == "zh"]
+    en = [e for e in entries if e.lang == "en"]
+    assert len(zh) == len(en) >= 200
+    assert len(zh) + len(en) == len(entries)
+    # Labels agree with the product's language detection (the means are keyed by it).
+    assert all(language(e.text) == e.lang for e in entries)
+    # Varied, not one sentence repeated: every text is distinct.
+    assert len({e.text for e in entries}) == len(entries)
+    # Tagged like a saved fact: most sentences carry tags in both scripts.
+    both = [e for e in entries if any(cjk_share(t) > 0.5 for t in e.tags)
+            and any(cjk_share(t) == 0 for t in e.tags)]
+    assert len(both) >= 0.8 * len(entries)
+
+
+def test_tagged_text_is_what_the_index_embeds():
+    # The tagged background must be embedded exactly as facts are, or its mean is off.
+    assert tagged_text("port 8080", ["api", "端口"]) == indexed_text("port 8080", ["api", "端口"])
+    assert tagged_text("port 8080", []) == indexed_text("port 8080", [])
+
+
+def test_background_texts_are_plain_then_tagged():
+    entries = [BackgroundEntry("en", "a cat", ("cat", "猫")),
+               BackgroundEntry("zh", "一只猫", ("cat", "猫"))]
+    assert background_texts(entries) == ["a cat", "一只猫", "a cat\ncat 猫", "一只猫\ncat 猫"]
+
+
+def test_background_means_per_language_and_form():
+    entries = [BackgroundEntry("en", "e1", ()), BackgroundEntry("en", "e2", ()),
+               BackgroundEntry("zh", "z1", ())]
+    # Orthogonal unit rows, so the cosine to a query is just the query's coordinate.
+    vectors = BackgroundVectors.from_vectors(np.eye(6, dtype=np.float32) * 3.0, entries)
+    q = np.array([0.2, 0.4, 0.9, 0.1, 0.3, 0.5], dtype=np.float32)
+    means = Background.for_query(q, vectors).means
+    norm = float(np.linalg.norm(q))
+    assert means[("en", False)] == pytest.approx((0.2 + 0.4) / 2 / norm, rel=1e-5)
+    assert means[("zh", False)] == pytest.approx(0.9 / norm, rel=1e-5)
+    assert means[("en", True)] == pytest.approx((0.1 + 0.3) / 2 / norm, rel=1e-5)
+    assert means[("zh", True)] == pytest.approx(0.5 / norm, rel=1e-5)
+
+
+def test_background_vectors_must_match_the_texts():
+    entries = [BackgroundEntry("en", "e", ()), BackgroundEntry("zh", "z", ())]
+    with pytest.raises(ValueError):
+        BackgroundVectors.from_vectors(np.eye(3, dtype=np.float32), entries)
+
+
+def test_mixed_fact_takes_the_higher_language_mean():
+    # A mixed fact is never credited with a cross-language gap it may not have.
+    assert ZH_Q.mean("mixed", False) == 0.81
+    assert ZH_Q.mean(None, False) == 0.81
+    assert EN_Q.mean("mixed", True) == 0.79
+
+
+# --- the confidence -----------------------------------------------------------------------
+
+
+def test_a_facts_relevance_does_not_depend_on_the_rest_of_the_bank():
+    # The old margin feature (top1 - top2) made a 6-fact bank look confident by chance.
+    # Now a fact's score is its own cosine against the query's background, whatever else
+    # the bank holds.
+    langs = dict.fromkeys(range(1, 8), "en")
+    alone = dict(fuse([], dense((1, 0.80)), 3, "en", langs, background=EN_Q))
+    crowd = dict(fuse([], dense((1, 0.80), (2, 0.79), (3, 0.79), (4, 0.78), (5, 0.78)),
+                      3, "en", langs, background=EN_Q))
+    far = dict(fuse([], dense((1, 0.80), (6, 0.60), (7, 0.55)), 3, "en", langs,
+                    background=EN_Q))
+    assert alone[1] == crowd[1] == far[1]
+
+
+def test_hub_query_needs_a_higher_cosine():
+    # The same cosine means less for a query that is close to everything.
+    langs = {1: "zh"}
+    plain_q = fuse([], dense((1, 0.85)), 3, "zh", langs, background=bg(0.74, 0.70))
+    hub_q = fuse([], dense((1, 0.85)), 3, "zh", langs, background=bg(0.80, 0.72))
+    assert apply_floor(plain_q) and not apply_floor(hub_q)
+
+
+def test_cross_language_gap_is_taken_from_the_background():
+    # A Chinese query: 0.80 to an English fact is well above its English background
+    # (0.72) and clears the floor; 0.80 to a Chinese fact is at its Chinese background
+    # level (0.81) and does not.
+    cross = fuse([], dense((1, 0.80)), 4, "zh", {1: "en"}, background=ZH_Q)
+    within = fuse([], dense((1, 0.80)), 4, "zh", {1: "zh"}, background=ZH_Q)
+    assert apply_floor(cross) and not apply_floor(within)
+
+
+def test_tagged_facts_are_centred_on_the_tagged_background():
+    # The same cosine to the same English fact: compared with plain English text (0.72)
+    # it stands out, compared with tagged text (0.79, what a tagged fact is embedded like)
+    # it is not much above unrelated facts.
+    q = bg(0.81, 0.72, 0.80, 0.79)
+    plain = raw_scores([], dense((1, 0.80)), 3, "zh", {1: "en"}, background=q)
+    tagged = raw_scores([], dense((1, 0.80)), 3, "zh", {1: "en"}, background=q,
+                        doc_tagged={1: True})
+    assert tagged[0][1] < plain[0][1]
+    expected = 0.80 - 0.79 + DEFAULT.offset_tagged
+    assert tagged[0][1] == pytest.approx(expected)
+
+
+def test_offsets_by_pair_for_plain_facts():
+    q = bg(0.80, 0.80)
+    def conf(query_lang: str, doc_lang: str) -> float:
+        return raw_scores([], dense((1, 0.90)), 3, query_lang, {1: doc_lang}, background=q)[0][1]
+    assert conf("zh", "zh") == pytest.approx(0.10)
+    assert conf("zh", "en") == pytest.approx(0.10 + DEFAULT.offset_zh_en)
+    assert conf("en", "zh") == pytest.approx(0.10 + DEFAULT.offset_en_zh)
+    assert conf("en", "en") == pytest.approx(0.10 + DEFAULT.offset_en_en)
+    assert conf("mixed", "en") == pytest.approx(0.10 + DEFAULT.offset_mixed)
+
+
+def test_without_a_background_fixed_means_still_give_a_usable_order():
+    langs = {1: "zh", 2: "zh", 3: "en"}
+    fused = fuse([], dense((1, 0.93), (2, 0.80), (3, 0.68)), 3, "zh", langs)
+    assert ids(fused) == [1, 2, 3]
+    assert ids(apply_floor(fused)) == [1]
+
+
+# --- the lexical leg ----------------------------------------------------------------------
+
+
 def test_cross_language_lexical_noise_does_not_overrule_dense():
     # en query, zh facts: BM25 matched one stray token ("NFL") in fact 9 with a big score.
     # RRF would put 9 first; fusion must keep the dense winner on top.
     legs_dense = dense((1, 0.82), (2, 0.79), (3, 0.78), (9, 0.76))
     legs_lex = lexical((9, 14.0, 1), (3, 6.0, 1))
     langs = dict.fromkeys((1, 2, 3, 9), "zh")
-    fused = fuse(legs_lex, legs_dense, query_terms=6, query_lang="en", doc_lang=langs)
+    fused = fuse(legs_lex, legs_dense, query_terms=6, query_lang="en", doc_lang=langs,
+                 background=EN_Q)
     assert ids(fused)[0] == 1
     assert ids(fused).index(9) > ids(fused).index(2)
 
 
 def test_same_noise_weighs_less_across_languages_than_within_one():
     hit = LegHit(9, 14.0, 1)
-    within = raw_scores([hit], dense((1, 0.85), (9, 0.80)), 6, "zh", {1: "zh", 9: "zh"})
-    across = raw_scores([hit], dense((1, 0.85), (9, 0.80)), 6, "en", {1: "zh", 9: "zh"})
+    within = raw_scores([hit], dense((1, 0.85), (9, 0.80)), 6, "zh", {1: "zh", 9: "zh"},
+                        background=ZH_Q)
+    across = raw_scores([hit], dense((1, 0.85), (9, 0.80)), 6, "en", {1: "zh", 9: "zh"},
+                        background=EN_Q)
     bonus_within = dict(within)[9] - dict(within)[1]
     bonus_across = dict(across)[9] - dict(across)[1]
     assert bonus_across < bonus_within
@@ -59,7 +215,8 @@ def test_strong_exact_lexical_match_with_weak_dense_score_still_ranks():
     legs_dense = dense((1, 0.870), (2, 0.865), (3, 0.862), (5, 0.850))
     legs_lex = lexical((5, 21.0, 3), (2, 4.0, 1))
     langs = dict.fromkeys((1, 2, 3, 5), "en")
-    fused = fuse(legs_lex, legs_dense, query_terms=3, query_lang="en", doc_lang=langs)
+    fused = fuse(legs_lex, legs_dense, query_terms=3, query_lang="en", doc_lang=langs,
+                 background=EN_Q)
     assert ids(fused)[0] == 5
 
 
@@ -68,15 +225,22 @@ def test_lexical_only_fact_is_kept_but_not_above_dense_evidence():
     legs_dense = dense((1, 0.90), (2, 0.84))
     legs_lex = lexical((7, 12.0, 2))
     fused = fuse(legs_lex, legs_dense, query_terms=2, query_lang="zh",
-                 doc_lang={1: "zh", 2: "zh", 7: "zh"})
+                 doc_lang={1: "zh", 2: "zh", 7: "zh"}, background=ZH_Q)
     assert set(ids(fused)) == {1, 2, 7}
     assert ids(fused)[0] == 1
+
+
+def test_missing_query_terms_gives_lexical_no_weight():
+    # query_terms=0 (all stopwords): a lexical hit adds nothing, dense order stands.
+    fused = fuse(lexical((2, 30.0, 1)), dense((1, 0.9), (2, 0.88)), 0, "zh",
+                 {1: "zh", 2: "zh"}, background=ZH_Q)
+    assert ids(fused) == [1, 2]
 
 
 def test_empty_legs():
     assert fuse([], [], query_terms=0, query_lang="zh") == []
     only_dense = fuse([], dense((1, 0.9), (2, 0.8)), query_terms=0, query_lang="zh",
-                      doc_lang={1: "zh", 2: "zh"})
+                      doc_lang={1: "zh", 2: "zh"}, background=ZH_Q)
     assert ids(only_dense) == [1, 2]
     only_lex = fuse(lexical((4, 9.0, 3), (5, 2.0, 1)), [], query_terms=3, query_lang="en",
                     doc_lang={4: "en", 5: "en"})
@@ -89,48 +253,45 @@ def test_without_dense_only_a_near_complete_lexical_match_clears_the_floor():
     assert ids(apply_floor(only_lex)) == [4]
 
 
+# --- the floor ----------------------------------------------------------------------------
+
+
 def test_floor_drops_weak_results_and_keeps_strong_ones():
     langs = dict.fromkeys(range(1, 6), "zh")
-    # Answerable-looking: a clear winner at a high cosine.
-    strong = fuse(lexical((1, 20.0, 4)), dense((1, 0.93), (2, 0.88), (3, 0.87)),
-                  query_terms=4, query_lang="zh", doc_lang=langs)
-    kept = apply_floor(strong)
-    assert ids(kept)[0] == 1
-    # Unanswerable-looking: a flat top at the cosine unrelated zh text reaches.
-    weak = fuse(lexical((4, 3.0, 1)), dense((4, 0.855), (5, 0.853), (3, 0.85)),
-                query_terms=5, query_lang="zh", doc_lang=langs)
+    # Answerable-looking: a cosine well above what unrelated Chinese text reaches.
+    strong = fuse(lexical((1, 20.0, 4)), dense((1, 0.93), (2, 0.84), (3, 0.83)),
+                  query_terms=4, query_lang="zh", doc_lang=langs, background=ZH_Q)
+    assert ids(apply_floor(strong)) == [1]
+    # Unanswerable-looking: the top is barely above the query's background.
+    weak = fuse(lexical((4, 3.0, 1)), dense((4, 0.845), (5, 0.843), (3, 0.84)),
+                query_terms=5, query_lang="zh", doc_lang=langs, background=ZH_Q)
     assert apply_floor(weak) == []
     assert all(rel < floor_for("zh") for _, rel in weak)
 
 
-def test_cross_language_scores_are_on_the_same_scale():
-    # A zh->en cosine of 0.84 is as strong as a zh->zh cosine well above 0.9: it must clear
-    # the floor, while the same 0.84 within one language must not.
-    cross = fuse([], dense((1, 0.84), (2, 0.80)), 4, "zh", {1: "en", 2: "en"})
-    within = fuse([], dense((1, 0.84), (2, 0.80)), 4, "zh", {1: "zh", 2: "zh"})
-    assert apply_floor(cross) and not apply_floor(within)
-
-
 def test_relevance_is_a_probability_like_scale_centred_on_the_floor():
     assert relevance(DEFAULT.center) == 0.5
-    assert 0.0 <= relevance(0.0) < relevance(0.88) < relevance(0.95) <= 1.0
+    assert 0.0 <= relevance(-1.0) < relevance(0.05) < relevance(0.12) <= 1.0
     stricter = dataclasses.replace(DEFAULT, floor=0.9)
     fused = [(1, 0.95), (2, 0.6)]
     assert ids(apply_floor(fused)) == [1, 2]
     assert ids(apply_floor(fused, stricter)) == [1]
+    assert floor_for("zh") == floor_for("en") == DEFAULT.floor
 
 
 def test_ordering_is_deterministic_and_ties_break_by_id():
     legs_dense = dense((8, 0.9), (3, 0.9), (5, 0.9))
-    first = fuse([], legs_dense, 2, "en", dict.fromkeys((3, 5, 8), "en"))
-    again = fuse([], list(reversed(legs_dense)), 2, "en", dict.fromkeys((3, 5, 8), "en"))
+    langs = dict.fromkeys((3, 5, 8), "en")
+    first = fuse([], legs_dense, 2, "en", langs, background=EN_Q)
+    again = fuse([], list(reversed(legs_dense)), 2, "en", langs, background=EN_Q)
     assert ids(first) == [3, 5, 8] == ids(again)
     assert first == again
 
 
 def test_scores_are_sorted_best_first():
     fused = fuse(lexical((3, 9.0, 2), (1, 4.0, 1)), dense((1, 0.9), (2, 0.86), (3, 0.85)),
-                 3, "zh", dict.fromkeys((1, 2, 3), "zh"))
+                 3, "zh", {1: "zh", 2: "en", 3: "mixed"}, background=ZH_Q,
+                 doc_tagged={2: True})
     rels = [rel for _, rel in fused]
     assert rels == sorted(rels, reverse=True)
 
@@ -143,22 +304,3 @@ def test_language_pairs():
     assert language_pair("zh", "mixed") == "mixed"
     assert language_pair("mixed", "en") == "mixed"
     assert language_pair("zh", None) == "mixed"
-
-
-def test_missing_query_terms_gives_lexical_no_weight():
-    # query_terms=0 (all stopwords): a lexical hit adds nothing, dense order stands.
-    fused = fuse(lexical((2, 30.0, 1)), dense((1, 0.9), (2, 0.88)), 0, "zh",
-                 {1: "zh", 2: "zh"})
-    assert ids(fused) == [1, 2]
-
-
-def test_lone_other_language_fact_gets_a_smaller_offset():
-    # One English line among Chinese facts (a short hub) vs. the same cosine in a bank where
-    # English facts are common: the lone one must score lower.
-    zh_bank = {1: "zh", 2: "zh", 3: "zh", 9: "en"}
-    lone = dict(raw_scores([], dense((9, 0.83), (1, 0.82), (2, 0.81), (3, 0.80)), 3, "zh",
-                           zh_bank))
-    en_bank = dict.fromkeys((1, 2, 3, 9), "en")
-    crowd = dict(raw_scores([], dense((9, 0.83), (1, 0.82), (2, 0.81), (3, 0.80)), 3, "zh",
-                            en_bank))
-    assert lone[9] < crowd[9]
