@@ -1,7 +1,8 @@
 """`factbank eval all`: our agent-memory set plus every BEIR set under a folder, one report.
 
-One throwaway stack serves every set; each set gets its own bank (created for the run, dropped
-after it), so sets never see each other's documents. Every set runs every method
+Each set gets its own services, bank and empty cache (`fresh_stack`) over one database, so
+sets never see each other's documents and every query's first call is really cold. Every set
+runs every method
 (`agent_memory.run_methods`): grep control, BM25 only, dense only, hybrid, hybrid + floor.
 
 Unanswerable queries: the agent-memory set has its own refusal queries. A BEIR set has none, so
@@ -13,18 +14,16 @@ precision/recall and a score distribution of unanswerable queries to draw the fl
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os
 import platform
 import random
-import re
-import secrets
+import shutil
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -39,38 +38,46 @@ from factbank_evals.stack import Stack, running_stack
 UNANSWERABLE_PER_SET = 200
 
 
-async def _create_bank(dsn: str, name: str) -> str:
-    from factbank import banks, db
+@contextmanager
+def database() -> Iterator[str | None]:
+    """DATABASE_URL if set (None: running_stack reads it), else one embedded cluster for the
+    whole run, so every set's services share it and its passage-embedding cache."""
+    from factbank.settings import Settings
 
-    conn = await db.connect(dsn)
+    if Settings.from_env().database_url:
+        yield None
+        return
+    from factbank.embedded import EmbeddedPostgres
+
+    home = Path(tempfile.mkdtemp(prefix="factbank-evalall-"))
+    os.chmod(home, 0o755)
+    pg = EmbeddedPostgres(home)
     try:
-        await banks.create_bank(conn, name, "personal")
-        _, token = await banks.issue_token(conn, name, "eval", "read,write,admin", "eval")
-        return token
+        yield pg.start()
     finally:
-        await conn.close()
-
-
-async def _drop_bank(dsn: str, name: str) -> None:
-    from factbank import db
-
-    conn = await db.connect(dsn)
-    try:
-        await conn.execute("DELETE FROM banks WHERE name = $1", name)
-    finally:
-        await conn.close()
+        pg.stop()
+        shutil.rmtree(home, ignore_errors=True)
 
 
 @contextmanager
-def own_bank(stack: Stack, label: str) -> Iterator[Stack]:
-    """A fresh bank (and token) on the same services for one set; dropped afterwards."""
-    slug = re.sub(r"[^a-z0-9_.-]+", "-", label.lower()).strip("-")[:30] or "set"
-    name = f"eval-{slug}-{secrets.token_hex(3)}"
-    token = asyncio.run(_create_bank(stack.dsn, name))
-    try:
-        yield replace(stack, token=token, bank=name)
-    finally:
-        asyncio.run(_drop_bank(stack.dsn, name))
+def fresh_stack(dsn: str | None) -> Iterator[Stack]:
+    """Services started for one set, with their own bank and an empty in-process cache.
+
+    Why per set: the service caches query embeddings by text, across banks. The XQuAD-R
+    sets share their questions, and one set's queries are another's unanswerables, so on
+    one long-lived stack a later set's "cold" first call would find its embedding cached.
+    Redis is turned off for the same reason (it would outlive the restart)."""
+    overrides: dict[str, object] = {"max_fact_chars": 4000, "redis_url": None}
+    if dsn:
+        overrides["database_url"] = dsn
+    with running_stack(**overrides) as stack:
+        yield stack
+
+
+def http_for(s: Stack) -> httpx.Client:
+    # A corpus import embeds every document in one request: on a busy 2-core machine that
+    # took more than 10 minutes for 256 paragraphs.
+    return httpx.Client(headers=s.headers(), timeout=httpx.Timeout(7200, connect=30))
 
 
 def family(name: str) -> str:
@@ -107,7 +114,6 @@ def beir_cases(
 
 
 def run_beir_set(
-    http_for,
     stack: Stack,
     data: beir.BeirSet,
     foreign: beir.BeirSet | None,
@@ -118,15 +124,15 @@ def run_beir_set(
     progress: bool = True,
 ) -> dict:
     cases = beir_cases(data, foreign, max_queries, n_foreign)
-    with own_bank(stack, data.name) as bank, http_for(bank) as http:
+    with http_for(stack) as http:
         t = time.perf_counter()
-        by_doc = beir.load_corpus(http, bank, data, progress=progress)
+        by_doc = beir.load_corpus(http, stack, data, progress=progress)
         load_s = time.perf_counter() - t
         by_fact = {fid: [doc] for fid, doc in by_doc.items()}
         entries = [(d, text) for d, text in data.corpus.items()]
         with GrepControl(entries) as grep:
             records = am.run_methods(
-                http, bank, cases, by_fact, grep, inject=False, progress=False, tick=tick
+                http, stack, cases, by_fact, grep, inject=False, progress=False, tick=tick
             )
     return {
         "set": data.name,
@@ -150,7 +156,7 @@ def run(
     agent_memory_path: Path = am.SET_DIR,
     partial: Path | None = None,
 ) -> dict:
-    """Everything, in one stack; returns the report dict (`report.write` renders it).
+    """Everything, one fresh stack per set; returns the report dict (`report.write` renders it).
 
     With `partial`, the sections done so far are written there as JSON after every set, so
     an hour-long run that dies near the end still leaves its numbers."""
@@ -177,19 +183,13 @@ def run(
     started = time.perf_counter()
     sections: list[dict] = []
     bar = tqdm(total=total, desc="eval all", unit="q", disable=not progress)
-    with running_stack(max_fact_chars=4000) as stack:
-
-        def http_for(s: Stack) -> httpx.Client:
-            # A corpus import embeds every document in one request: on a busy 2-core machine
-            # that took more than 10 minutes for 256 paragraphs.
-            return httpx.Client(headers=s.headers(), timeout=httpx.Timeout(7200, connect=30))
-
-        with own_bank(stack, "agent-memory") as bank, http_for(bank) as http:
+    with database() as dsn:
+        with fresh_stack(dsn) as stack, http_for(stack) as http:
             bar.set_postfix_str("agent-memory")
             sections.append(
                 am.evaluate(
                     http,
-                    bank,
+                    stack,
                     path=agent_memory_path,
                     per_kind=per_kind,
                     progress=False,
@@ -200,18 +200,18 @@ def run(
         for s in sets:
             bar.set_postfix_str(s.name)
             p = partner(s.name, list(by_name))
-            sections.append(
-                run_beir_set(
-                    http_for,
-                    stack,
-                    s,
-                    by_name[p] if p else None,
-                    max_queries=max_queries,
-                    n_foreign=n_foreign,
-                    tick=bar.update,
-                    progress=progress,
+            with fresh_stack(dsn) as stack:
+                sections.append(
+                    run_beir_set(
+                        stack,
+                        s,
+                        by_name[p] if p else None,
+                        max_queries=max_queries,
+                        n_foreign=n_foreign,
+                        tick=bar.update,
+                        progress=progress,
+                    )
                 )
-            )
             checkpoint()
     bar.close()
     return envelope(sections, data_dir, options, time.perf_counter() - started)
