@@ -234,14 +234,25 @@ def plot_distributions(sections: list[dict], floor: float | None, path: Path) ->
 
 
 def write(result: dict, out: Path) -> dict:
-    """Render the report folder: report.md, report.json, two PNGs. Returns the verdicts."""
+    """Render the report folder: report.md, report.json (everything but per-query records),
+    records.jsonl (per query and method), two PNGs. Returns the verdicts."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     verdicts = [go_no_go(s) for s in result["sets"]]
-    result = {**result, "go_no_go": verdicts}
+    # Per-query records go to their own JSONL (one line per query and method), so report.json
+    # stays small enough to read and diff.
+    lines = [
+        json.dumps({"set": sec["set"], "method": m, **rec}, ensure_ascii=False, default=str)
+        for sec in result["sets"]
+        for m, recs in (sec.get("records") or {}).items()
+        for rec in recs
+    ]
+    sets = [{k: v for k, v in sec.items() if k != "records"} for sec in result["sets"]]
+    result = {**result, "sets": sets, "go_no_go": verdicts}
     (out / "report.json").write_text(
         json.dumps(result, indent=1, ensure_ascii=False, default=str) + "\n", encoding="utf-8"
     )
+    (out / "records.jsonl").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     (out / "report.md").write_text(markdown(result, verdicts), encoding="utf-8")
     plot_recall(result["sets"], out / "recall_by_method.png")
     plot_distributions(result["sets"], result.get("floor"), out / "score_distributions.png")
