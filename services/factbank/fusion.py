@@ -392,7 +392,10 @@ def raw_scores(
 
     bonus: dict[int, float] = {}
     for hit in lexical:
-        pair = language_pair(query_lang, langs.get(hit.fact_id))
+        # With no dense leg (embedder down, or lexical mode) BM25 is the only evidence there
+        # is: it keeps its in-language weight, so an identifier such as `E0502` found in a
+        # Chinese fact still counts in full; the lexical-only bar below guards against noise.
+        pair = language_pair(query_lang, langs.get(hit.fact_id)) if cos else "same"
         ev = lexical_evidence(hit, best_bm25, query_terms, pair, params)
         bonus[hit.fact_id] = max(bonus.get(hit.fact_id, 0.0), ev)
 

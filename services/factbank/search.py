@@ -42,6 +42,7 @@ class Recall:
     embedder_error: str | None
     cache: cache_mod.Cache
     primary: asyncpg.Pool | None = None
+    background: fusion.BackgroundVectors | None = None
 
     async def pool_for(self, bank_id: int, min_version: int | None) -> asyncpg.Pool:
         """Read-your-writes over a lagging replica: a caller that has seen bank version N
@@ -52,6 +53,22 @@ class Recall:
         async with self.pool.acquire() as conn:
             version = await conn.fetchval("SELECT version FROM banks WHERE id = $1", bank_id)
         return self.pool if (version or 0) >= min_version else self.primary
+
+
+_BACKGROUNDS: dict[str, fusion.BackgroundVectors] = {}
+
+
+async def load_background(
+    pool: asyncpg.Pool, model: embedder_mod.Embedder
+) -> fusion.BackgroundVectors:
+    """The embedded background corpus the confidence is centred on (see fusion.py), once per
+    process and embedder; its passages go through the embedding cache, so only the very first
+    start of a database embeds them."""
+    if model.name not in _BACKGROUNDS:
+        async with pool.acquire() as conn:
+            vectors = await embedder_mod.embed_passages(conn, model, fusion.background_texts())
+        _BACKGROUNDS[model.name] = fusion.BackgroundVectors.from_vectors(vectors)
+    return _BACKGROUNDS[model.name]
 
 
 async def query_vector(r: Recall, text: str) -> np.ndarray:
@@ -140,10 +157,14 @@ async def search(
 
         lexical: list[tuple[int, float, int]] = []
         dense: list[tuple[int, float]] = []
+        background = None
         if mode in ("hybrid", "lexical"):
             lexical = await lexicon.bm25(conn, bank_id, tokens, CANDIDATES)
         if mode in ("hybrid", "dense") and r.embedder is not None:
-            dense = await _dense(conn, bank_id, await query_vector(r, query), CANDIDATES)
+            qvec = await query_vector(r, query)
+            dense = await _dense(conn, bank_id, qvec, CANDIDATES)
+            if r.background is not None:
+                background = fusion.Background.for_query(qvec, r.background)
         ids = list(dict.fromkeys([f for f, _, _ in lexical] + [f for f, _ in dense]))
         rows = await _rows(conn, bank_id, ids)
         fused = fusion.fuse(
@@ -152,6 +173,8 @@ async def search(
             query_terms=len(set(tokens)),
             query_lang=language(query),
             doc_lang={i: language(row["content"]) for i, row in rows.items()},
+            background=background,
+            doc_tagged={i: bool(row["tags"]) for i, row in rows.items()},
         )
         floor = fusion.floor_for(language(query)) if use_floor else float("-inf")
         lex_score = {f: s for f, s, _ in lexical}

@@ -12,7 +12,7 @@ from litestar.response import Stream
 from factbank import categories, facts, inject
 from factbank.cache import Cache
 from factbank.models import FactPage, Injection, InjectRequest, SearchQuery, SearchResult
-from factbank.search import Recall, search
+from factbank.search import Recall, load_background, search
 from factbank.settings import Settings
 from factbank.web import Runtime, create_app, requires, runtime
 
@@ -61,8 +61,13 @@ async def inject_block(request: Request, data: JSONBody[InjectRequest]) -> Injec
     user = request.user
     if data.kind == "session":
         block = await inject.session_block(
-            r, user.bank_id, user.bank_name, data.session_id, data.project,
-            min_version(request), share=data.banks,
+            r,
+            user.bank_id,
+            user.bank_name,
+            data.session_id,
+            data.project,
+            min_version(request),
+            share=data.banks,
         )
     else:
         block = await inject.prompt_block(
@@ -165,9 +170,18 @@ async def stats(request: Request) -> dict:
     }
 
 
-def _start(rt: Runtime) -> None:
+async def _start(rt: Runtime) -> None:
+    background = None
+    if rt.model.embedder is not None:
+        assert rt.pool is not None
+        background = await load_background(rt.pool, rt.model.embedder)
     rt.extras["recall"] = Recall(
-        rt.reader, rt.model.embedder, rt.model.error, Cache(rt.redis), primary=rt.pool
+        rt.reader,
+        rt.model.embedder,
+        rt.model.error,
+        Cache(rt.redis),
+        primary=rt.pool,
+        background=background,
     )
 
 
