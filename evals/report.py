@@ -129,6 +129,14 @@ def kinds_table(section: dict) -> str:
     return "\n".join(out)
 
 
+def _code_line(code: dict | None) -> str:
+    if not code:
+        return "Code: unknown (not a git checkout)."
+    dirty = code.get("uncommitted") or []
+    extra = f", plus uncommitted changes to {', '.join(dirty)}" if dirty else ""
+    return f"Code measured: commit {code['commit']}{extra}."
+
+
 def markdown(result: dict, verdicts: list[dict]) -> str:
     am = [s for s in result["sets"] if s["kind"] == "agent-memory"]
     parts = [
@@ -137,6 +145,8 @@ def markdown(result: dict, verdicts: list[dict]) -> str:
         f"Generated {result['generated']} in {result['seconds']} s; embedder "
         f"`{result.get('embedder')}`; recall floor (read from the running service) "
         f"{_f(result.get('floor'))}; options {json.dumps(result.get('options'))}.",
+        "",
+        _code_line(result.get("code")),
         "",
         "## Go / no-go: hybrid recall vs the grep control",
         "",

@@ -20,6 +20,7 @@ import os
 import platform
 import random
 import shutil
+import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
@@ -236,11 +237,30 @@ def envelope(sections: list[dict], data_dir: Path | None, options: dict, seconds
             "load_avg": [round(x, 2) for x in os.getloadavg()],
         },
         "embedder": _embedder_name(),
+        "code": code_state(),
         "floor": am.current_floor(),
         "options": options,
         "data_dir": str(data_dir) if data_dir else None,
         "sets": sections,
     }
+
+
+def code_state() -> dict | None:
+    """The commit measured and any uncommitted changes to the code under test: in a shared
+    working tree the numbers belong to what was on disk, not just to HEAD."""
+    root = Path(__file__).resolve().parents[1]
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(root), *args], capture_output=True, text=True, check=True
+        ).stdout
+
+    try:
+        head = git("rev-parse", "--short", "HEAD").strip()
+        dirty = git("status", "--porcelain", "--", "services", "migrations", "evals")
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return {"commit": head, "uncommitted": [line[3:] for line in dirty.splitlines()]}
 
 
 def _embedder_name() -> str | None:
