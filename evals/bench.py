@@ -461,6 +461,13 @@ def table(result: dict) -> str:
         f"service. {result['cpus']} CPUs, load average at the end "
         f"{result['load_avg'][0]:.2f}."
     )
+    code = result.get("code")
+    if code:
+        dirty = code.get("uncommitted") or []
+        lines.append(
+            f"Code measured: commit {code['commit']}"
+            + (f", plus uncommitted changes to {', '.join(dirty)}." if dirty else ".")
+        )
     return "\n".join(lines)
 
 
