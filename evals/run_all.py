@@ -163,11 +163,12 @@ def run(
     an hour-long run that dies near the end still leaves its numbers."""
     quiet()
     options = {"max_queries": max_queries, "per_kind": per_kind, "unanswerable": n_foreign}
+    code = code_state()  # at the start: the services import the code once, when they start
 
     def checkpoint() -> None:
         if partial is not None:
             partial.parent.mkdir(parents=True, exist_ok=True)
-            doc = envelope(sections, data_dir, options, time.perf_counter() - started)
+            doc = envelope(sections, data_dir, options, time.perf_counter() - started, code)
             partial.write_text(json.dumps(doc, ensure_ascii=False, default=str))
 
     sets: list[beir.BeirSet] = []
@@ -215,7 +216,7 @@ def run(
                 )
             checkpoint()
     bar.close()
-    return envelope(sections, data_dir, options, time.perf_counter() - started)
+    return envelope(sections, data_dir, options, time.perf_counter() - started, code)
 
 
 def quiet() -> None:
@@ -225,7 +226,13 @@ def quiet() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
-def envelope(sections: list[dict], data_dir: Path | None, options: dict, seconds: float) -> dict:
+def envelope(
+    sections: list[dict],
+    data_dir: Path | None,
+    options: dict,
+    seconds: float,
+    code: dict | None = None,
+) -> dict:
     """The report dict around the per-set sections: when, where, with what."""
     return {
         "generated": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -237,7 +244,7 @@ def envelope(sections: list[dict], data_dir: Path | None, options: dict, seconds
             "load_avg": [round(x, 2) for x in os.getloadavg()],
         },
         "embedder": _embedder_name(),
-        "code": code_state(),
+        "code": code if code is not None else code_state(),
         "floor": am.current_floor(),
         "options": options,
         "data_dir": str(data_dir) if data_dir else None,
