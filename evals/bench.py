@@ -364,11 +364,15 @@ def run(
     progress: bool = True,
 ) -> dict:
     from factbank_evals import bench_ingest
-    from factbank_evals.run_all import quiet
+    from factbank_evals.run_all import code_state, quiet
 
     quiet()
-
-    result: dict = {"sizes": sorted(sizes), "queries": queries, "cpus": os.cpu_count()}
+    result: dict = {
+        "sizes": sorted(sizes),
+        "queries": queries,
+        "cpus": os.cpu_count(),
+        "code": code_state(),
+    }
     if ingest_n > 0 and ingest_batch > 0:
         result["ingest"] = bench_ingest.run(ingest_n, ingest_batch)
     throwaway = not os.environ.get("DATABASE_URL")
