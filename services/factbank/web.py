@@ -258,6 +258,9 @@ def create_app(
             ),
             security=[{"bearer": []}],
         ),
+        # Logging is ours (observability.configure_logging, JSON lines); litestar's default
+        # config would replace the root handler with its own text format at INFO.
+        logging_config=None,
         debug=False,
     )
     app.state.runtime = Runtime(settings=settings)
