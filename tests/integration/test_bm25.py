@@ -62,6 +62,52 @@ async def test_scores_equal_rank_bm25(bank, conn, query):
             assert not set(q) & set(corpus[list(expected).index(fid)])
 
 
+@pytest.mark.parametrize("query", QUERIES)
+async def test_common_terms_only_score_rare_terms_candidates(bank, conn, query, monkeypatch):
+    """With a cutoff of 2 facts, 'billing', 'api', 'ci'... are common here: the candidates are
+    the facts holding a rarer query term, and each candidate's score is still exactly BM25."""
+    monkeypatch.setattr(lexicon, "COMMON_MIN_DF", 2)
+    monkeypatch.setattr(lexicon, "COMMON_SHARE", 0.0)
+    bank_id = await conn.fetchval("SELECT id FROM banks WHERE name = 'alpha'")
+    rows = await conn.fetch(
+        "SELECT id, content, tags FROM facts WHERE bank_id = $1 ORDER BY id", bank_id
+    )
+    corpus = [tokenize(lexicon.indexed_text(r["content"], list(r["tags"]))) for r in rows]
+    oracle = BM25Okapi(corpus)
+    q = tokenize(query)
+    expected = {r["id"]: s for r, s in zip(rows, oracle.get_scores(q), strict=True)}
+    df = {t: sum(t in doc for doc in corpus) for t in set(q)}
+    present = {t for t in df if df[t]}
+    rare = {t for t in present if df[t] <= 2}
+    holds = {r["id"]: set(doc) for r, doc in zip(rows, corpus, strict=True)}
+    if rare and rare != present:
+        wanted = {fid for fid, terms in holds.items() if terms & rare}
+    else:
+        wanted = {fid for fid, terms in holds.items() if terms & present}
+    got = {fid: score for fid, score, _ in await lexicon.bm25(conn, bank_id, q, limit=100)}
+    assert set(got) == wanted
+    for fid, score in got.items():
+        assert score == pytest.approx(expected[fid], rel=1e-9, abs=1e-12)
+
+
+async def test_term_df_follows_edits_and_deletes(bank, conn, stack):
+    """term_df is the postings' document frequency after adds, re-indexing edits and deletes."""
+    ids = [r["id"] for r in await conn.fetch("SELECT id FROM facts ORDER BY id")]
+    r = await stack.ingest.patch(
+        f"/v1/facts/{ids[0]}", json={"tags": ["gateway", "billing"]}, headers=auth(bank.rw)
+    )
+    assert r.status_code == 200, r.text
+    r = await stack.ingest.delete(f"/v1/facts/{ids[1]}", headers=auth(bank.rw))
+    assert r.status_code == 200, r.text
+    counted = await conn.fetch(
+        "SELECT bank_id, term, count(*)::int AS df FROM postings GROUP BY bank_id, term "
+        "ORDER BY 1, 2"
+    )
+    stored = await conn.fetch("SELECT bank_id, term, df FROM term_df ORDER BY 1, 2")
+    assert [tuple(r) for r in stored] == [tuple(r) for r in counted]
+    assert "gateway" in {r["term"] for r in stored}
+
+
 async def test_query_without_usable_terms_returns_nothing(bank, conn):
     bank_id = await conn.fetchval("SELECT id FROM banks WHERE name = 'alpha'")
     for query in ["", "   ", "the and of", "的 了 是", "!!! ??? ..."]:
