@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -42,6 +43,14 @@ def list_hooks(codex: str, paths: installer.Paths, cwd: Path, timeout: float = 3
     env = {**os.environ, "HOME": str(paths.home)}
     if paths.codex_dir != paths.home / ".codex":
         env["CODEX_HOME"] = str(paths.codex_dir)
+    return hooks_list(codex, cwd, env, timeout)
+
+
+def hooks_list(codex: str, cwd: Path, env: dict[str, str], timeout: float = 30.0
+               ) -> list[dict[str, Any]]:
+    """`codex app-server` `hooks/list` for `cwd` under `env`: each hook's `key`
+    (`<hooks.json>:<event>:<group>:<handler>`), `currentHash`, `trustStatus`, `command`...
+    (the harness tests call this too, against the real Codex)."""
     proc = subprocess.Popen([codex, "app-server"], cwd=cwd, env=env, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                             start_new_session=True)
@@ -72,7 +81,10 @@ def list_hooks(codex: str, paths: installer.Paths, cwd: Path, timeout: float = 3
                 result = msg["result"]
                 break
     finally:
-        proc.kill()
+        try:  # the whole group: app-server may have started helpers of its own
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
         proc.wait()
     if result is None:
         raise TrustError("codex app-server did not answer hooks/list")

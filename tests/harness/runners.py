@@ -26,6 +26,8 @@ from typing import Any
 
 import tomlkit
 
+from factbank_client import codex_trust
+
 from .fake_model import MODEL_ID, FakeModel
 from .npm import Harnesses, ensure_harnesses
 
@@ -393,48 +395,7 @@ def codex_hooks_inventory(
     This is the same call Codex's own ``/hooks`` screen makes."""
     h = harnesses or ensure_harnesses()
     configure_codex_home(home, fake)
-    proc = subprocess.Popen(
-        [str(h.codex), "app-server"],
-        cwd=cwd,
-        env=codex_env(home, fake, h),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        start_new_session=True,
-    )
-    assert proc.stdin is not None and proc.stdout is not None
-    requests = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-         "params": {"clientInfo": {"name": "factbank-tests", "version": "0"}}},
-        {"jsonrpc": "2.0", "method": "initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "hooks/list", "params": {"cwds": [str(cwd)]}},
-    ]
-    result: dict[str, Any] | None = None
-    deadline = time.monotonic() + timeout
-    try:
-        for req in requests:
-            proc.stdin.write(json.dumps(req) + "\n")
-        proc.stdin.flush()
-        while time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            msg = json.loads(line)
-            if msg.get("id") == 2:
-                if "error" in msg:
-                    raise RuntimeError(f"hooks/list failed: {msg['error']}")
-                result = msg["result"]
-                break
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        proc.wait()
-    if result is None:
-        raise HarnessTimeout("codex app-server did not answer hooks/list")
-    return [hook for entry in result.get("data", []) for hook in entry.get("hooks", [])]
+    return codex_trust.hooks_list(str(h.codex), cwd, codex_env(home, fake, h), timeout)
 
 
 def trust_codex_hooks(home: Path, hooks: Sequence[Mapping[str, Any]]) -> None:

@@ -44,22 +44,27 @@ async def bank(stack, two_banks):
     return alpha
 
 
-@pytest.mark.parametrize("query", QUERIES)
-async def test_scores_equal_rank_bm25(bank, conn, query):
+async def oracle(conn, query: str) -> tuple[int, list[str], dict[int, list[str]], dict]:
+    """(bank id, query tokens, each fact's tokens, rank_bm25's score of each fact)."""
     bank_id = await conn.fetchval("SELECT id FROM banks WHERE name = 'alpha'")
     rows = await conn.fetch(
         "SELECT id, content, tags FROM facts WHERE bank_id = $1 ORDER BY id", bank_id
     )
-    corpus = [tokenize(lexicon.indexed_text(r["content"], list(r["tags"]))) for r in rows]
-    oracle = BM25Okapi(corpus)
+    corpus = {r["id"]: tokenize(lexicon.indexed_text(r["content"], list(r["tags"]))) for r in rows}
     q = tokenize(query)
-    expected = {r["id"]: s for r, s in zip(rows, oracle.get_scores(q), strict=True)}
+    scores = BM25Okapi(list(corpus.values())).get_scores(q)
+    return bank_id, q, corpus, dict(zip(corpus, scores, strict=True))
+
+
+@pytest.mark.parametrize("query", QUERIES)
+async def test_scores_equal_rank_bm25(bank, conn, query):
+    bank_id, q, corpus, expected = await oracle(conn, query)
     got = {fid: score for fid, score, _ in await lexicon.bm25(conn, bank_id, q, limit=100)}
     for fid, score in expected.items():
         if fid in got:
             assert got[fid] == pytest.approx(score, rel=1e-9, abs=1e-12)
         else:  # a fact that shares no term with the query is not returned at all
-            assert not set(q) & set(corpus[list(expected).index(fid)])
+            assert not set(q) & set(corpus[fid])
 
 
 @pytest.mark.parametrize("query", QUERIES)
@@ -68,18 +73,11 @@ async def test_common_terms_only_score_rare_terms_candidates(bank, conn, query, 
     the facts holding a rarer query term, and each candidate's score is still exactly BM25."""
     monkeypatch.setattr(lexicon, "COMMON_MIN_DF", 2)
     monkeypatch.setattr(lexicon, "COMMON_SHARE", 0.0)
-    bank_id = await conn.fetchval("SELECT id FROM banks WHERE name = 'alpha'")
-    rows = await conn.fetch(
-        "SELECT id, content, tags FROM facts WHERE bank_id = $1 ORDER BY id", bank_id
-    )
-    corpus = [tokenize(lexicon.indexed_text(r["content"], list(r["tags"]))) for r in rows]
-    oracle = BM25Okapi(corpus)
-    q = tokenize(query)
-    expected = {r["id"]: s for r, s in zip(rows, oracle.get_scores(q), strict=True)}
-    df = {t: sum(t in doc for doc in corpus) for t in set(q)}
+    bank_id, q, corpus, expected = await oracle(conn, query)
+    df = {t: sum(t in doc for doc in corpus.values()) for t in set(q)}
     present = {t for t in df if df[t]}
     rare = {t for t in present if df[t] <= 2}
-    holds = {r["id"]: set(doc) for r, doc in zip(rows, corpus, strict=True)}
+    holds = {fid: set(doc) for fid, doc in corpus.items()}
     if rare and rare != present:
         wanted = {fid for fid, terms in holds.items() if terms & rare}
     else:
