@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import resource
-import socket
 import statistics
 import subprocess
 import tempfile
@@ -27,6 +26,7 @@ from pathlib import Path
 
 import httpx
 
+from factbank.runner import free_port
 from factbank_client.installer import hook_script, python_exe
 from factbank_evals.stack import running_stack
 
@@ -66,12 +66,6 @@ PROMPTS = [
 def pct(values: list[float], q: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, int(q * len(values)))]
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def make_home(root: Path, recall: str, ingest: str, token: str) -> tuple[dict, Path]:
@@ -130,7 +124,7 @@ def measure(n: int) -> dict:
                     body["project"] = project
                 http.post(stack.ingest + "/v1/facts", json=body).raise_for_status()
         env, repo = make_home(Path(tmp), stack.recall, stack.ingest, stack.token)
-        down_env, _ = make_home(Path(tmp) / "down", f"http://127.0.0.1:{closed_port()}",
+        down_env, _ = make_home(Path(tmp) / "down", f"http://127.0.0.1:{free_port()}",
                                 stack.ingest, stack.token)
 
         def series(name: str, runs: list[tuple[list[str], bytes, dict]]) -> None:

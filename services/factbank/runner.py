@@ -2,6 +2,9 @@
 
 Both servers share one event loop and one signal handler, so a single Ctrl-C stops both and
 returns to the caller, which then stops whatever else it started (the embedded Postgres).
+
+`serve_in_thread` runs both in a background thread instead, for the tests and the evals, which
+talk to the real services over real HTTP from the same process.
 """
 
 from __future__ import annotations
@@ -9,7 +12,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-from collections.abc import Iterator
+import socket
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import uvicorn
 
@@ -32,6 +39,14 @@ def _app(which: str, settings: Settings, dsn: str):
     return create(settings, dsn=dsn)
 
 
+def _server(app: Any, host: str, port: int) -> _Server:
+    return _Server(
+        uvicorn.Config(
+            app, host=host, port=port, log_level="warning", access_log=False, lifespan="on"
+        )
+    )
+
+
 async def run_services(
     settings: Settings,
     dsn: str,
@@ -42,19 +57,7 @@ async def run_services(
 
     configure_logging(settings.log_level)
     ports = ports or {"ingest": settings.ingest_port, "recall": settings.recall_port}
-    servers = [
-        _Server(
-            uvicorn.Config(
-                _app(name, settings, dsn),
-                host=settings.host,
-                port=ports[name],
-                log_level="warning",
-                access_log=False,
-                lifespan="on",
-            )
-        )
-        for name in which
-    ]
+    servers = [_server(_app(name, settings, dsn), settings.host, ports[name]) for name in which]
     loop = asyncio.get_running_loop()
 
     def stop() -> None:
@@ -70,3 +73,56 @@ async def run_services(
             loop.remove_signal_handler(sig)
     if any(not s.started for s in servers):
         raise RuntimeError("a service failed to start; see the log above")
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on at the moment (the OS picks it)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serve_in_thread(settings: Settings, dsn: str) -> Iterator[dict[str, str]]:
+    """Both services on free loopback ports until the block ends; yields their base URLs by
+    name ("ingest", "recall"). For tests and evals that need the real services in-process."""
+    apps = {name: _app(name, settings, dsn) for name in ("ingest", "recall")}
+    with serve_apps_in_thread(apps) as urls:
+        yield urls
+
+
+@contextlib.contextmanager
+def serve_apps_in_thread(apps: Mapping[str, Any]) -> Iterator[dict[str, str]]:
+    """Serve ASGI apps under uvicorn on free loopback ports, in a daemon thread with its own
+    event loop (the caller's thread stays free to make blocking HTTP calls, and an async test
+    keeps its own loop). Returns once every server has started, raising if one could not;
+    on exit the servers shut down (lifespan included) and the thread is joined."""
+    servers = {name: _server(app, "127.0.0.1", free_port()) for name, app in apps.items()}
+    errors: list[BaseException] = []
+
+    async def serve(server: _Server) -> None:
+        try:
+            await server.serve()
+        except (Exception, SystemExit) as exc:  # uvicorn exits when it cannot start
+            errors.append(exc)
+            for s in servers.values():
+                s.should_exit = True
+
+    async def serve_all() -> None:
+        await asyncio.gather(*(serve(s) for s in servers.values()))
+
+    thread = threading.Thread(target=lambda: asyncio.run(serve_all()), daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 120
+        while not all(s.started for s in servers.values()):
+            if errors or not thread.is_alive() or time.monotonic() > deadline:
+                down = ", ".join(name for name, s in servers.items() if not s.started)
+                cause = errors[0] if errors else None
+                raise RuntimeError(f"{down} did not start; see the log") from cause
+            time.sleep(0.05)
+        yield {name: f"http://127.0.0.1:{s.config.port}" for name, s in servers.items()}
+    finally:
+        for s in servers.values():
+            s.should_exit = True
+        thread.join(timeout=30)

@@ -19,7 +19,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,6 +31,8 @@ from typing import Any
 import httpx
 import pytest
 
+from factbank.runner import free_port
+
 from .fake_model import FakeModel, Text, ToolCall, tool_names
 from .npm import Harnesses
 from .runners import configure_codex_home, run_claude, run_codex, run_pi
@@ -40,12 +41,6 @@ pytestmark = pytest.mark.harness
 
 CLI = [sys.executable, "-c", "import sys; from factbank_client.cli.main import main; "
        "sys.exit(main())"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
@@ -89,7 +84,7 @@ class Services:
 def services() -> Iterator[Services]:
     """`factbank up` as a subprocess; the first-run token is read from its output."""
     home = Path(tempfile.mkdtemp(prefix="factbank-e2e-")) / "home"
-    ingest, recall = _free_port(), _free_port()
+    ingest, recall = free_port(), free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
     env.update(FACTBANK_HOME=str(home), FACTBANK_INGEST_PORT=str(ingest),
                FACTBANK_RECALL_PORT=str(recall))

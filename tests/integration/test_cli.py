@@ -7,79 +7,27 @@ working directory in a temp git repository, so the project key is known.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import logging
 import os
-import socket
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import uvicorn
 
+from factbank.runner import free_port, serve_in_thread
 from factbank.settings import Settings
 from factbank_client import config as client_config
 from factbank_client.cli.main import main
 from factbank_client.client import Client, FactbankError
-from factbank_ingest import app as ingest_app
-from factbank_recall import app as recall_app
 from tests.integration.conftest import BankTokens, make_bank
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
 class Running:
     ingest_url: str
     recall_url: str
-
-
-@contextlib.contextmanager
-def serving(settings: Settings, dsn: str) -> Iterator[Running]:
-    """Both services under uvicorn on free loopback ports, in a thread with its own loop."""
-    ports = {"ingest": free_port(), "recall": free_port()}
-    servers = [
-        uvicorn.Server(uvicorn.Config(mod.create(settings, dsn=dsn), host="127.0.0.1",
-                                      port=ports[name], log_level="warning", lifespan="on"))
-        for name, mod in (("ingest", ingest_app), ("recall", recall_app))
-    ]
-    for s in servers:
-        s.install_signal_handlers = lambda: None  # type: ignore[method-assign]
-    errors: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            asyncio.run(_serve_all(servers))
-        except BaseException as exc:  # reported by the waiting test
-            errors.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    try:
-        for _ in range(600):
-            if all(s.started for s in servers) or errors or not thread.is_alive():
-                break
-            threading.Event().wait(0.05)
-        if not all(s.started for s in servers):
-            raise RuntimeError(f"services did not start: {errors}")
-        yield Running(f"http://127.0.0.1:{ports['ingest']}",
-                      f"http://127.0.0.1:{ports['recall']}")
-    finally:
-        for s in servers:
-            s.should_exit = True
-        thread.join(30)
-
-
-async def _serve_all(servers: list[uvicorn.Server]) -> None:
-    await asyncio.gather(*(s.serve() for s in servers))
 
 
 @dataclass
@@ -114,8 +62,9 @@ async def env(dsn, conn, tmp_path, monkeypatch) -> Iterator[Env]:
     monkeypatch.setenv("FACTBANK_CONFIG", str(config_path))
     monkeypatch.chdir(repo)
     logging.getLogger("httpx").setLevel(logging.WARNING)  # its INFO lines are not our output
-    with serving(settings, dsn) as urls:
-        yield Env(urls, personal, team, config_path, repo, "github.com/acme/api")
+    with serve_in_thread(settings, dsn) as urls:
+        yield Env(Running(urls["ingest"], urls["recall"]), personal, team, config_path, repo,
+                  "github.com/acme/api")
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:

@@ -4,25 +4,23 @@ streamable HTTP where every request carries the caller's own factbank token."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import sys
-import threading
 from collections.abc import AsyncIterator, Iterator
 
 import httpx
 import httpx2
 import pytest
-import uvicorn
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
+from factbank.runner import serve_apps_in_thread
 from factbank_client import config as client_config
 from factbank_client import mcp_server
 from factbank_client.client import Client as FactbankClient
 from tests.integration import test_cli
-from tests.integration.test_cli import Env, free_port
+from tests.integration.test_cli import Env
 
 env = test_cli.env  # the same fixture: both services on free ports, a repo, two banks
 
@@ -179,22 +177,8 @@ async def _search_and_categories(stdio: Client) -> None:
 @contextlib.contextmanager
 def mcp_http(env: Env) -> Iterator[str]:
     cfg = client_config.ClientConfig(url=env.urls.ingest_url, recall_url=env.urls.recall_url)
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(mcp_server.http_app(cfg), host="127.0.0.1", port=port,
-                                           log_level="warning", lifespan="on"))
-    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
-    thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
-    thread.start()
-    for _ in range(400):
-        if server.started or not thread.is_alive():
-            break
-        threading.Event().wait(0.05)
-    assert server.started, "the MCP HTTP server did not start"
-    try:
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        server.should_exit = True
-        thread.join(30)
+    with serve_apps_in_thread({"mcp": mcp_server.http_app(cfg)}) as urls:
+        yield urls["mcp"] + "/mcp"
 
 
 def over_http(url: str, headers: dict[str, str]) -> Client:

@@ -298,14 +298,13 @@ async def test_small_bank_in_large_table_gets_dense_results(stack, two_banks, co
 async def own_redis():
     """A throwaway redis-server on a free port, so the test can stop it for real."""
     import shutil
-    import socket
+
+    from factbank.runner import free_port
 
     binary = shutil.which("redis-server")
     if binary is None:
         pytest.skip("needs the redis-server binary to start and stop a real Redis")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     proc = await asyncio.create_subprocess_exec(
         binary,
         "--port",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -15,13 +14,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from factbank.runner import free_port
+
 pytestmark = pytest.mark.slow
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _start(home, ingest: int, recall: int) -> subprocess.Popen:
@@ -63,7 +58,7 @@ def _postgres_running(home) -> bool:
 def test_up_first_run_restart_and_ctrl_c():
     # Not tmp_path: pytest prunes old base dirs, which other pytest runs may do meanwhile.
     home = Path(tempfile.mkdtemp(prefix="factbank-up-")) / "home"
-    ingest, recall = _free_port(), _free_port()
+    ingest, recall = free_port(), free_port()
     proc = _start(home, ingest, recall)
     try:
         _wait_ready(ingest, proc)

@@ -24,6 +24,8 @@ from typing import Any
 import jsonschema
 import pytest
 
+from factbank.runner import free_port
+
 SHARED_DIR = Path(
     os.environ.get("FACTBANK_SHARED_DIR") or Path(__file__).resolve().parents[3] / "shared"
 )
@@ -125,12 +127,6 @@ def silent_port() -> Iterator[int]:
     for c in held:
         c.close()
     sock.close()
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # --- running the hook -----------------------------------------------------------------------
@@ -279,7 +275,7 @@ def test_no_config_prints_nothing(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("event", ["session-start", "user-prompt-submit"])
 def test_service_down_exits_fast_printing_nothing(tmp_path: Path, event: str) -> None:
-    env = HookEnv(tmp_path, f"http://127.0.0.1:{closed_port()}", {"personal": "t"})
+    env = HookEnv(tmp_path, f"http://127.0.0.1:{free_port()}", {"personal": "t"})
     payload = env.session_start() if event == "session-start" else env.prompt("hello")
     rc, out, err, took = env.run(event, payload)
     assert (rc, out, err) == (0, "", "")
@@ -443,7 +439,7 @@ def test_hook_imports_stay_light(tmp_path: Path) -> None:
     home = tmp_path / "h"
     cfg = home / ".config" / "factbank" / "config.toml"
     cfg.parent.mkdir(parents=True)
-    cfg.write_text(f'recall_url = "http://127.0.0.1:{closed_port()}"\n[banks.personal]\n'
+    cfg.write_text(f'recall_url = "http://127.0.0.1:{free_port()}"\n[banks.personal]\n'
                    'token = "t"\n')
     proc = subprocess.run([sys.executable, "-I", "-S", str(probe)], capture_output=True,
                           text=True, timeout=20, env={"HOME": str(home)},
