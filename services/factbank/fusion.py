@@ -129,6 +129,12 @@ cmrc; last column: off-topic refused on the agent-memory bank at 5 points of its
     background composition: the technical lines alone 0.47, without them 0.90 on the same
       check; kept as written (everyday + technical), not tuned on the evaluation queries.
     lexical evidence as coverage x BM25 or coverage alone: fewer zh>zh refusals (0.55-0.57).
+    informative coverage (query terms weighted by their general-language idf from jieba's
+      dictionary, so not by the bank): as a bonus of any weight, or as a gate under a higher
+      cosine-only floor (a grid over both), xquad-zh>cmrc stays at 0.45-0.51. Its refused
+      top hits are other-subject paragraphs at confidence 0.069-0.087, the bottom tail of
+      real answers (gold 5th percentile 0.083-0.088), and their word overlap with the query
+      overlaps the golds' (median 0.22 against 0.65).
 (That exploration put mixed-language facts on the average of the two means; the max, kept,
 is what keeps xquad-r-zh2zh fused R@5 at 0.945 >= dense 0.940 instead of 0.937.)
 
