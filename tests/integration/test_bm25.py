@@ -124,3 +124,16 @@ async def test_index_statistics_match_postings(bank, conn):
     assert stats["total_len"] == await conn.fetchval(
         "SELECT sum(doc_len) FROM facts f JOIN banks b ON b.id = f.bank_id WHERE b.name = 'alpha'"
     )
+
+
+async def test_upgrading_a_database_backfills_term_df(bank, conn):
+    """A database indexed before 0002 existed gets every term's df from its postings."""
+    from factbank import migrations
+
+    expected = await conn.fetch("SELECT bank_id, term, df FROM term_df ORDER BY 1, 2")
+    await conn.execute("DROP TABLE term_df")
+    await conn.execute("DELETE FROM schema_migrations WHERE name = '0002_term_df.sql'")
+    applied = await migrations.migrate(conn)
+    assert [m.name for m in applied] == ["0002_term_df.sql"]
+    got = await conn.fetch("SELECT bank_id, term, df FROM term_df ORDER BY 1, 2")
+    assert [tuple(r) for r in got] == [tuple(r) for r in expected] and got
