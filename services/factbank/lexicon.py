@@ -137,11 +137,18 @@ async def _mean_idf(conn: asyncpg.Connection, bank_id: int, version: int, n_docs
 _SCORE = """sum(w.weight * p.tf * ($4::float8 + 1)
     / (p.tf + $4::float8 * (1 - $5::float8 + $5::float8 * p.doc_len / $6::float8)))"""
 
+# Each query term's postings are read through the (bank_id, term, fact_id) key, one index
+# range per term. `OFFSET 0` keeps the planner from flattening the lateral subquery into a
+# join: with stale statistics (a bank imported since the last ANALYZE looks empty) it chose a
+# hash join over every posting of the bank, 9 ms for a 256-fact bank instead of 0.3 ms.
+
 # Every fact holding any query term.
 _ALL_TERMS = f"""
 SELECT p.fact_id, {_SCORE} AS score, count(*) AS matched
 FROM unnest($2::text[], $3::float8[]) AS w(term, weight)
-JOIN postings p ON p.bank_id = $1 AND p.term = w.term
+CROSS JOIN LATERAL (
+    SELECT fact_id, tf, doc_len FROM postings WHERE bank_id = $1 AND term = w.term OFFSET 0
+) p
 GROUP BY p.fact_id
 ORDER BY score DESC, p.fact_id
 LIMIT $7"""
@@ -149,12 +156,19 @@ LIMIT $7"""
 # Candidates from the rare terms ($8) only; every query term is then looked up per candidate.
 _RARE_CANDIDATES = f"""
 WITH candidates AS MATERIALIZED (
-    SELECT DISTINCT fact_id FROM postings WHERE bank_id = $1 AND term = ANY($8::text[])
+    SELECT DISTINCT p.fact_id
+    FROM unnest($8::text[]) AS r(term)
+    CROSS JOIN LATERAL (
+        SELECT fact_id FROM postings WHERE bank_id = $1 AND term = r.term OFFSET 0
+    ) p
 )
 SELECT p.fact_id, {_SCORE} AS score, count(*) AS matched
 FROM candidates c
 CROSS JOIN unnest($2::text[], $3::float8[]) AS w(term, weight)
-JOIN postings p ON p.bank_id = $1 AND p.term = w.term AND p.fact_id = c.fact_id
+CROSS JOIN LATERAL (
+    SELECT fact_id, tf, doc_len FROM postings
+    WHERE bank_id = $1 AND term = w.term AND fact_id = c.fact_id OFFSET 0
+) p
 GROUP BY p.fact_id
 ORDER BY score DESC, p.fact_id
 LIMIT $7"""
