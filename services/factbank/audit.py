@@ -34,20 +34,23 @@ class Actor:
 OPERATOR = Actor()
 
 
-def _canonical(row: Mapping[str, Any]) -> bytes:
+def _body(row: Mapping[str, Any]) -> dict[str, Any]:
+    """What a record's hash covers (with the previous hash): everything but id and hashes."""
     detail = row["detail"]
-    if isinstance(detail, str):
-        detail = json.loads(detail)
-    body = {
+    return {
         "at": row["at"].astimezone(UTC).isoformat(),
         "bank_id": row["bank_id"],
         "member_id": row["member_id"],
         "token_id": row["token_id"],
         "action": row["action"],
         "target": row["target"],
-        "detail": detail,
+        "detail": json.loads(detail) if isinstance(detail, str) else detail,
     }
-    return json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _canonical(row: Mapping[str, Any]) -> bytes:
+    text = json.dumps(_body(row), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return text.encode()
 
 
 def chain_hash(prev_hash: bytes, row: Mapping[str, Any]) -> bytes:
@@ -136,16 +139,9 @@ async def verify(conn: asyncpg.Connection, bank_id: int | None = None) -> list[P
 
 
 def export_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    detail = row["detail"]
     return {
         "id": row["id"],
-        "at": row["at"].astimezone(UTC).isoformat(),
-        "bank_id": row["bank_id"],
-        "member_id": row["member_id"],
-        "token_id": row["token_id"],
-        "action": row["action"],
-        "target": row["target"],
-        "detail": json.loads(detail) if isinstance(detail, str) else detail,
+        **_body(row),
         "prev_hash": bytes(row["prev_hash"]).hex(),
         "hash": bytes(row["hash"]).hex(),
     }
