@@ -446,35 +446,48 @@ def percentiles(values: list[float]) -> list[float]:
     return [round(float(v), 4) for v in np.percentile(values, PERCENTILES)]
 
 
-def _max_floor(items: list[tuple[float, float]], budget: float = MAX_R5_DROP) -> float:
-    """Highest floor whose dropped items (score < floor) weigh at most `budget`."""
-    spent = 0.0
-    for score, weight in sorted(items):
-        if spent + weight > budget + 1e-12:
-            return score
-        spent += weight
-    return math.inf
+def _loss(queries: list[tuple[float, list[tuple[float, float]]]], gate: float,
+          drop: float) -> float:
+    """R@5 lost to the gate: every gold of a query whose best hit is below `gate`, and the
+    golds below `gate - drop` (the companion floor) of the queries that pass."""
+    return sum(w for top, golds in queries for x, w in golds
+               if top < gate or x < gate - drop)
 
 
-def calibrate(gold: dict[str, list[tuple[float, str, float]]],
-              am_gold: list[tuple[float, float]]) -> dict[str, float]:
-    """The floor (center) and the offsets, each the tightest within its budget.
+def _max_gate(queries, drop: float, budget: float = MAX_R5_DROP) -> float:
+    """Highest gate whose loss is at most `budget` (the loss only grows with the gate)."""
+    lo, hi = -1.0, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if _loss(queries, mid, drop) <= budget + 1e-12 else (lo, mid)
+    return lo
 
-    `gold[set]` lists every relevant fact found in the fused top 5 of a dev set, as
-    (confidence with all offsets at zero, its language pair, its R@5 weight); `am_gold` the
-    same for the agent-memory set (all tagged). Dropping facts below a floor only removes
-    such gold facts, so a set's R@5 loss is the weight of those under the floor.
 
-    center: the highest floor costing <= 2 points on each same-language (zh>zh) set.
+def _shifted(queries, pair: str, offset: float):
+    """The queries of a calibration set with `offset` added to the facts of `pair`."""
+    return [(top + (offset if tp == pair else 0.0),
+             [(x + (offset if p == pair else 0.0), w) for x, p, w in golds])
+            for top, tp, golds in queries]
+
+
+def calibrate(gold: dict[str, list], am_gold: list, drop: float) -> dict[str, float]:
+    """The gate (center) and the offsets, each the tightest within its budget.
+
+    `gold[set]` has one entry per answerable query of a dev set: (confidence of its best hit,
+    that hit's language pair, [(confidence, pair, R@5 weight) of each gold in the top 5]),
+    all with the offsets at zero. `am_gold` is the same for the agent-memory set (all
+    tagged, so one offset moves everything): (best, [(confidence, weight)]).
+
+    center: the highest gate costing <= 2 points on each same-language (zh>zh) set.
     offset(pair): the smallest offset (negative if the pair's answers score higher than the
-    zh>zh ones) that, added to that pair's facts, keeps each of the pair's sets within 2
-    points at that center. Queries labelled mixed in those sets keep
-    offset 0 (as fuse() treats them), so they are paid for out of the same budget.
-    offset_tagged: center minus the highest floor costing the agent-memory set at most
-    AM_MAX_R5_DROP.
+    zh>zh ones) that keeps each of the pair's sets within 2 points at that gate. Queries
+    labelled mixed keep offset 0 (as fuse() treats them), paid from the same budget.
+    offset_tagged: the gate minus the highest gate costing agent-memory AM_MAX_R5_DROP as
+    injected (no companions: agent facts are saved with tags, and what a prompt is given
+    unasked must clear the gate fact by fact).
     """
     same = [n for n in gold if SET_PAIR.get(n) == "zh>zh"]
-    center = min(_max_floor([(x, w) for x, _, w in gold[n]]) for n in same)
+    center = min(_max_gate(_shifted(gold[n], "", 0.0), drop) for n in same)
     out = {"center": center}
     for pair in ("zh>en", "en>zh", "en>en"):
         names = [n for n in gold if SET_PAIR.get(n) == pair]
@@ -483,15 +496,12 @@ def calibrate(gold: dict[str, list[tuple[float, str, float]]],
         lo, hi = -0.5, 0.5
         for _ in range(50):
             mid = (lo + hi) / 2
-            ok = all(
-                sum(w for x, p, w in gold[n] if x + (mid if p == pair else 0.0) < center)
-                <= MAX_R5_DROP + 1e-12
-                for n in names
-            )
+            ok = all(_loss(_shifted(gold[n], pair, mid), center, drop) <= MAX_R5_DROP + 1e-12
+                     for n in names)
             lo, hi = (lo, mid) if ok else (mid, hi)
         out[f"offset_{pair.replace('>', '_')}"] = hi
-    if am_gold:
-        out["offset_tagged"] = center - _max_floor(am_gold, AM_MAX_R5_DROP)
+    if am_gold:  # as injected: every fact must clear the gate itself (drop 0)
+        out["offset_tagged"] = center - _max_gate(am_gold, 0.0, AM_MAX_R5_DROP)
     return out
 
 
@@ -525,7 +535,7 @@ def pair_label(query_lang: str, doc_lang: str) -> str:
 
 def agent_memory_report(am: AgentMemory, corpus: Corpus, runs: list[QueryRun], params) -> dict:
     """R@5 / MRR@10 per kind, without and with the floor, and the refusal rate."""
-    from factbank.fusion import relevance
+    from factbank.fusion import apply_floor, relevance
 
     out: dict = {"kinds": {}, "gold_relevance": [], "refusal_top1": []}
     floor = params.floor
@@ -538,22 +548,25 @@ def agent_memory_report(am: AgentMemory, corpus: Corpus, runs: list[QueryRun], p
             out["refusal_top1"].append(top)
             continue
         ranked = [f for f, _ in rel]
-        kept = [f for f, r in rel if r >= floor]
+        kept = [f for f, _ in apply_floor(rel, params, companions=False)]
+        searched = [f for f, _ in apply_floor(rel, params)]
         dense = redirect([(h.fact_id, h.score) for h in run.dense], am.successor)
         lexical = redirect([(h.fact_id, h.score) for h in run.lexical], am.successor)
         for key in (kind, "all"):
-            row = rows.setdefault(key, {"rels": [], "fused": [], "floor": [], "dense": [],
-                                        "lexical": []})
+            row = rows.setdefault(key, {"rels": [], "fused": [], "floor": [], "search": [],
+                                        "dense": [], "lexical": []})
             row["rels"].append(ans)
             row["fused"].append(ranked)
             row["floor"].append(kept)
+            row["search"].append(searched)
             row["dense"].append([f for f, _ in dense])
             row["lexical"].append([f for f, _ in lexical])
         out["gold_relevance"] += [r for f, r in rel[:5] if f in ans]
     for key, row in rows.items():
         out["kinds"][key] = {
             "queries": len(row["rels"]),
-            **{m: metrics(row[m], row["rels"]) for m in ("lexical", "dense", "fused", "floor")},
+            **{m: metrics(row[m], row["rels"])
+               for m in ("lexical", "dense", "fused", "floor", "search")},
         }
     tops = out["refusal_top1"]
     out["refused"] = sum(t < floor for t in tops) / max(len(tops), 1)
@@ -561,21 +574,24 @@ def agent_memory_report(am: AgentMemory, corpus: Corpus, runs: list[QueryRun], p
 
 
 def am_calibration_items(am: AgentMemory, corpus: Corpus, runs: list[QueryRun], params
-                         ) -> list[tuple[float, float]]:
-    """(confidence with offsets at zero, R@5 weight) of each answerable gold in the top 5."""
+                         ) -> list[tuple[float, list[tuple[float, float]]]]:
+    """Per answerable query: (confidence of its best hit, [(confidence, R@5 weight) of each
+    gold in the top 5]), offsets at zero."""
     zero = _zero(params)
     answerable = [(r, a) for r, a, k in zip(runs, am.answers, am.kinds, strict=True)
                   if k != "refusal"]
     items = []
     for run, ans in answerable:
         scored = redirect(fused_raw(run, corpus, zero), am.successor)
-        items += [(x, 1.0 / len(ans) / len(answerable)) for f, x in scored[:5] if f in ans]
+        if scored:
+            golds = [(x, 1.0 / len(ans) / len(answerable)) for f, x in scored[:5] if f in ans]
+            items.append((scored[0][1], golds))
     return items
 
 
 def six_fact_report(bg, params) -> list[dict]:
     """The issue's six-fact bank: what each query gets above the floor."""
-    from factbank.fusion import relevance, tagged_text
+    from factbank.fusion import apply_floor, relevance, tagged_text
 
     texts = [tagged_text(c, t) for c, t in SIX_FACTS]
     corpus = index_corpus([str(i) for i in range(len(texts))], texts,
@@ -585,8 +601,9 @@ def six_fact_report(bg, params) -> list[dict]:
     out = []
     for run, (query, want) in zip(runs, SIX_QUERIES, strict=True):
         scored = [(f, relevance(x, params)) for f, x in fused_raw(run, corpus, params)]
-        kept = [(f, round(r, 3)) for f, r in scored if r >= params.floor]
-        out.append({"query": query, "want": list(want), "kept": kept,
+        kept = [(f, round(r, 3)) for f, r in apply_floor(scored, params, companions=False)]
+        searched = [(f, round(r, 3)) for f, r in apply_floor(scored, params)]
+        out.append({"query": query, "want": list(want), "kept": kept, "search": searched,
                     "top": [(f, round(r, 3)) for f, r in scored[:3]],
                     "ok": [f for f, _ in kept] == list(want)})
     return out
@@ -647,8 +664,10 @@ def sweep(data: Path, params=None) -> dict:
         }
         row["floor_r5_drop"] = row["fused"]["R@5"] - row["fused+floor"]["R@5"]
         row["fallback+floor"] = metrics(
-            [[f for f, x in fused_raw(dataclasses.replace(r, background=None), corpus, params)
-              if relevance(x, params) >= params.floor] for r in runs], rels)
+            [[f for f, _ in apply_floor(
+                [(f, relevance(x, params)) for f, x in
+                 fused_raw(dataclasses.replace(r, background=None), corpus, params)], params)]
+             for r in runs], rels)
         for r in runs:
             for (lang, tagged), mean in r.background.means.items():
                 kind = "tagged" if tagged else pair_label(r.query_lang, lang)
@@ -657,11 +676,15 @@ def sweep(data: Path, params=None) -> dict:
         report["sets"][name] = row
         if name not in SET_PAIR:
             continue
-        calib_rows[name] = [
-            (score, pair_label(r.query_lang, corpus.langs[f]), 1.0 / len(rel) / len(runs))
-            for r, rel in zip(runs, rels, strict=True)
-            for f, score in fused_raw(r, corpus, zero)[:5] if f in rel
-        ]
+        calib_rows[name] = []
+        for r, rel in zip(runs, rels, strict=True):
+            scored = fused_raw(r, corpus, zero)
+            if not scored:
+                continue
+            pairs = {f: pair_label(r.query_lang, corpus.langs[f]) for f, _ in scored[:5]}
+            calib_rows[name].append((
+                scored[0][1], pairs[scored[0][0]],
+                [(x, pairs[f], 1.0 / len(rel) / len(runs)) for f, x in scored[:5] if f in rel]))
         gold_relevance[name] = [
             relevance(x, params) for raw, rel in zip(raws, rels, strict=True)
             for f, x in raw[:5] if f in rel
@@ -697,7 +720,8 @@ def sweep(data: Path, params=None) -> dict:
             "top1_relevance_pct": percentiles(tops)}
         refused_top.setdefault(pair, []).extend(tops)
 
-    report["calibration"] = {k: round(v, 5) for k, v in calibrate(calib_rows, am_items).items()}
+    calibrated = calibrate(calib_rows, am_items, params.companion_drop)
+    report["calibration"] = {k: round(v, 5) for k, v in calibrated.items()}
     report["background_means"] = {k: round(float(np.median(v)), 4) for k, v in bg_means.items()}
     for name, vals in gold_relevance.items():
         report["distributions"][f"answerable gold in top 5: {name}"] = percentiles(vals)
@@ -730,16 +754,17 @@ def format_report(report: dict) -> str:
                      f"refused={row['refused']:.3f} (no-bg {row['refused_fallback']:.3f})")
     amr = report["agent_memory"]
     lines += ["", "agent-memory as one bank (180 tagged facts): R@5 / MRR@10 "
-              "(lexical, dense, fused, fused+floor)", ""]
+              "(lexical, dense, fused, as injected: every fact clears the gate, "
+              "search: the gate and its companions)", ""]
     for kind, row in amr["kinds"].items():
         cells = " ".join(f"{row[m]['R@5']:.3f}/{row[m]['MRR@10']:.3f}"
-                         for m in ("lexical", "dense", "fused", "floor"))
+                         for m in ("lexical", "dense", "fused", "floor", "search"))
         lines.append(f"{kind:14s} n={row['queries']:3d} {cells}")
     lines.append(f"refusal queries given nothing: {amr['refused']:.3f}")
-    lines += ["", "six-fact bank: facts above the floor (index, relevance)", ""]
+    lines += ["", "six-fact bank: facts injected (index, relevance); search adds companions", ""]
     for row in report["six_facts"]:
         lines.append(f"{'ok  ' if row['ok'] else 'FAIL'} {row['query']:40s} want {row['want']} "
-                     f"got {row['kept']}  top {row['top']}")
+                     f"got {row['kept']}  search {row['search']}  top {row['top']}")
     lines += ["", f"Relevance percentiles {list(PERCENTILES)} (floor "
               f"{report['params']['floor']})", ""]
     for key, vals in report["distributions"].items():

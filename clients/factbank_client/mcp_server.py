@@ -79,9 +79,10 @@ SEARCH_DESCRIPTION = """\
 Search the shared memory (every bank you can read) before assuming anything about this user, \
 machine, team or project: which tool or package manager, which host or port, how to build, \
 test or deploy, why something was decided, what an error means. Ask in natural language, in \
-Chinese or English. Results show `#id`, bank, trust and the source; a result reached through \
-an outdated fact says so and shows the current one. An empty answer means nothing relevant \
-is stored - proceed normally, and `add` what you then learn.\
+Chinese or English. Results show `#id`, bank, trust, match and the source: a match of 0.50 \
+or more is a confident one; lower matches are weaker candidates shown with a confident one. \
+A result reached through an outdated fact says so and shows the current one. An empty answer \
+means nothing relevant is stored - proceed normally, and `add` what you then learn.\
 """
 
 GET_DESCRIPTION = """\
@@ -162,11 +163,12 @@ def _fail(exc: FactbankError) -> ToolError:
     return ToolError(str(exc))
 
 
-def _fact_line(fact: dict, bank: str | None = None) -> str:
+def _fact_line(fact: dict, bank: str | None = None, match: float | None = None) -> str:
     src = fact.get("source") or {}
     where = f"{src.get('kind', '?')} {src.get('location') or ''}".strip()
     label = f"{bank}, " if bank else ""
     flags = " tentative" if fact.get("tentative") else ""
+    flags += f", match {match:.2f}" if match is not None else ""
     status = "" if fact.get("status") == "active" else f" {fact.get('status')}"
     return (f"#{fact['id']} [{label}trust {fact.get('effective_trust', fact.get('trust', 0)):.2f}"
             f"{status}{flags}] {fact['content']} (source: {where}; "
@@ -249,7 +251,7 @@ def build_server(client_for: ClientFor, *, local_files: bool,
             raise _fail(exc) from None
         lines = []
         for r in data["results"]:
-            lines.append(_fact_line(r["fact"], r["bank"]))
+            lines.append(_fact_line(r["fact"], r["bank"], r.get("relevance")))
             if r.get("via"):
                 lines.append(f"    (found via outdated #{r['via']['superseded']}, replaced "
                              f"because: {r['via'].get('reason') or '-'})")

@@ -126,8 +126,15 @@ async def prompt_block(
     min_version: int | None = None,
     share: int = 1,
 ) -> Block:
+    # Injected unasked, so every fact must clear the gate itself (no companions).
     result = await search(
-        r, bank_id, prompt, project=project, limit=PROMPT_TOP * 3, min_version=min_version
+        r,
+        bank_id,
+        prompt,
+        project=project,
+        limit=PROMPT_TOP * 3,
+        min_version=min_version,
+        companions=False,
     )
     seen = await r.cache.seen(bank_id, session_id)
     hits = [h for h in result.results if _injectable(h.fact) and h.fact.id not in seen]

@@ -162,6 +162,7 @@ async def search(
     category: str | None = None,
     use_floor: bool = True,
     min_version: int | None = None,
+    companions: bool = True,
 ) -> SearchResult:
     tokens = tokenize(query)
     degraded = None
@@ -174,7 +175,7 @@ async def search(
     async with pool.acquire() as conn:
         version = await conn.fetchval("SELECT version FROM banks WHERE id = $1", bank_id)
         key = f"r:{bank_id}:{version}:" + cache_mod.digest(
-            query, project, limit, mode, category, use_floor
+            query, project, limit, mode, category, use_floor, companions
         )
         cached = await r.cache.get("result", key)
         if cached is not None:
@@ -203,14 +204,21 @@ async def search(
             background=background,
             doc_tagged={i: bool(row["tags"]) for i, row in rows.items()},
         )
-        floor = fusion.floor_for(language(query)) if use_floor else float("-inf")
+        # The gate: the best eligible hit must reach the floor, or nothing is returned; the
+        # hits after it need only the companion floor (fusion.py, "Gate and companions"),
+        # unless the caller injects them unasked (`companions=False`).
+        gate = fusion.floor_for(language(query)) if use_floor else float("-inf")
+        # Companions were calibrated on fused scores: with the lexical leg alone (embedder
+        # down) every hit must clear the gate.
+        after_gate = fusion.companion_floor() if use_floor and companions and dense else gate
+        passed = False
         lex_score = {f: s for f, s, _ in lexical}
         dense_score = dict(dense)
         now = datetime.now(UTC)
         best: dict[int, Hit] = {}
         below = 0
         for fact_id, relevance in fused:
-            if relevance < floor:
+            if relevance < (after_gate if passed else gate):
                 below += 1
                 continue
             row = rows.get(fact_id)
@@ -225,6 +233,7 @@ async def search(
                 row = current
             if row["status"] == "deleted" or (category and row["category"] != category):
                 continue
+            passed = True
             eff = facts.effective_trust(row, now)
             boost = PROJECT_BOOST if project and row["project"] == project else 1.0
             hit = Hit(

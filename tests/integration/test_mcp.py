@@ -159,7 +159,7 @@ async def test_stdio_search_and_categories(env: Env):
 async def _search_and_categories(stdio: Client) -> None:
     fid = fact_id(await call(stdio, "add", **PNPM))
     out = await call(stdio, "search", query="does the team use pnpm or npm")
-    assert f"#{fid} [personal" in out and "trust 0.90" in out
+    assert f"#{fid} [personal" in out and "trust 0.90" in out and ", match 1.00]" in out
     out = await call(stdio, "search", query="qqq zzz xxyyzz")
     assert out.startswith("No stored fact matches") or "#" in out
 

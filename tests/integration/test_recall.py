@@ -98,6 +98,26 @@ async def test_no_answer_returns_nothing(stack, two_banks):
         assert (await inject(stack, alpha.ro, "prompt", prompt=query))["text"] == ""
 
 
+async def test_the_gate_decides_and_companions_come_only_with_search(stack, two_banks, monkeypatch):
+    """With the companion floor at 0, a search whose best hit clears the gate returns every
+    candidate after it; the prompt injection still shows only facts that clear the gate
+    themselves; a query whose best hit is under the gate gets nothing from either."""
+    from factbank import fusion
+
+    alpha, _ = two_banks
+    ids = await fill(stack, alpha.rw)
+    monkeypatch.setattr(fusion, "companion_floor", lambda params=fusion.DEFAULT: 0.0)
+    res = await search(stack, alpha.ro, "E0502 是什么错误", limit=10)
+    assert res["results"][0]["fact"]["id"] == ids[3]
+    assert len(res["results"]) > 1
+    assert min(h["relevance"] for h in res["results"]) < fusion.floor_for("zh")
+    gated = [h["fact"]["id"] for h in res["results"] if h["relevance"] >= fusion.floor_for("zh")]
+    block = await inject(stack, alpha.ro, "prompt", prompt="E0502 是什么错误")
+    assert block["facts"] == gated and len(gated) < len(res["results"])
+    for query in ["What is the capital of Mongolia?", "巴黎的天气怎么样"]:
+        assert (await search(stack, alpha.ro, query, limit=10))["results"] == []
+
+
 async def test_category_names_never_match(stack, two_banks):
     alpha, _ = two_banks
     await fill(stack, alpha.rw)

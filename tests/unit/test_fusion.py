@@ -20,6 +20,7 @@ from factbank.fusion import (
     LegHit,
     apply_floor,
     background_texts,
+    companion_floor,
     floor_for,
     fuse,
     language_pair,
@@ -250,7 +251,9 @@ def test_empty_legs():
 def test_without_dense_only_a_near_complete_lexical_match_clears_the_floor():
     only_lex = fuse(lexical((4, 9.0, 3), (5, 2.0, 1)), [], query_terms=3, query_lang="en",
                     doc_lang={4: "en", 5: "en"})
-    assert ids(apply_floor(only_lex)) == [4]
+    # The recall service takes no companions without a dense leg (search.py): each lexical
+    # hit must clear the gate itself.
+    assert ids(apply_floor(only_lex, companions=False)) == [4]
 
 
 # --- the floor ----------------------------------------------------------------------------
@@ -273,10 +276,26 @@ def test_relevance_is_a_probability_like_scale_centred_on_the_floor():
     assert relevance(DEFAULT.center) == 0.5
     assert 0.0 <= relevance(-1.0) < relevance(0.05) < relevance(0.12) <= 1.0
     stricter = dataclasses.replace(DEFAULT, floor=0.9)
-    fused = [(1, 0.95), (2, 0.6)]
-    assert ids(apply_floor(fused)) == [1, 2]
-    assert ids(apply_floor(fused, stricter)) == [1]
+    fused = [(1, 0.95), (2, 0.6), (3, 0.4)]
+    assert ids(apply_floor(fused, companions=False)) == [1, 2]
+    assert ids(apply_floor(fused, stricter, companions=False)) == [1]
+    assert ids(apply_floor([(2, 0.6), (3, 0.4)], stricter)) == []  # the gate moved up too
     assert floor_for("zh") == floor_for("en") == DEFAULT.floor
+
+
+def test_the_gate_decides_for_the_query_and_companions_follow_it():
+    low = companion_floor()
+    gate = floor_for("zh")
+    assert relevance(DEFAULT.center - DEFAULT.companion_drop) == pytest.approx(low)
+    assert 0.0 < low < gate
+    between = (low + gate) / 2
+    # The best hit clears the gate: hits down to the companion floor come with it.
+    assert ids(apply_floor([(1, 0.97), (2, between), (3, low / 2)])) == [1, 2]
+    # Injected unasked: every hit must clear the gate itself.
+    assert ids(apply_floor([(1, 0.97), (2, between)], companions=False)) == [1]
+    # No hit clears the gate: nothing, however many sit just under it.
+    assert apply_floor([(1, gate - 1e-9), (2, between), (3, between)]) == []
+    assert apply_floor([]) == []
 
 
 def test_ordering_is_deterministic_and_ties_break_by_id():
