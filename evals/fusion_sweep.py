@@ -487,7 +487,7 @@ def calibrate(gold: dict[str, list], am_gold: list, drop: float) -> dict[str, fl
     unasked must clear the gate fact by fact).
     """
     same = [n for n in gold if SET_PAIR.get(n) == "zh>zh"]
-    center = min(_max_gate(_shifted(gold[n], "", 0.0), drop) for n in same)
+    center = min(_max_gate(_shifted(gold[n], "", 0.0), drop, MAX_R5_DROP) for n in same)
     out = {"center": center}
     for pair in ("zh>en", "en>zh", "en>en"):
         names = [n for n in gold if SET_PAIR.get(n) == pair]
