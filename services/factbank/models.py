@@ -75,7 +75,7 @@ class Via(msgspec.Struct, kw_only=True):
 class Hit(msgspec.Struct, kw_only=True):
     fact: Fact
     score: float  # relevance x (0.5 + effective trust) x project boost: the ranking
-    relevance: float  # fused relevance, comparable across queries: the floor applies to it
+    relevance: float  # fused relevance, comparable across queries: the gate applies to it
     lexical: float | None = None  # BM25 score, when the lexical leg found it
     dense: float | None = None  # cosine similarity, when the dense leg found it
     via: Via | None = None
@@ -85,7 +85,7 @@ class Hit(msgspec.Struct, kw_only=True):
 class SearchResult(msgspec.Struct, kw_only=True):
     results: list[Hit]
     degraded: str | None = None  # set when a leg is unavailable (e.g. no embedder)
-    below_floor: int = 0  # candidates refused by the floor
+    below_floor: int = 0  # candidates refused by the gate or under the companion floor
     cached: bool = False
 
 
@@ -95,7 +95,7 @@ class SearchQuery(Strict):
     limit: Annotated[int, msgspec.Meta(ge=1, le=50)] = 5
     mode: Literal["hybrid", "lexical", "dense"] = "hybrid"
     category: str | None = None
-    floor: bool = True  # false also returns matches below the floor (evals calibrate it)
+    floor: bool = True  # false: no gate, every match ranked (evals calibrate the gate)
 
 
 class InjectRequest(Strict):

@@ -34,8 +34,10 @@ def min_version(request: Request) -> int | None:
     opt={"example": {"query": "which port does the API listen on?"}},
 )
 async def search_facts(request: Request, data: JSONBody[SearchQuery]) -> SearchResult:
-    """Hybrid search of this bank. Returns nothing rather than noise: below the floor, no
-    result. A superseded match comes back as its current successor, with `via` saying why."""
+    """Hybrid search of this bank. Returns nothing rather than noise: unless the best match
+    clears the recall gate (relevance 0.5), no result; after one that does, weaker related
+    matches follow (relevance under 0.5). A superseded match comes back as its current
+    successor, with `via` saying why."""
     return await search(
         recall_of(request),
         request.user.bank_id,
