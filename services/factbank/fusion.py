@@ -165,6 +165,11 @@ agent-memory bank at 5 points of its R@5):
       corpora, so they flatter). Alone it refuses almost nothing. Not adopted: it needs a
       second forward pass per fact and per query (ingest and cold recall +15-25 ms each, plus
       a sparsevec column) for a gain that leaves every hard pair far from 90%.
+    a logistic combination of confidence, margin to the second hit, lexical coverage, raw
+      cosine, background mean and query length, fitted and scored on these same sets (so
+      optimistic): cmrc>xquad-zh 0.95, xquad-zh>cmrc 0.72, cmrc>xquad-en 0.34, xquad-en>cmrc
+      0.96. Most of it is the margin (confidence + margin alone: 0.83 / 0.54), which depends
+      on the bank's size (see "chosen + margin" above); not adopted.
 (That exploration put mixed-language facts on the average of the two means; the max, kept,
 is what keeps xquad-r-zh2zh fused R@5 at 0.945 >= dense 0.940 instead of 0.937.)
 
