@@ -524,12 +524,19 @@ def companion_floor(params: FusionParams = DEFAULT) -> float:
     return relevance(gate - params.companion_drop, params)
 
 
+def thresholds(companions: bool = True, params: FusionParams = DEFAULT) -> tuple[float, float]:
+    """(gate, after): the relevance a query's best hit must reach, and what the hits after it
+    need: the companion floor, or with `companions=False` (what is injected unasked) the gate
+    itself. `apply_floor` and the recall service both read them here."""
+    return params.floor, (companion_floor(params) if companions else params.floor)
+
+
 def apply_floor(fused: Sequence[tuple[int, float]], params: FusionParams = DEFAULT,
                 *, companions: bool = True) -> list[tuple[int, float]]:
     """Nothing when the best hit is below the gate (principle 5: nothing rather than noise);
     otherwise the hits at or above the companion floor, or with `companions=False` (what is
     injected unasked) only the hits that clear the gate themselves. `fused` is best first."""
-    if not fused or fused[0][1] < params.floor:
+    gate, after = thresholds(companions, params)
+    if not fused or fused[0][1] < gate:
         return []
-    low = companion_floor(params) if companions else params.floor
-    return [(fid, rel) for fid, rel in fused if rel >= low]
+    return [(fid, rel) for fid, rel in fused if rel >= after]

@@ -204,13 +204,15 @@ async def search(
             background=background,
             doc_tagged={i: bool(row["tags"]) for i, row in rows.items()},
         )
-        # The gate: the best eligible hit must reach the floor, or nothing is returned; the
-        # hits after it need only the companion floor (fusion.py, "Gate and companions"),
-        # unless the caller injects them unasked (`companions=False`).
-        gate = fusion.floor_for(language(query)) if use_floor else float("-inf")
-        # Companions were calibrated on fused scores: with the lexical leg alone (embedder
-        # down) every hit must clear the gate.
-        after_gate = fusion.companion_floor() if use_floor and companions and dense else gate
+        # The gate: the best eligible hit must reach it, or nothing is returned; the hits
+        # after it need only the companion floor (fusion.py, "Gate and companions"), unless
+        # the caller injects them unasked (`companions=False`). Companions were calibrated on
+        # fused scores: with the lexical leg alone (embedder down) every hit clears the gate.
+        gate, after_gate = (
+            fusion.thresholds(companions and bool(dense))
+            if use_floor
+            else (float("-inf"), float("-inf"))
+        )
         passed = False
         lex_score = {f: s for f, s, _ in lexical}
         dense_score = dict(dense)
