@@ -254,15 +254,8 @@ async def _fill(
                     records=posting_rows,
                     columns=["bank_id", "term", "fact_id", "tf", "doc_len"],
                 )
-                df = Counter(row[1] for row in posting_rows)
-                terms = sorted(df)
-                await conn.execute(
-                    "INSERT INTO term_df (bank_id, term, df) "
-                    "SELECT $1, t, n FROM unnest($2::text[], $3::int[]) AS x(t, n) "
-                    "ON CONFLICT (bank_id, term) DO UPDATE SET df = term_df.df + excluded.df",
-                    bank_id,
-                    terms,
-                    [df[t] for t in terms],
+                await lexicon.add_document_frequencies(
+                    conn, bank_id, Counter(row[1] for row in posting_rows)
                 )
                 await conn.execute(
                     "UPDATE banks SET doc_count = doc_count + $2, total_len = total_len + $3, "

@@ -8,7 +8,7 @@ the cost of a query grows with those postings, not with the size of the bank.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import asyncpg
 
@@ -39,16 +39,27 @@ async def index_fact(conn: asyncpg.Connection, bank_id: int, fact_id: int, text:
             "VALUES ($1, $2, $3, $4, $5)",
             [(bank_id, term, fact_id, counts[term], len(tokens)) for term in terms],
         )
-        await conn.execute(
-            "INSERT INTO term_df (bank_id, term, df) SELECT $1, t, 1 FROM unnest($2::text[]) t "
-            "ON CONFLICT (bank_id, term) DO UPDATE SET df = term_df.df + 1",
-            bank_id,
-            terms,
-        )
+        await add_document_frequencies(conn, bank_id, dict.fromkeys(terms, 1))
     await conn.execute(
         "UPDATE facts SET doc_len = $2, indexed = true WHERE id = $1", fact_id, len(tokens)
     )
     return len(tokens)
+
+
+async def add_document_frequencies(
+    conn: asyncpg.Connection, bank_id: int, df: Mapping[str, int]
+) -> None:
+    """Add `df[term]` newly indexed facts to each term's document frequency, locking the
+    `term_df` rows in sorted order (see `index_fact`). Bulk loaders call it once per batch."""
+    terms = sorted(df)
+    await conn.execute(
+        "INSERT INTO term_df (bank_id, term, df) "
+        "SELECT $1, t, n FROM unnest($2::text[], $3::int[]) AS x(t, n) "
+        "ON CONFLICT (bank_id, term) DO UPDATE SET df = term_df.df + excluded.df",
+        bank_id,
+        terms,
+        [df[t] for t in terms],
+    )
 
 
 async def unindex_fact(conn: asyncpg.Connection, bank_id: int, fact_id: int) -> None:
