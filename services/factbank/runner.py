@@ -82,13 +82,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@contextlib.contextmanager
-def serve_in_thread(settings: Settings, dsn: str) -> Iterator[dict[str, str]]:
+def serve_in_thread(
+    settings: Settings, dsn: str
+) -> contextlib.AbstractContextManager[dict[str, str]]:
     """Both services on free loopback ports until the block ends; yields their base URLs by
     name ("ingest", "recall"). For tests and evals that need the real services in-process."""
-    apps = {name: _app(name, settings, dsn) for name in ("ingest", "recall")}
-    with serve_apps_in_thread(apps) as urls:
-        yield urls
+    return serve_apps_in_thread({name: _app(name, settings, dsn) for name in ("ingest", "recall")})
 
 
 @contextlib.contextmanager
