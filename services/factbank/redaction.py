@@ -60,6 +60,7 @@ import base64
 import math
 import re
 import string
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from itertools import pairwise
@@ -90,8 +91,10 @@ from detect_secrets.plugins.square_oauth import SquareOAuthDetector
 from detect_secrets.plugins.stripe import StripeDetector
 from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
+from kingfisher_sdk import Rules as _KingfisherRules
+from kingfisher_sdk import Scanner as _KingfisherScanner
 
-__all__ = ["PLUGINS", "Finding", "redact_fields", "redact_text"]
+__all__ = ["PLUGINS", "Finding", "redact_fields", "redact_text", "warm_up"]
 
 
 @dataclass(frozen=True)
@@ -149,7 +152,40 @@ PLUGINS: tuple[str, ...] = tuple(
 )
 
 # Lower number wins when two detections overlap (the union is redacted under that kind).
-_GENERIC_PRIORITY = {"url_password": 1, "bearer_token": 1, "assignment": 2, "high_entropy": 3}
+# Kingfisher's provider rules (``kf_*``) rank after our own kinds, so a span both find keeps
+# the kind it always had, and before the bare entropy rule, which says less.
+_GENERIC_PRIORITY = {"url_password": 1, "bearer_token": 1, "assignment": 2, "high_entropy": 4}
+_SCANNER_PRIORITY = 3
+
+# --- Kingfisher (MongoDB, maintained): ~460 provider rules (the Betterleaks/gitleaks catalog
+# plus Google's Veles) compiled into one Vectorscan database, scanned in-process in Rust. ----
+
+_scanner_lock = threading.Lock()
+_scanner_rules: _KingfisherRules | None = None
+_scanner_local = threading.local()
+
+
+def warm_up() -> None:
+    """Compile the scanner's rules now (about 6 s the first time on a machine, under 1 s
+    from its on-disk cache later) instead of on the first write."""
+    _scanner()
+
+
+def _scanner() -> _KingfisherScanner:
+    """One scanner per thread over one shared, compiled rule set."""
+    global _scanner_rules
+    scanner = getattr(_scanner_local, "scanner", None)
+    if scanner is None:
+        with _scanner_lock:
+            if _scanner_rules is None:
+                _scanner_rules = _KingfisherRules(confidence="low")
+            rules = _scanner_rules
+        # base64=False: decoding every base64-looking run costs time on every write and finds
+        # secrets inside blobs that the entropy rule redacts whole anyway.
+        scanner = _KingfisherScanner(rules, base64=False)
+        _scanner_local.scanner = scanner
+    return scanner
+
 
 # --- additions: specific token shapes detect-secrets 1.5 does not know ----------------------
 
@@ -171,6 +207,11 @@ _EXTRA_TOKENS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(?<![A-Za-z0-9])NRAK-[A-Z0-9]{27}"), "newrelic_key"),
     (re.compile(r"(?<![A-Za-z0-9])lin_api_[A-Za-z0-9]{40}"), "linear_key"),
     (re.compile(r"AGE-SECRET-KEY-1[0-9A-Z]{58}"), "age_secret_key"),
+    # Azure AD (Entra) client secrets: three characters, a digit, ``Q~``, 31-34 more.
+    (
+        re.compile(r"(?<![\w~.\-])[\w~.]{3}\dQ~[\w~.\-]{31,34}(?![\w~.\-])"),
+        "azure_ad_client_secret",
+    ),
     # URL paths are exempt from the entropy rule (a URL is often the fact's source), so URLs
     # whose path *is* the credential are listed here (Slack's is a detect-secrets plugin).
     (
@@ -229,7 +270,8 @@ _NAME_AFTER = re.compile(r"[\"'`]\s*[!=]==?\s*([A-Za-z0-9_.\-]+)")
 # "the password is hunter2", "api key was ..."; needs a secret-shaped value.
 _PROSE = re.compile(
     r"(?<![A-Za-z])(?P<name>password|passphrase|passwd|secret|token|api[ _\-]?key|access key"
-    r"|secret key)"
+    r"|secret key|credentials?|key)"
+    r"(?:\s+(?:in|for|on|of|from|at)\s+[\w.\-/]{1,40}){0,2}"  # "credential in Vault is"
     r"\s+(?:is|was|are)\s+"
     r"(?:(?P<q>[\"'`])(?P<qv>[^\"'`\n]{1,200})(?P=q)|(?P<uv>[^\s\"'`,;<>()\[\]{}，。；：、（）]+))",
     re.IGNORECASE,
@@ -359,8 +401,53 @@ def _detect(text: str) -> list[_Span]:
     spans += _bearer_spans(text)
     spans += _assignment_spans(text)
     spans += _keyword_plugin_spans(text)
+    spans = [s for s in spans if not _example_span(text, s)]
+    # Kingfisher adds what the layers above missed. Where they found something too, their
+    # span wins: a scanner rule often reports a whole credential pair or URI
+    # (``admin:pw``, ``mongodb+srv://user:pw@host``), while we redact only the password.
+    spans += [
+        s
+        for s in _scanner_spans(text)
+        if not _example_span(text, s) and not any(s[0] < e and b < s[1] for b, e, _ in spans)
+    ]
     spans += _high_entropy_spans(text, spans)
     return _merge(spans)
+
+
+def _example_span(text: str, span: _Span) -> bool:
+    """A detection whose value is an example or a mask (private-key blocks are kept whole:
+    a PEM body is base64, and its markers are what matched)."""
+    start, end, kind = span
+    return kind not in ("private_key", "gcp_private_key") and _example_value(text[start:end])
+
+
+def _scanner_spans(text: str) -> list[_Span]:
+    """Kingfisher's findings, located in ``text`` (its offsets are UTF-8 byte offsets)."""
+    data = text.encode("utf-8")
+    ascii_only = len(data) == len(text)
+    out: list[_Span] = []
+    for finding in _scanner().scan(data):
+        if not finding.visible:
+            continue  # a helper match another rule needs (an account id next to a key)
+        loc = finding.location
+        start, end = loc["start_offset"], loc["end_offset"]
+        if not ascii_only:
+            start = len(data[:start].decode("utf-8", "ignore"))
+            end = len(data[:end].decode("utf-8", "ignore"))
+        value = text[start:end]
+        if not value.strip() or _scanner_placeholder(value):
+            continue
+        out.append((start, end, _scanner_kind(finding.rule_id)))
+    return out
+
+
+def _scanner_kind(rule_id: str) -> str:
+    name = rule_id.split(".", 1)[-1]
+    return "kf_" + re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+
+
+def _scanner_placeholder(value: str) -> bool:
+    return _is_placeholder(value) or _example_value(value)
 
 
 def _plugin_spans(text: str) -> list[_Span]:
@@ -490,6 +577,8 @@ def _assignment_spans(text: str) -> list[_Span]:
         value = m.group(group)
         start = m.start(group)
         if not quoted:
+            if value.endswith(("...", "…")):
+                continue  # elided: OP_SERVICE_ACCOUNT_TOKEN=ops_eyJzaWdu...
             value = _trim_unquoted(value)
             after = text[start + len(value) : start + len(value) + 3]
             if after[:1] in ("(", "[") or re.match(r"\s*[=:]", after):
@@ -512,6 +601,11 @@ def _assignment_spans(text: str) -> list[_Span]:
             value = m.group(group) if group == "qv" else _trim_unquoted(m.group(group))
             if _is_placeholder(value) or _looks_like_path_or_url(value) or len(value) < 6:
                 continue
+            name = (m.groupdict().get("name") or "").lower()
+            if name.startswith(("key", "credential")) and not (
+                _has_letters_and_digits(value) or (value.isdigit() and len(value) >= 12)
+            ):
+                continue  # "the key is well-known": a bare "key" needs a key-shaped value
             # Quoted, it is the value whatever it looks like ("the wifi password is 'correct
             # horse battery staple'"); bare, it must look like one (not "the token is expired").
             if group == "qv" or _secretish(value) or value.isdigit():
@@ -584,13 +678,14 @@ def _high_entropy_spans(text: str, found: list[_Span]) -> list[_Span]:
 
 def _is_random_secret(token: str, before: str) -> bool:
     core = token.rstrip("=")
-    if _UUID.search(core) or _ULID.match(core) or _SRI.match(core):
+    if _UUID.search(core) or _ULID.match(core) or _SRI.match(core) or _example_value(core):
         return False
     if "/" in core and _path_like(core):
         return False
     # ``i-0abcd1234ef567890``, ``ami-0c55b159cbfafe1f0``: a hex id behind a short prefix.
     longest = max(re.split(r"[-_]", core), key=len)
-    if _HEX_RUN.match(longest) and len(longest) >= 0.6 * len(core):
+    single_case = not (re.search(r"[a-f]", longest) and re.search(r"[A-F]", longest))
+    if _HEX_RUN.match(longest) and len(longest) >= 0.6 * len(core) and single_case:
         return _named_hex(longest, before)
     if _DIGEST_LABEL.search(before) or _PUBLIC_KEY_LABEL.search(before):
         return False
@@ -778,15 +873,45 @@ def _is_placeholder(value: str) -> bool:
     low = v.lower()
     if low in _PLACEHOLDER_WORDS or low.startswith("[redacted"):
         return True
-    if v[0] in "$%" or v.startswith(("{", "<", "#{")) or v.endswith((">", "}", "%")):
+    if _TEMPLATE.fullmatch(v):
         return True
-    if "..." in v or "…" in v:  # elided: ``fb_...``
+    if "..." in v or "…" in v or _example_value(v):  # elided (``fb_...``), examples, masks
         return True
     if len(set(v)) == 1 or re.fullmatch(r"[*x•.\-_]+", low):
         return True
     if _REFERENCE.match(v) or _UPPER_SNAKE.match(v):  # settings.DB_PASSWORD, OPENAI_API_KEY
         return True
     return bool(re.match(r"^(?:os\.)?(?:environ|getenv|env|secrets?|vault)[.\[(]", v))
+
+
+# A whole value that is a slot to fill, not a value: ``${DB_PASSWORD}``, ``$TOKEN``,
+# ``%API_KEY%``, ``{{ vault_api_key }}``, ``#{secret}``, ``<your-token>``, ``[PASSWORD]``,
+# ``{name: db, key: password}``. Only whole values: a password may contain braces.
+_TEMPLATE = re.compile(
+    r"\$\{[^}]*\}|\$\(.*\)|\$[A-Za-z_][A-Za-z0-9_]*|%[A-Za-z_][A-Za-z0-9_]*%|\{\{.*\}\}"
+    r"|#\{[^}]*\}|<[^<>]*>|\[[A-Za-z_\- ]*\]|\{[^{}]*\}",
+    re.DOTALL,
+)
+
+# Documentation and fixture values: AWS's ``AKIAIOSFODNN7EXAMPLE``, ``sk_live_xxxxxxxx``,
+# ``ghp_****``, ``[Redacted]``. A random key holds none of these by chance (a 4-run of x/X in
+# a 40-character base62 key: about 4 in 100,000).
+_EXAMPLE_MARK = re.compile(
+    r"EXAMPLE|[Ee]xample(?![.-]?(?:com|org|net)\b)|[xX]{4,}|\*{3,}|•{3,}|#{4,}|\.{3,}|…"
+    r"|\[redacted|redacted\]|placeholder|your[_\-]?(?:api[_\-]?)?(?:key|token|secret|password)"
+    r"|fake|dummy|insert[_\-]|[_\-]here\b",
+    re.IGNORECASE,
+)
+_CHAR_RUN = re.compile(r"(.)\1*")
+
+
+def _example_value(value: str) -> bool:
+    """An example or masked value, or one that is mostly a single repeated character
+    (``AKIAZZZZZZZZZZZZZZZZ``, ``AGE-SECRET-KEY-1QQQQ...``)."""
+    if _EXAMPLE_MARK.search(value):
+        return True
+    longest = max((len(m.group()) for m in _CHAR_RUN.finditer(value)), default=0)
+    return longest >= 8 and longest * 2 >= len(value)
 
 
 def _looks_like_path_or_url(value: str) -> bool:
@@ -820,6 +945,8 @@ def _trim_unquoted(value: str) -> str:
 
 
 def _priority(kind: str) -> int:
+    if kind.startswith("kf_"):
+        return _SCANNER_PRIORITY
     return _GENERIC_PRIORITY.get(kind, 0)
 
 
