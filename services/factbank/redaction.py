@@ -61,6 +61,7 @@ import math
 import re
 import string
 import threading
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from itertools import pairwise
@@ -81,7 +82,6 @@ from detect_secrets.plugins.jwt import JwtTokenDetector
 from detect_secrets.plugins.keyword import DENYLIST as KEYWORD_DENYLIST
 from detect_secrets.plugins.keyword import KeywordDetector
 from detect_secrets.plugins.mailchimp import MailchimpDetector
-from detect_secrets.plugins.npm import NpmDetector
 from detect_secrets.plugins.openai import OpenAIDetector
 from detect_secrets.plugins.private_key import PrivateKeyDetector
 from detect_secrets.plugins.pypi_token import PypiTokenDetector
@@ -111,7 +111,8 @@ class Finding:
 # Regex plugins, with the kind we report. Plugins left out on purpose: IPPublicDetector (a host
 # address is a fact, not a secret), Artifactory/Cloudant/IBM/Softlayer (keyword-context regexes
 # that the assignment rule covers, and Artifactory's ``AP[0-9A-F]`` password regex fires on
-# ordinary identifiers).
+# ordinary identifiers), NpmDetector (its `//.+/:_authToken=` regex is quadratic on a long
+# line; `npm_` tokens are an extra pattern below and `_authToken=` values an assignment).
 _REGEX_PLUGINS: tuple[tuple[RegexBasedDetector, str], ...] = (
     (AWSKeyDetector(), "aws_access_key"),
     (AzureStorageKeyDetector(), "azure_storage_key"),
@@ -121,7 +122,6 @@ _REGEX_PLUGINS: tuple[tuple[RegexBasedDetector, str], ...] = (
     (GitLabTokenDetector(), "gitlab_token"),
     (JwtTokenDetector(), "jwt"),
     (MailchimpDetector(), "mailchimp_key"),
-    (NpmDetector(), "npm_token"),
     (OpenAIDetector(), "openai_key"),
     (PypiTokenDetector(), "pypi_token"),
     (SendGridDetector(), "sendgrid_key"),
@@ -134,7 +134,7 @@ _REGEX_PLUGINS: tuple[tuple[RegexBasedDetector, str], ...] = (
 # Plugins whose capturing group *is* the secret (the rest of the match is context such as
 # ``aws_secret_access_key = "`` or ``://user:``). For the others a group is only a prefix
 # (``ghp``), so the whole match is the secret.
-_VALUE_GROUP_PLUGINS = (AWSKeyDetector, BasicAuthDetector, NpmDetector)
+_VALUE_GROUP_PLUGINS = (AWSKeyDetector, BasicAuthDetector)
 _PRIVATE_KEY = PrivateKeyDetector()
 _KEYWORD = KeywordDetector()
 # KeywordDetector's regexes are slow (~1 ms for a 500-char line); each of its quote-requiring
@@ -234,6 +234,8 @@ _PEM_BODY_CHUNK = re.compile(
     r"(?:(?:Proc-Type|DEK-Info|Comment|Encryption|Public-Lines|Private-Lines): [^\n\\]*"
     r"|[A-Za-z0-9+/=]{16,})"
 )
+_REST_OF_LINE_BLANK = re.compile(r"[^\S\n]*(?:\n|\Z)")
+_PEM_KEY_MATERIAL = re.compile(r"[A-Za-z0-9+/]{16}")
 _PUTTY_END = re.compile(r"Private-MAC: *[0-9a-fA-F]+")
 
 # --- URL and connection-string passwords ----------------------------------------------------
@@ -418,7 +420,13 @@ def _example_span(text: str, span: _Span) -> bool:
     """A detection whose value is an example or a mask (private-key blocks are kept whole:
     a PEM body is base64, and its markers are what matched)."""
     start, end, kind = span
-    return kind not in ("private_key", "gcp_private_key") and _example_value(text[start:end])
+    if kind in ("private_key", "gcp_private_key"):
+        return False
+    value = text[start:end]
+    if _example_value(value):
+        return True
+    # A provider-shaped match (not a named value) must have a random body.
+    return kind not in _GENERIC_PRIORITY and kind != "jwt" and _identifier_token(value)
 
 
 def _scanner_spans(text: str) -> list[_Span]:
@@ -472,9 +480,17 @@ def _plugin_spans(text: str) -> list[_Span]:
                         text[start:end].rstrip(".")
                     ):
                         end = m.end()
+                if kind == "aws_access_key" and not value_group_match(m):
+                    # an access key id is a whole word: not TODAYINASIAASACKOFRICEFELLOVER
+                    if _alnum_at(text, start - 1) or _alnum_at(text, end):
+                        continue
                 if end > start:
                     out.append((start, end, kind))
     return out
+
+
+def value_group_match(m: re.Match[str]) -> bool:
+    return bool(m.lastindex)
 
 
 def _extend_token(text: str, end: int, jwt: bool = False) -> int:
@@ -487,35 +503,85 @@ def _extend_token(text: str, end: int, jwt: bool = False) -> int:
 
 
 def _extra_token_spans(text: str) -> list[_Span]:
-    return [
-        (m.start(), _extend_token(text, m.end()), kind)
-        for pattern, kind in _EXTRA_TOKENS
-        for m in pattern.finditer(text)
-    ]
+    out: list[_Span] = []
+    for pattern, kind in _EXTRA_TOKENS:
+        for m in pattern.finditer(text):
+            end = _extend_token(text, m.end())
+            if not _identifier_token(text[m.start() : end]):
+                out.append((m.start(), end, kind))
+    return out
+
+
+def _identifier_token(value: str) -> bool:
+    """A token-shaped *identifier*: a known prefix followed by words, not random symbols
+    (``hf_requiredCharacteristicTypesForDisplayMetadata``, ``xoxe.xoxp-1-initial``). Only
+    bodies whose letter parts hold no digit qualify: a random body of 20+ base62 characters
+    has one in all but ~0.5% of cases, and then it must also read as words."""
+    parts = [p for p in re.split(r"[_\-.:]", value) if p][1:]
+    words = [p for p in parts if not p.isdigit()]
+    if not words or any(c.isdigit() for p in words for c in p):
+        return False
+    if all(_HEX_RUN.match(p) for p in words):
+        return False  # hex words (cafebabe:deadbeef) are valid hex credentials
+    longest = max(words, key=len)
+    if len(longest) < 6:
+        return False
+    return _camel_identifier(longest) or bool(
+        _LOWER_WORD.match(longest.lower()) and _pronounceable(longest)
+    )
 
 
 def _private_key_spans(text: str) -> list[_Span]:
     """Whole private-key blocks, starting from detect-secrets' PrivateKeyDetector markers."""
     out: list[_Span] = []
+    index: _PemIndex | None = None
     for pattern in _PRIVATE_KEY.denylist:
         for m in pattern.finditer(text):
+            index = index or _PemIndex(text)
             start = m.start()
             while start > 0 and text[start - 1] == "-" and m.start() - start < 5:
                 start -= 1
-            end = _private_key_end(text, m.end())
+            end = _private_key_end(text, m.end(), index)
+            if not _PEM_KEY_MATERIAL.search(text, m.end(), end):
+                continue  # markers around nothing: "BEGIN PRIVATE KEY ... anything ... END"
             prefix = text[max(0, start - 40) : start]
             kind = "gcp_private_key" if re.search(r"private_key\W*$", prefix) else "private_key"
             out.append((start, end, kind))
     return out
 
 
-def _private_key_end(text: str, pos: int) -> int:
-    end_marker = _PEM_END.search(text, pos)
-    if end_marker and "BEGIN" not in text[pos : end_marker.start()]:
-        return end_marker.end()
-    putty = _PUTTY_END.search(text, pos)
+class _PemIndex:
+    """END markers, BEGIN words and PuTTY MAC lines of a text, found once, so that finding
+    each block's end is a bisect, not a scan to the end of the text per BEGIN (quadratic on a
+    paste of many headers)."""
+
+    def __init__(self, text: str) -> None:
+        self.ends = [(m.start(), m.end()) for m in _PEM_END.finditer(text)]
+        self.end_starts = [s for s, _ in self.ends]
+        self.begins = [m.start() for m in re.finditer("BEGIN", text)]
+        self.putty = [(m.start(), m.end()) for m in _PUTTY_END.finditer(text)]
+        self.putty_starts = [s for s, _ in self.putty]
+
+    def end_after(self, pos: int) -> tuple[int, int] | None:
+        i = bisect_left(self.end_starts, pos)
+        return self.ends[i] if i < len(self.ends) else None
+
+    def begin_between(self, start: int, end: int) -> bool:
+        i = bisect_left(self.begins, start)
+        return i < len(self.begins) and self.begins[i] + 5 <= end
+
+    def putty_after(self, pos: int) -> tuple[int, int] | None:
+        i = bisect_left(self.putty_starts, pos)
+        return self.putty[i] if i < len(self.putty) else None
+
+
+def _private_key_end(text: str, pos: int, index: _PemIndex) -> int:
+    end_marker = index.end_after(pos)
+    if end_marker and not index.begin_between(pos, end_marker[0]):
+        return end_marker[1]
+    putty = index.putty_after(pos)
     if putty:
-        return putty.end()
+        return putty[1]
     # No END line (a truncated quote): the header plus every body chunk that follows it.
     end = pos
     while end < len(text) and text[end] in "- ":
@@ -537,6 +603,9 @@ def _user_flag_spans(text: str) -> list[_Span]:
     """``curl -u admin:pw``, ``--user admin:pw``: the password half of a CLI credential."""
     out: list[_Span] = []
     for m in _USER_FLAG.finditer(text):
+        pair = m.group()[m.group().find(" ") + 1 :].lstrip("=\"'")
+        if pair[:1] in "<$%{[":
+            continue  # a slot: -u <user:password>, --user "$1:$2", -u ${{ vars.user }}:...
         if not _is_placeholder(m.group("v")):
             out.append((m.start("v"), m.end("v"), "url_password"))
     return out
@@ -577,14 +646,13 @@ def _assignment_spans(text: str) -> list[_Span]:
         value = m.group(group)
         start = m.start(group)
         if not quoted:
-            if value.endswith(("...", "…")):
+            if value.endswith(("..", "…")):
                 continue  # elided: OP_SERVICE_ACCOUNT_TOKEN=ops_eyJzaWdu...
             value = _trim_unquoted(value)
             after = text[start + len(value) : start + len(value) + 3]
             if after[:1] in ("(", "[") or re.match(r"\s*[=:]", after):
                 continue  # token = get_token(), key = os.environ["KEY"], credentials: name = ...
-        line_end = text.find("\n", m.end())
-        at_line_end = not text[m.end() : line_end if line_end >= 0 else len(text)].strip()
+        at_line_end = bool(_REST_OF_LINE_BLANK.match(text, m.end()))
         if _accept_assignment(
             name,
             value,
@@ -888,7 +956,8 @@ def _is_placeholder(value: str) -> bool:
 # ``%API_KEY%``, ``{{ vault_api_key }}``, ``#{secret}``, ``<your-token>``, ``[PASSWORD]``,
 # ``{name: db, key: password}``. Only whole values: a password may contain braces.
 _TEMPLATE = re.compile(
-    r"\$\{[^}]*\}|\$\(.*\)|\$[A-Za-z_][A-Za-z0-9_]*|%[A-Za-z_][A-Za-z0-9_]*%|\{\{.*\}\}"
+    r"\$\{[^}]*\}|\$\{\{.*\}\}|\$\(.*\)|\$[A-Za-z_][A-Za-z0-9_]*|\$\d+|%[A-Za-z_][A-Za-z0-9_]*%"
+    r"|\{\{.*\}\}"
     r"|#\{[^}]*\}|<[^<>]*>|\[[A-Za-z_\- ]*\]|\{[^{}]*\}",
     re.DOTALL,
 )
@@ -899,7 +968,7 @@ _TEMPLATE = re.compile(
 _EXAMPLE_MARK = re.compile(
     r"EXAMPLE|[Ee]xample(?![.-]?(?:com|org|net)\b)|[xX]{4,}|\*{3,}|•{3,}|#{4,}|\.{3,}|…"
     r"|\[redacted|redacted\]|placeholder|your[_\-]?(?:api[_\-]?)?(?:key|token|secret|password)"
-    r"|fake|dummy|insert[_\-]|[_\-]here\b",
+    r"|(?-i:fake|dummy)|insert[_\-]|[_\-]here\b",
     re.IGNORECASE,
 )
 _CHAR_RUN = re.compile(r"(.)\1*")
