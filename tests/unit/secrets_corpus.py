@@ -207,6 +207,19 @@ def _secrets() -> list[Case]:
     add("地图服务的 API 密钥：{v}", "assignment", _r(32))
     add("deploy alerts go to https://discord.com/api/webhooks/{v}", "discord_webhook",
         f"{_r(18, string.digits)}/{_r(68, _URLSAFE)}")
+    # Families an outside probe saw leak (issue 12 item 9); the kinds starting kf_ come from
+    # Kingfisher's provider rules.
+    add("The staging Azure client secret is {v}; it expires in June.", "azure_ad_client_secret",
+        _r(3) + "8Q~" + _r(34, _ALNUM + "_~.-"))
+    add("Bedrock calls use {v} from the ops vault", "kf_aws_amazon_bedrock_api_key_long_lived",
+        "ABSKQmVkcm9ja0FQSUtleS1" + _r(108) + "=")
+    add("Code search: SRC_ACCESS_TOKEN {v}", "kf_sourcegraph_access_token",
+        f"sgp_{_r(16, _HEXL)}_{_r(40, _HEXL)}")
+    add("The 42 intra app secret: {v}", "assignment", "s-s4t2ud-" + _r(64, _HEXL))
+    add('curl -H "Authorization: Token {v}" https://api.internal/v1/me', "kf_curl_auth_header",
+        _r(40, _HEXL))
+    add('curl -H "apikey: {v}" https://api.internal/v1/me', "assignment", _r(32))
+    add("curl --user deploy:{v} https://nexus.internal/service/rest", "url_password", _r(14))
     return out
 
 
@@ -309,6 +322,14 @@ NON_SECRETS: list[str] = [
     "Use token bucket rate limiting with burst 20",
     "secretKeyRef: {name: db, key: password}",
     "X-Request-Id: 7f9c2ba4e88f827d616045507605853e",
+    # documentation examples, masks and slots (issue 12 item 9)
+    "aws_access_key_id = AKIAIOSFODNN7EXAMPLE is the docs example",
+    "curl -u <user:password> https://test.com/endpoint",
+    "curl -H 'Authorization: Bearer XXXXXXXXXXXX' https://example.com/micropub",
+    "export OP_SERVICE_ACCOUNT_TOKEN=ops_eyJzaWduSW5BZGRyZXNzIjoiaHR0cHM6...",
+    "client_secret: abc8Q~xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+    "Authorization: Basic [Redacted]",
+    'curl -sL --user "$1:$2" "$3" > "$4"',
 ]
 
 SECRETS: list[Case] = _secrets()
