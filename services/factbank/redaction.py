@@ -25,7 +25,16 @@ Detection is layered:
    (``*_KEY=``, ``*_SECRET=``, ``*_TOKEN=``, ``PASSWORD=`` in env/yaml/json/CLI style, plus "the
    password is ..." and Chinese "密码是 ...") where only the value is redacted, bearer tokens,
    and unlabelled high-entropy strings (20+ characters; shorter ones need a name).
-3. Every detected value that is secret-shaped is then also replaced wherever else it occurs in
+3. Kingfisher (MongoDB's scanner, ``kingfisher-secret-scanner``): ~490 provider rules (the
+   Betterleaks/gitleaks catalog plus Google's Veles) in one Vectorscan database, scanned
+   in-process. It adds what the layers above miss (Azure AD, Bedrock, Sourcegraph, 42-intra,
+   curl auth headers, hundreds of SaaS tokens), reported as ``kf_<rule>``; where a layer above
+   found the same span, that layer's narrower span and kind win. Measured on public scanner
+   fixtures by ``python -m factbank_evals.redaction_recall``.
+4. Example and mask values are dropped from every layer's findings (``AKIAIOSFODNN7EXAMPLE``,
+   ``xxxx``, ``***``, ``[Redacted]``, ``fake``), and so are provider-prefixed identifiers whose
+   body is words (``hf_requiredCharacteristicTypes``).
+5. Every detected value that is secret-shaped is then also replaced wherever else it occurs in
    the text (and, through :func:`redact_fields`, in the fact's other fields), so a key quoted
    once with its name and once bare does not leak through the bare copy.
 
