@@ -54,6 +54,7 @@ def to_fact(row: asyncpg.Record | dict, now: datetime | None = None) -> Fact:
         created_at=row["created_at"],
         updated_at=row["updated_at"],
         confirmed_at=row["confirmed_at"],
+        questions=list(row["questions"]),
     )
 
 

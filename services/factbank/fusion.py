@@ -206,6 +206,12 @@ class LegHit:
     fact_id: int
     score: float
     matched_terms: int = 0
+    # Dense hits on one of a fact's vectors: the language of that vector's text and its form,
+    # "fact" (the fact's own vector) or "question" (one of its writer questions, centred on
+    # the plain background: a question carries no tags). None: the fact's own vector, in the
+    # fact's language (`doc_lang`).
+    lang: str | None = None
+    form: str | None = None
 
 
 # --- the background ---------------------------------------------------------------------------
@@ -438,7 +444,9 @@ def raw_scores(
     """
     langs = doc_lang or {}
     tags = doc_tagged or {}
-    cos = {h.fact_id: h.score for h in dense}
+    cos: dict[int, float] = {}
+    for h in dense:
+        cos[h.fact_id] = max(cos.get(h.fact_id, -math.inf), h.score)
     impute = min(cos.values()) if cos else 0.0
     best_bm25 = max((h.score for h in lexical), default=0.0)
 
@@ -451,6 +459,17 @@ def raw_scores(
         ev = lexical_evidence(hit, best_bm25, query_terms, pair, params)
         bonus[hit.fact_id] = max(bonus.get(hit.fact_id, 0.0), ev)
 
+    # Each dense hit is centred on its own vector's language and form; a fact scores by its
+    # best vector (principle 15: a fact matches by its best vector).
+    dense_conf: dict[int, float] = {}
+    for hit in dense:
+        lang = hit.lang if hit.lang is not None else langs.get(hit.fact_id)
+        tagged = bool(tags.get(hit.fact_id, False)) and hit.form != "question"
+        mean = (background.mean(lang, tagged) if background is not None
+                else _fallback_mean(query_lang, lang, tagged, params))
+        conf = hit.score - mean + _offset(query_lang, lang, tagged, params)
+        if conf > dense_conf.get(hit.fact_id, -math.inf):
+            dense_conf[hit.fact_id] = conf
     out = []
     for fid in cos.keys() | bonus.keys():
         if not cos:
@@ -459,12 +478,14 @@ def raw_scores(
                     - params.lexical_weight * params.lexical_only_min_evidence)
             out.append((fid, conf))
             continue
-        lang = langs.get(fid)
-        tagged = bool(tags.get(fid, False))
-        mean = (background.mean(lang, tagged) if background is not None
-                else _fallback_mean(query_lang, lang, tagged, params))
-        offset = _offset(query_lang, lang, tagged, params)
-        conf = cos.get(fid, impute) + bonus.get(fid, 0.0) - mean + offset
+        if fid in dense_conf:
+            conf = dense_conf[fid] + bonus.get(fid, 0.0)
+        else:
+            lang = langs.get(fid)
+            tagged = bool(tags.get(fid, False))
+            mean = (background.mean(lang, tagged) if background is not None
+                    else _fallback_mean(query_lang, lang, tagged, params))
+            conf = impute - mean + _offset(query_lang, lang, tagged, params) + bonus[fid]
         out.append((fid, conf))
     out.sort(key=lambda item: (-item[1], item[0]))
     return out

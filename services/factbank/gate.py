@@ -20,6 +20,9 @@ MAX_TAG_CHARS = 40
 MAX_PROJECT_CHARS = 200
 MAX_LOCATION_CHARS = 500
 MAX_CONTENT_LINES = 4
+# Writer questions (principle 15): two to four are asked for; six leaves room for aliases.
+MAX_QUESTIONS = 6
+MAX_QUESTION_CHARS = 200
 
 _SPEAKER = re.compile(
     r"^\s*(user|assistant|human|ai|system|claude|codex|gpt|me|you|q|a|用户|助手|我|你)\s*[:：>]",
@@ -58,6 +61,7 @@ class Prepared:
     tentative: bool
     agent: str
     redacted: list[redaction.Finding] = field(default_factory=list)
+    questions: list[str] = field(default_factory=list)
 
 
 def _dump_reason(text: str, what: str) -> str | None:
@@ -107,6 +111,38 @@ def _clean_tags(tags: list[str], reasons: list[dict[str, str]]) -> list[str]:
             out.append(tag)
     if len(out) > MAX_TAGS:
         reasons.append({"field": "tags", "reason": f"{len(out)} tags; the limit is {MAX_TAGS}"})
+    return out
+
+
+def clean_questions(questions: list[str], reasons: list[dict[str, str]]) -> list[str]:
+    """Whitespace-normalised, de-duplicated (case-insensitively), bounded questions."""
+    if len(questions) > MAX_QUESTIONS:
+        reasons.append(
+            {
+                "field": "questions",
+                "reason": f"{len(questions)} questions; the limit is {MAX_QUESTIONS} "
+                "(two to four, in English and Chinese, are enough)",
+            }
+        )
+        return []
+    out: list[str] = []
+    seen: set[str] = set()
+    for i, question in enumerate(questions):
+        question = " ".join(question.split())
+        if not question:
+            continue
+        if len(question) > MAX_QUESTION_CHARS:
+            reasons.append(
+                {
+                    "field": f"questions[{i}]",
+                    "reason": f"question is {len(question)} characters; the limit is "
+                    f"{MAX_QUESTION_CHARS}: one short question a teammate would type",
+                }
+            )
+            continue
+        if question.casefold() not in seen:
+            seen.add(question.casefold())
+            out.append(question)
     return out
 
 
@@ -164,11 +200,18 @@ def check(new: NewFact, *, max_chars: int, policy: str, agent: str = "") -> Prep
             }
         )
     tags = _clean_tags(new.tags, reasons)
+    questions = clean_questions(new.questions, reasons)
     if reasons:
         raise Refused(reasons)
 
     clean, findings = redaction.redact_fields(
-        {"content": content, "quote": quote, "source": location, "tags": tags}
+        {
+            "content": content,
+            "quote": quote,
+            "source": location,
+            "tags": tags,
+            "questions": questions,
+        }
     )
     if findings and policy == "reject":
         kinds = sorted({f"{f.field}: {f.kind}" for f in findings})
@@ -193,4 +236,5 @@ def check(new: NewFact, *, max_chars: int, policy: str, agent: str = "") -> Prep
         tentative=new.tentative,
         agent=(new.agent or agent or "")[:64],
         redacted=findings,
+        questions=list(clean["questions"] or []),
     )

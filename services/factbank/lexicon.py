@@ -16,8 +16,16 @@ from factbank.tokenizer import tokenize
 
 
 def indexed_text(content: str, tags: Sequence[str]) -> str:
-    """What both legs index: the claim and the tags its writer gave it (principle 14)."""
+    """What the fact's own vector embeds: the claim and the tags its writer gave it
+    (principle 14)."""
     return content if not tags else content + "\n" + " ".join(tags)
+
+
+def lexical_text(content: str, tags: Sequence[str], questions: Sequence[str] = ()) -> str:
+    """What BM25 indexes: the claim, its tags and its writer questions (principle 15), each
+    question once (field weight 1, measured in evals/README.md: "Questions in BM25")."""
+    text = indexed_text(content, tags)
+    return text if not questions else text + "\n" + "\n".join(questions)
 
 
 async def index_fact(conn: asyncpg.Connection, bank_id: int, fact_id: int, text: str) -> int:

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 
 import asyncpg
 
-from factbank import audit, embedder, facts, lexicon
+from factbank import audit, embedder, facts, lexicon, retain
 from factbank.banks import Principal
-from factbank.gate import MAX_TAG_CHARS, MAX_TAGS, Refused
+from factbank.gate import MAX_TAG_CHARS, MAX_TAGS, Refused, clean_questions
 from factbank.models import Fact
 from factbank.retain import Deps
 from factbank.trust import DEFAULT as POLICY
@@ -93,10 +93,20 @@ async def edit(
     *,
     tags: Sequence[str] | None = None,
     category: str | None = None,
+    questions: Sequence[str] | None = None,
 ) -> Fact:
-    """Change tags and/or category; tags are indexed by both legs, so both are rebuilt."""
-    if tags is None and category is None:
-        raise Refused([{"field": "tags", "reason": "nothing to change: give tags or category"}])
+    """Change tags, category and/or questions (the list given replaces the fact's). Tags are
+    indexed by both legs and questions by BM25 and their own vectors, so those are rebuilt."""
+    if tags is None and category is None and questions is None:
+        raise Refused(
+            [{"field": "tags", "reason": "nothing to change: give tags, category or questions"}]
+        )
+    clean_qs = None
+    if questions is not None:
+        reasons: list[dict[str, str]] = []
+        clean_qs = clean_questions(list(questions), reasons)
+        if reasons:
+            raise Refused(reasons)
     clean_tags = None
     if tags is not None:
         clean_tags = list(dict.fromkeys(" ".join(t.split()) for t in tags if t.strip()))
@@ -112,13 +122,19 @@ async def edit(
         from factbank import redaction
 
         clean_tags = list(redaction.redact_fields({"tags": clean_tags})[0]["tags"] or [])
+    if clean_qs:
+        from factbank import redaction
+
+        clean_qs = list(redaction.redact_fields({"questions": clean_qs})[0]["questions"] or [])
     async with deps.pool.acquire() as conn:
         row = await facts.get_row(conn, principal.bank_id, fact_id)
         new_tags = clean_tags if clean_tags is not None else list(row["tags"])
+        new_qs = clean_qs if clean_qs is not None else list(row["questions"])
         text = lexicon.indexed_text(row["content"], new_tags)
-        vector = None
+        vectors = None
         if deps.embedder is not None:
-            vector = (await embedder.embed_passages(conn, deps.embedder, [text]))[0]
+            vectors = (await retain.embed_fact(conn, deps.embedder, [(text, new_qs)]))[0]
+        vector = vectors.fact if vectors is not None else None
         async with conn.transaction():
             row = await _locked(conn, principal, fact_id)
             if category is not None and not await facts.category_exists(
@@ -135,10 +151,16 @@ async def edit(
                 vector,
                 deps.embedder.name if deps.embedder and vector is not None else None,
             )
-            if row["indexed"]:
-                await lexicon.unindex_fact(conn, principal.bank_id, fact_id)
-                await lexicon.index_fact(conn, principal.bank_id, fact_id, text)
-            changes = {k: v for k, v in (("tags", clean_tags), ("category", category)) if v}
+            await retain.set_questions(conn, principal.bank_id, fact_id, new_qs, vectors)
+            changes = {
+                k: v
+                for k, v in (
+                    ("tags", clean_tags),
+                    ("category", category),
+                    ("questions", clean_qs is not None),
+                )
+                if v
+            }
             await facts.record_event(
                 conn,
                 fact_id,
@@ -165,6 +187,7 @@ async def delete(deps: Deps, principal: Principal, fact_id: int, reason: str = "
             "UPDATE facts SET status = 'deleted', updated_at = now() WHERE id = $1", fact_id
         )
         await lexicon.unindex_fact(conn, principal.bank_id, fact_id)
+        await conn.execute("DELETE FROM fact_vectors WHERE fact_id = $1", fact_id)
         await facts.record_event(
             conn,
             fact_id,
@@ -196,23 +219,19 @@ async def purge(deps: Deps, principal: Principal, fact_id: int) -> dict:
             "UPDATE fact_events SET related_fact = NULL WHERE related_fact = $1", fact_id
         )
         await conn.execute("DELETE FROM facts WHERE id = $1", fact_id)
+        # The cached embeddings of its texts go too, whoever else embedded the same text:
+        # the cache is only a cache (every fact keeps its own vectors), and deciding by other
+        # users would tell this bank whether another bank holds the same text.
         cache_removed = 0
         if row["embedding_model"]:
-            text = lexicon.indexed_text(row["content"], list(row["tags"]))
-            still_used = await conn.fetchval(
-                "SELECT count(*) FROM facts WHERE content = $1 AND tags = $2 "
-                "AND embedding_model = $3",
-                row["content"],
-                list(row["tags"]),
+            texts = [lexicon.indexed_text(row["content"], list(row["tags"]))]
+            texts += list(row["questions"])
+            result = await conn.execute(
+                "DELETE FROM embedding_cache WHERE model = $1 AND content_hash = ANY($2::bytea[])",
                 row["embedding_model"],
+                [embedder.text_hash(t) for t in texts],
             )
-            if not still_used:
-                result = await conn.execute(
-                    "DELETE FROM embedding_cache WHERE model = $1 AND content_hash = $2",
-                    row["embedding_model"],
-                    embedder.text_hash(text),
-                )
-                cache_removed = int(result.rsplit(" ", 1)[-1])
+            cache_removed = int(result.rsplit(" ", 1)[-1])
         await audit.append(
             conn,
             principal.actor(),

@@ -29,6 +29,9 @@ class NewFact(Strict):
     origin: Origin = "inferred"
     tentative: bool = False
     tags: list[str] = msgspec.field(default_factory=list)
+    # Questions a later teammate would ask whose answer is this fact, in English and Chinese
+    # (principle 15): each becomes an extra vector of the fact, and BM25 indexes them too.
+    questions: list[str] = msgspec.field(default_factory=list)
     project: str | None = None
     agent: str | None = None
 
@@ -58,6 +61,7 @@ class Fact(msgspec.Struct, kw_only=True):
     created_at: datetime
     updated_at: datetime
     confirmed_at: datetime
+    questions: list[str] = msgspec.field(default_factory=list)
 
 
 class FactPage(msgspec.Struct, kw_only=True):
@@ -80,6 +84,11 @@ class Hit(msgspec.Struct, kw_only=True):
     dense: float | None = None  # cosine similarity, when the dense leg found it
     via: Via | None = None
     bank: str = ""
+    # What the dense leg matched best: "content", or "question: <text>" for one of the
+    # fact's writer questions. None when only the lexical leg found it.
+    match: str | None = None
+    # Below the gate, returned only because a better hit of the same query passed it.
+    companion: bool = False
 
 
 class SearchResult(msgspec.Struct, kw_only=True):

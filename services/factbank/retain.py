@@ -21,6 +21,7 @@ from factbank.gate import Prepared, Refused
 from factbank.models import Fact, NewFact
 from factbank.observability import REDACTIONS, WRITES
 from factbank.settings import Settings
+from factbank.tokenizer import language
 from factbank.trust import DEFAULT as POLICY
 
 NEAR = 0.90  # cosine of e5-small passages: "port 8080" vs "port 8081" 0.988, unrelated ~0.86
@@ -52,9 +53,56 @@ async def _bank_policy(conn: asyncpg.Connection, bank_id: int) -> str:
     return await conn.fetchval("SELECT redaction_policy FROM banks WHERE id = $1", bank_id)
 
 
+@dataclass
+class Vectors:
+    """A prepared fact's vectors: its own (content + tags) and one per writer question."""
+
+    fact: np.ndarray | None = None
+    questions: list[np.ndarray] = field(default_factory=list)
+
+
+async def embed_fact(
+    conn: asyncpg.Connection, model: embedder.Embedder, items: Sequence[tuple[str, Sequence[str]]]
+) -> list[Vectors]:
+    """Embed facts given as (own text, questions) in ONE embedder call: the own texts and every
+    question batched together (a single add with four questions costs one forward pass)."""
+    texts = [text for text, _ in items] + [q for _, questions in items for q in questions]
+    vectors = await embedder.embed_passages(conn, model, texts) if texts else []
+    out, at = [], len(items)
+    for i, (_, questions) in enumerate(items):
+        out.append(Vectors(vectors[i], list(vectors[at : at + len(questions)])))
+        at += len(questions)
+    return out
+
+
+async def store_vectors(
+    conn: asyncpg.Connection,
+    bank_id: int,
+    fact_id: int,
+    content: str,
+    questions: Sequence[str],
+    vectors: Vectors,
+) -> None:
+    """Replace a fact's rows in `fact_vectors`: ord 0 its own vector (the language of its
+    content), ord i its i-th question's (that question's language). Nothing without vectors."""
+    await conn.execute("DELETE FROM fact_vectors WHERE fact_id = $1", fact_id)
+    if vectors.fact is None:
+        return
+    rows = [(fact_id, bank_id, 0, language(content), vectors.fact)]
+    rows += [
+        (fact_id, bank_id, i, language(q), v)
+        for i, (q, v) in enumerate(zip(questions, vectors.questions, strict=True), 1)
+    ]
+    await conn.executemany(
+        "INSERT INTO fact_vectors (fact_id, bank_id, ord, lang, embedding) "
+        "VALUES ($1, $2, $3, $4, $5)",
+        rows,
+    )
+
+
 async def prepare(
     deps: Deps, principal: Principal, items: Sequence[NewFact]
-) -> tuple[list[Prepared | None], list[dict], list[np.ndarray | None]]:
+) -> tuple[list[Prepared | None], list[dict], list[Vectors]]:
     """Gate and embed a batch outside any transaction; returns (prepared, errors, vectors)."""
     async with deps.pool.acquire() as conn:
         policy = await _bank_policy(conn, principal.bank_id)
@@ -88,20 +136,21 @@ async def prepare(
             except Refused as exc:
                 prepared.append(None)
                 errors.append({"index": i, "reasons": exc.reasons})
-        vectors: list[np.ndarray | None] = [None] * len(items)
+        vectors = [Vectors() for _ in items]
         if deps.embedder is not None and not errors:
             ok = [(i, p) for i, p in enumerate(prepared) if p is not None]
-            texts = [lexicon.indexed_text(p.content, p.tags) for _, p in ok]
-            if texts:
-                for (i, _), v in zip(
-                    ok, await embedder.embed_passages(conn, deps.embedder, texts), strict=True
-                ):
-                    vectors[i] = v
+            embedded = await embed_fact(
+                conn,
+                deps.embedder,
+                [(lexicon.indexed_text(p.content, p.tags), p.questions) for _, p in ok],
+            )
+            for (i, _), v in zip(ok, embedded, strict=True):
+                vectors[i] = v
     return prepared, errors, vectors
 
 
 async def _near_duplicates(
-    conn: asyncpg.Connection, bank_id: int, p: Prepared, vector: np.ndarray | None
+    conn: asyncpg.Connection, bank_id: int, p: Prepared, vectors: Vectors
 ) -> list[asyncpg.Record]:
     """Same bank, category and project: the same normalised text first, then the nearest by
     cosine >= NEAR (an index lookup and an HNSW scan, never a pass over the whole bank)."""
@@ -111,6 +160,7 @@ async def _near_duplicates(
     rows = list(
         await conn.fetch(same, bank_id, p.category, p.project, facts.content_hash(p.content))
     )
+    vector = vectors.fact
     if vector is not None:
         async with conn.transaction():
             await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
@@ -162,22 +212,71 @@ async def _reinforce(
     )
 
 
+async def set_questions(
+    conn: asyncpg.Connection,
+    bank_id: int,
+    fact_id: int,
+    questions: Sequence[str],
+    vectors: Vectors | None,
+) -> None:
+    """Give a fact this list of questions: the column, its vectors (kept as they are when the
+    embedder is down: `None`) and the BM25 postings, in the caller's transaction."""
+    row = await conn.fetchrow(
+        "UPDATE facts SET questions = $2, updated_at = now() WHERE id = $1 "
+        "RETURNING content, tags, indexed",
+        fact_id,
+        list(questions),
+    )
+    if vectors is not None:
+        await store_vectors(conn, bank_id, fact_id, row["content"], questions, vectors)
+    if row["indexed"]:
+        await lexicon.unindex_fact(conn, bank_id, fact_id)
+        await lexicon.index_fact(
+            conn, bank_id, fact_id, lexicon.lexical_text(row["content"], row["tags"], questions)
+        )
+
+
+async def _merge_questions(
+    conn: asyncpg.Connection, bank_id: int, fact_id: int, new: Sequence[str], vectors: Vectors
+) -> None:
+    """A repeat of a claim may bring questions the stored fact lacks: they are added (up to
+    the limit), so the second writer's way of asking finds the fact too."""
+    old = list(await conn.fetchval("SELECT questions FROM facts WHERE id = $1", fact_id))
+    known = {q.casefold() for q in old}
+    added = [(i, q) for i, q in enumerate(new) if q.casefold() not in known]
+    added = added[: max(0, gate.MAX_QUESTIONS - len(old))]
+    if not added:
+        return
+    merged = old + [q for _, q in added]
+    kept = None
+    if vectors.fact is not None and len(vectors.questions) == len(new):
+        rows = await conn.fetch(
+            "SELECT ord, embedding FROM fact_vectors WHERE fact_id = $1 ORDER BY ord", fact_id
+        )
+        if len(rows) == len(old) + 1:
+            stored = [embedder.as_array(r["embedding"]) for r in rows]
+            kept = Vectors(stored[0], stored[1:] + [vectors.questions[i] for i, _ in added])
+    await set_questions(conn, bank_id, fact_id, merged, kept)
+
+
 async def _insert(
     conn: asyncpg.Connection,
     principal: Principal,
     p: Prepared,
-    vector: np.ndarray | None,
+    vectors: Vectors,
     model: str | None,
     *,
     reason: str = "",
 ) -> int:
     t = POLICY.stored(POLICY.initial(p.origin, p.tentative))
+    vector = vectors.fact
     model = model if vector is not None else None
     fact_id = await conn.fetchval(
         """INSERT INTO facts (bank_id, content, category, tags, source_kind, source_location,
                               quote, project, origin, tentative, trust, created_by_member,
-                              created_by_agent, content_hash, embedding, embedding_model)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+                              created_by_agent, content_hash, embedding, embedding_model,
+                              questions)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
            RETURNING id""",
         principal.bank_id,
         p.content,
@@ -195,9 +294,11 @@ async def _insert(
         facts.content_hash(p.content),
         vector,
         model,
+        p.questions,
     )
+    await store_vectors(conn, principal.bank_id, fact_id, p.content, p.questions, vectors)
     await lexicon.index_fact(
-        conn, principal.bank_id, fact_id, lexicon.indexed_text(p.content, p.tags)
+        conn, principal.bank_id, fact_id, lexicon.lexical_text(p.content, p.tags, p.questions)
     )
     origin = p.origin + (", tentative" if p.tentative else "")
     await facts.record_event(
@@ -218,17 +319,18 @@ async def _retain_one(
     conn: asyncpg.Connection,
     principal: Principal,
     p: Prepared,
-    vector: np.ndarray | None,
+    vectors: Vectors,
     model: str | None,
 ) -> tuple[str, int, list[int], str]:
     possible: list[int] = []
-    for old in await _near_duplicates(conn, principal.bank_id, p, vector):
+    for old in await _near_duplicates(conn, principal.bank_id, p, vectors):
         verdict = claims.compare(p.content, old["content"])
         if verdict.same_claim:
             await _reinforce(conn, principal, p, old, verdict.reason)
+            await _merge_questions(conn, principal.bank_id, old["id"], p.questions, vectors)
             return "reinforced", old["id"], [], verdict.reason
         possible.append(old["id"])
-    fact_id = await _insert(conn, principal, p, vector, model)
+    fact_id = await _insert(conn, principal, p, vectors, model)
     note = ""
     if possible:
         note = (

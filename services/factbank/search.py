@@ -112,20 +112,47 @@ async def query_vector(r: Recall, text: str) -> np.ndarray:
     return vector
 
 
-async def _dense(conn: asyncpg.Connection, bank_id: int, vector: np.ndarray, k: int):
+@dataclass(frozen=True)
+class DenseHit:
+    """One vector of a fact that the dense leg returned: ord 0 is the fact itself, ord i its
+    i-th writer question; `lang` is the language of that vector's text."""
+
+    fact_id: int
+    ord: int
+    lang: str
+    cosine: float
+
+
+# Candidates are taken per language group, Chinese and the rest, each its own HNSW scan: in a
+# bank that mixes zh and en facts the query's own language otherwise fills every slot, since
+# e5 ranks any same-language text above an answer in the other language (mixed XQuAD-R dev
+# bank, zh->en R@5: 0.38 with one list, 0.82 with one per group; evals/README.md).
+_DENSE_SQL = """
+(SELECT fact_id, ord, lang, 1 - (embedding <=> $2) AS cosine FROM fact_vectors
+  WHERE bank_id = $1 AND lang = 'zh' ORDER BY embedding <=> $2 LIMIT $3)
+UNION ALL
+(SELECT fact_id, ord, lang, 1 - (embedding <=> $2) AS cosine FROM fact_vectors
+  WHERE bank_id = $1 AND lang <> 'zh' ORDER BY embedding <=> $2 LIMIT $3)
+"""
+
+
+async def _dense(
+    conn: asyncpg.Connection, bank_id: int, vector: np.ndarray, k: int
+) -> list[DenseHit]:
+    """The k nearest vectors of each language group (deleted facts have no vectors)."""
     async with conn.transaction(readonly=True):
         await conn.execute(f"SET LOCAL hnsw.ef_search = {HNSW_EF_SEARCH}")
         await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        rows = await conn.fetch(
-            """SELECT id, 1 - (embedding <=> $2) AS cosine FROM facts
-               WHERE bank_id = $1 AND status <> 'deleted' AND embedding IS NOT NULL
-               ORDER BY embedding <=> $2 LIMIT $3""",
-            bank_id,
-            vector,
-            k,
-        )
+        rows = await conn.fetch(_DENSE_SQL, bank_id, vector, k)
     # relaxed_order may return neighbours slightly out of order: sort them exactly.
-    return sorted(((r["id"], float(r["cosine"])) for r in rows), key=lambda x: (-x[1], x[0]))
+    hits = [DenseHit(r["fact_id"], r["ord"], r["lang"], float(r["cosine"])) for r in rows]
+    return sorted(hits, key=lambda h: (-h.cosine, h.fact_id, h.ord))
+
+
+def _match(hit: DenseHit, row: dict) -> str:
+    if hit.ord == 0 or hit.ord > len(row["questions"]):
+        return "content"
+    return "question: " + row["questions"][hit.ord - 1]
 
 
 async def _rows(conn: asyncpg.Connection, bank_id: int, ids: Sequence[int]) -> dict[int, dict]:
@@ -184,7 +211,7 @@ async def search(
             return result
 
         lexical: list[tuple[int, float, int]] = []
-        dense: list[tuple[int, float]] = []
+        dense: list[DenseHit] = []
         background = None
         if mode in ("hybrid", "lexical"):
             lexical = await lexicon.bm25(conn, bank_id, tokens, CANDIDATES)
@@ -193,11 +220,14 @@ async def search(
             dense = await _dense(conn, bank_id, qvec, CANDIDATES)
             if r.background is not None:
                 background = fusion.Background.for_query(qvec, r.background)
-        ids = list(dict.fromkeys([f for f, _, _ in lexical] + [f for f, _ in dense]))
+        ids = list(dict.fromkeys([f for f, _, _ in lexical] + [h.fact_id for h in dense]))
         rows = await _rows(conn, bank_id, ids)
         fused = fusion.fuse(
             [fusion.LegHit(f, s, m) for f, s, m in lexical],
-            [fusion.LegHit(f, s) for f, s in dense],
+            [
+                fusion.LegHit(h.fact_id, h.cosine, lang=h.lang, form="question" if h.ord else None)
+                for h in dense
+            ],
             query_terms=len(set(tokens)),
             query_lang=language(query),
             doc_lang={i: language(row["content"]) for i, row in rows.items()},
@@ -215,7 +245,9 @@ async def search(
         )
         passed = False
         lex_score = {f: s for f, s, _ in lexical}
-        dense_score = dict(dense)
+        best_vector: dict[int, DenseHit] = {}
+        for h in dense:  # best first
+            best_vector.setdefault(h.fact_id, h)
         now = datetime.now(UTC)
         best: dict[int, Hit] = {}
         below = 0
@@ -235,6 +267,7 @@ async def search(
                 row = current
             if row["status"] == "deleted" or (category and row["category"] != category):
                 continue
+            passed_gate = passed
             passed = True
             eff = facts.effective_trust(row, now)
             boost = PROJECT_BOOST if project and row["project"] == project else 1.0
@@ -243,9 +276,15 @@ async def search(
                 score=round(relevance * (0.5 + eff) * boost, 6),
                 relevance=round(relevance, 6),
                 lexical=lex_score.get(fact_id),
-                dense=dense_score.get(fact_id),
+                dense=best_vector[fact_id].cosine if fact_id in best_vector else None,
                 via=via,
                 bank=row["bank"],
+                match=(
+                    _match(best_vector[fact_id], rows[fact_id])
+                    if fact_id in best_vector
+                    else None
+                ),
+                companion=passed_gate and relevance < gate,
             )
             if row["id"] not in best or best[row["id"]].score < hit.score:
                 best[row["id"]] = hit

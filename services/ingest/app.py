@@ -21,6 +21,7 @@ EXAMPLE_FACT = {
     "quote": "listen: 8443",
     "origin": "verified",
     "tags": ["staging", "api", "port", "端口"],
+    "questions": ["Which port does the staging API listen on?", "预发环境的 API 用哪个端口？"],
 }
 
 
@@ -37,6 +38,8 @@ class Judgement(Strict):
 class Edit(Strict):
     tags: list[str] | None = None
     category: str | None = None
+    # Replaces the fact's writer questions (send the old ones too to add to them).
+    questions: list[str] | None = None
 
 
 class NewCategory(Strict):
@@ -145,12 +148,23 @@ async def dispute_fact(request: Request, fact_id: FromPath[int], data: JSONBody[
 @patch(
     "/v1/facts/{fact_id:int}",
     guards=[requires("write")],
-    opt={"example": {"tags": ["staging", "端口"]}},
+    opt={
+        "example": {
+            "tags": ["staging", "端口"],
+            "questions": ["Which port does staging use?", "预发环境的接口是哪个端口？"],
+        }
+    },
 )
 async def edit_fact(request: Request, fact_id: FromPath[int], data: JSONBody[Edit]) -> Fact:
-    """Change a fact's tags or category (content is immutable: supersede to change a claim)."""
+    """Change a fact's tags, category or writer questions (the list given replaces the old
+    one); content is immutable: supersede to change a claim."""
     return await lifecycle.edit(
-        runtime(request).deps(), request.user, fact_id, tags=data.tags, category=data.category
+        runtime(request).deps(),
+        request.user,
+        fact_id,
+        tags=data.tags,
+        category=data.category,
+        questions=data.questions,
     )
 
 
