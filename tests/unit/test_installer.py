@@ -212,7 +212,8 @@ def test_install_all_into_existing_config(home: Path) -> None:
     block = (home / ".codex" / "AGENTS.md").read_text()
     for must in ("context, not truth", "Search before", "AT ONCE", "verbatim quote",
                  "BOTH Chinese and English", "`confirm`", "`dispute`", "`supersede`",
-                 "Never store secrets", "one atomic fact"):
+                 "Never store secrets", "one atomic fact", "2-4 `questions`",
+                 "BOTH English and Chinese", "not\n  the fact's own wording", "0.60 to 0.94"):
         assert must in block, must
 
     ext = home / ".pi" / "agent" / "extensions" / "factbank.ts"
@@ -439,3 +440,68 @@ def test_unsafe_toml_shape_is_refused(home: Path) -> None:
     cfg.write_text('mcp_servers.factbank.command = "old"\nmodel = "m"\n')
     with pytest.raises(installer.InstallError, match="cannot edit"):
         installer.plan_install(["codex"], paths_for(home))
+
+
+# --- the stand-in schemas (tests/fixtures/shared-standin) against upstream ------------------
+
+STANDIN_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "shared-standin"
+UPSTREAM_DIR = (
+    SHARED_DIR if SHARED_DIR != STANDIN_DIR else Path(__file__).resolve().parents[3] / "shared"
+)
+
+
+def test_standin_schemas_agree_with_upstream(home: Path) -> None:
+    """A plain clone validates against hand-written stand-ins; where ../shared exists, each
+    stand-in must give the upstream schema's verdict on what the tests produce and on documents
+    that must be rejected (so the stand-ins are not weaker where the tests rely on them)."""
+    if not (UPSTREAM_DIR / "hook-schemas").is_dir():
+        pytest.skip(f"no upstream schemas at {UPSTREAM_DIR} (../shared is not part of a clone); "
+                    "the other tests used the stand-ins in tests/fixtures/shared-standin")
+    seed(home)
+    install(home)
+    settings = json.loads((home / ".claude" / "settings.json").read_text())
+    codex_hooks = json.loads((home / ".codex" / "hooks.json").read_text())
+    ours = settings["hooks"]["Stop"][-1]
+    start = {"hookEventName": "SessionStart", "additionalContext": "facts"}
+    cases: dict[str, list[tuple[object, bool]]] = {
+        "claude-code/claude-code-settings.json": [
+            (settings, True),
+            ({"hooks": {"NoSuchEvent": [ours]}}, False),
+            ({"hooks": {"Stop": [{"hooks": [{"type": "command"}]}]}}, False),
+            ({"hooks": {"Stop": [{**ours, "extra": 1}]}}, False),
+        ],
+        "codex/schemastore-codex-hooks.json": [
+            (codex_hooks, True),
+            ({"hooks": {}}, False),
+            ({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": ""}]}]}}, False),
+        ],
+        "codex/session-start.command.output.schema.json": [
+            ({"hookSpecificOutput": start}, True),
+            ({}, True),
+            ({"hookSpecificOutput": {**start, "hookEventName": "Stop"}}, False),
+            ({"unknown": 1}, False),
+        ],
+        "codex/user-prompt-submit.command.output.schema.json": [
+            ({"hookSpecificOutput": {**start, "hookEventName": "UserPromptSubmit"}}, True),
+            ({"hookSpecificOutput": start}, False),
+        ],
+        "codex/stop.command.output.schema.json": [
+            ({}, True), ({"decision": "block", "reason": "r"}, True),
+            ({"hookSpecificOutput": start}, False),
+        ],
+    }
+    for name, docs in cases.items():
+        for which in (STANDIN_DIR, UPSTREAM_DIR):
+            validator = jsonschema.Draft7Validator(
+                json.loads((which / "hook-schemas" / name).read_text()))
+            for doc, valid in docs:
+                assert validator.is_valid(doc) is valid, (which, name, doc)
+    import yaml  # the compose stand-in, the same way (test_compose validates with whichever)
+
+    compose = yaml.safe_load((Path(__file__).resolve().parents[2] / "compose.yaml").read_text())
+    for path in (STANDIN_DIR / "schemas" / "compose-spec.json",
+                 UPSTREAM_DIR / "schemas" / "compose-spec.json"):
+        validator = jsonschema.Draft7Validator(json.loads(path.read_text()))
+        assert validator.is_valid(compose), path
+        assert not validator.is_valid({"services": {"a": {"imagee": "x"}}}), path
+        assert not validator.is_valid({"services": {"a": {"depends_on": {"b": {"x": 1}}}}}), path
