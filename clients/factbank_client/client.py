@@ -34,7 +34,7 @@ IMPORT_TIMEOUT = httpx.Timeout(900.0, connect=5.0)
 # The ingest service refuses import bodies above 32 MiB; stay under it with headroom.
 MAX_IMPORT_CHUNK_BYTES = 30 * 1024 * 1024
 NEW_FACT_FIELDS = ("content", "category", "source", "quote", "origin", "tentative", "tags",
-                   "project", "agent")
+                   "questions", "project", "agent")
 
 
 class FactbankError(Exception):
@@ -258,11 +258,24 @@ class Client:
             json_body={"reason": reason}))
 
     def edit(self, fact_id: int, *, tags: list[str] | None = None,
-             category: str | None = None, bank: str | None = None) -> dict:
+             category: str | None = None, questions: list[str] | None = None,
+             bank: str | None = None) -> dict:
+        """Change a fact's tags, category or writer questions; a list given REPLACES the
+        stored one (see `add_questions` to add)."""
         label = self._owner(fact_id, bank)
-        body = {k: v for k, v in (("tags", tags), ("category", category)) if v is not None}
+        body = {k: v for k, v in (("tags", tags), ("category", category),
+                                  ("questions", questions)) if v is not None}
         return self._labelled(label, self._json(
             "PATCH", INGEST, f"/v1/facts/{int(fact_id)}", label, json_body=body))
+
+    def add_questions(self, fact_id: int, questions: Sequence[str], *,
+                      remove: Sequence[str] = (), bank: str | None = None) -> dict:
+        """Add writer questions to a stored fact (and drop `remove`): reads its current list
+        and PATCHes old + new, since a PATCH replaces the list. Repeats are skipped."""
+        label = self._owner(fact_id, bank)
+        current = self.get(fact_id, bank=label).get("questions") or []
+        merged = merge_questions(current, questions, remove)
+        return self.edit(fact_id, questions=merged, bank=label)
 
     def delete(self, fact_id: int, reason: str = "", *, bank: str | None = None) -> dict:
         """Soft delete: no longer recalled; the row and its audited history stay."""
@@ -427,7 +440,8 @@ def to_new_fact(obj: dict) -> dict:
     """An exported Fact (or a NewFact) as a NewFact body: what the write gate accepts.
 
     Trust, events and ids do not travel: an imported fact starts a new history in its bank,
-    keeping its origin, source, quote, tags, project and the agent that first wrote it.
+    keeping its origin, source, quote, tags, writer questions, project and the agent that
+    first wrote it.
     """
     new = {k: obj[k] for k in NEW_FACT_FIELDS if k in obj and obj[k] is not None}
     author = obj.get("created_by")
@@ -437,6 +451,34 @@ def to_new_fact(obj: dict) -> dict:
     if isinstance(source, dict):
         new["source"] = {k: v for k, v in source.items() if k in ("kind", "location")}
     return new
+
+
+def _question_key(text: str) -> str:
+    return " ".join(text.split()).casefold().rstrip("?？ ")
+
+
+def merge_questions(current: Sequence[str], add: Sequence[str],
+                    remove: Sequence[str] = ()) -> list[str]:
+    """`current` without `remove`, then each new question not already there (compared
+    ignoring case, spacing and a final question mark), in order."""
+    gone = {_question_key(q) for q in remove}
+    out: list[str] = []
+    seen: set[str] = set()
+    for q in [*current, *add]:
+        key = _question_key(q)
+        if not key or key in gone or key in seen:
+            continue
+        seen.add(key)
+        out.append(" ".join(q.split()))
+    return out
+
+
+def matched_question(hit: dict) -> str | None:
+    """The writer question a search hit matched best, or None (content or lexical only)."""
+    match = hit.get("match")
+    if isinstance(match, str) and match.startswith("question: "):
+        return match[len("question: "):]
+    return None
 
 
 def is_exported_fact(obj: dict) -> bool:

@@ -54,9 +54,9 @@ REMINDER = (
     "established anything durable and verified - a decision and its reason, a command, a "
     "host/port/path, an error and its fix, a user preference - save it now with factbank's "
     "add tool: one atomic fact each, honest origin, a real source and a verbatim quote, tags "
-    "naming the topic and systems in both English and Chinese. If an injected fact proved "
-    "wrong, dispute or supersede it by id. Never store secrets. If nothing qualifies, stop "
-    "without answering this reminder."
+    "naming the topic and systems, and 2-4 questions a teammate would ask, both in English "
+    "and Chinese. If an injected fact proved wrong, dispute or supersede it by id. Never store "
+    "secrets. If nothing qualifies, stop without answering this reminder."
 )
 
 # A save in the transcript (factbank's MCP tools `add` / `supersede`; seen in the real files):

@@ -11,8 +11,8 @@ Two ways to run it, both thin skins over `Client`:
   server holds no credentials of its own and each caller only ever reaches its own bank.
 
 The tool descriptions are the only manual the agent reads, so they say WHEN to use each tool,
-not just what it does (principle 14: the writer is an LLM; ask it for tags that bridge
-languages and aliases).
+not just what it does (principles 14 and 15: the writer is an LLM; ask it for tags that
+bridge languages and aliases, and for the questions a later teammate would ask).
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from factbank_client.client import (
     Client,
     FactbankError,
     check_file_quote,
+    matched_question,
 )
 from factbank_client.project import project_key, repo_root
 
@@ -47,8 +48,9 @@ machines (and, with a team bank, by teammates). Facts injected into your context
 - Before assuming how this user or project does something (tools, hosts, ports, commands, \
 conventions, past decisions, known errors), call `search`.
 - When you learn something durable and checkable, call `add` AT ONCE: one atomic fact, an \
-honest origin, the real source and a verbatim quote from it, and tags naming its topic, the \
-systems involved and their other names in both Chinese and English.
+honest origin, the real source and a verbatim quote from it, tags naming its topic, the \
+systems involved and their other names in both Chinese and English, and 2-4 questions a later \
+teammate would ask whose answer is this fact, in English AND Chinese, in everyday words.
 - When a fact you used turned out right, `confirm` it; wrong, `dispute` it; replaced by a \
 newer truth, `supersede` it (history is kept).
 - Never store secrets, credentials, tokens or personal data, and never whole conversations.\
@@ -69,7 +71,13 @@ the user said it, "verified" only if you read it in a file/URL/command output yo
 "inferred"; set `tentative` when unsure. `tags`: 3-8 short tags naming the topic, the systems \
 involved and their aliases or generic words, in BOTH Chinese and English (e.g. ["postgres", \
 "数据库", "database", "backup", "备份"]) - they are how a later search in either language \
-finds this fact.
+finds this fact. `questions`: 2-4 questions a later teammate or agent would type whose answer \
+is this fact, in BOTH English and Chinese whatever the fact's language, in everyday words and \
+aliases, NOT the fact's own wording (e.g. for "Backups run pg_dump nightly to s3://acme-bak": \
+["how are the database backups made?", "数据库备份存在哪里？"]). Why: each question is \
+stored as an extra vector of the fact, and a search matches the closest one; measured on \
+realistic zh/en agent facts, this took top-5 recall from 0.60 to 0.94, and across languages \
+from 0.20 to 0.92.
 If a fact in memory is wrong or outdated, use `supersede` instead of adding a contradiction. \
 If the answer says the new fact is similar to existing ones, check them: if they no longer \
 hold, supersede them (include the new fact's id in `replaces` too, to keep one current copy).\
@@ -80,9 +88,10 @@ Search the shared memory (every bank you can read) before assuming anything abou
 machine, team or project: which tool or package manager, which host or port, how to build, \
 test or deploy, why something was decided, what an error means. Ask in natural language, in \
 Chinese or English. Results show `#id`, bank, trust, match and the source: a match of 0.50 \
-or more is a confident one; lower matches are weaker candidates shown with a confident one. \
-A result reached through an outdated fact says so and shows the current one. An empty answer \
-means nothing relevant is stored - proceed normally, and `add` what you then learn.\
+or more is a confident one; weaker candidates shown only because a confident one passed are \
+marked "below the gate". A result found through one of the fact's stored questions shows \
+which one. A result reached through an outdated fact says so and shows the current one. An \
+empty answer means nothing relevant is stored - proceed normally, and `add` what you then learn.\
 """
 
 GET_DESCRIPTION = """\
@@ -93,8 +102,9 @@ confirming, disputing or superseding a fact you only saw summarised.\
 
 SUPERSEDE_DESCRIPTION = """\
 Replace facts that no longer hold with the current truth: stores the new fact (same rules as \
-`add`: atomic, honest origin, real source, verbatim quote, bilingual tags) and retires the old \
-ones, linked to it with your reason, so a later recall of the old claim returns the new one. \
+`add`: atomic, honest origin, real source, verbatim quote, bilingual tags, 2-4 questions in \
+English and Chinese) and retires the old ones, linked to it with your reason, so a later \
+recall of the old claim returns the new one. \
 Use it when you have evidence the old claim changed (port moved, tool replaced, decision \
 reversed). Pass every outdated id in `replaces`.\
 """
@@ -146,6 +156,12 @@ Tags = Annotated[list[str], Field(
     description="3-8 tags naming the topic, the systems involved and their aliases/generic "
     "words, in both Chinese and English, e.g. [\"pnpm\", \"包管理器\", \"package manager\", "
     "\"node\"].")]
+Questions = Annotated[list[str], Field(
+    max_length=6,
+    description="2-4 questions a later teammate would type whose answer is this fact, in BOTH "
+    "English and Chinese whatever the fact's language; everyday words and aliases, not the "
+    "fact's own wording (each is an extra search vector of the fact), e.g. [\"which package "
+    "manager do we use?\", \"装依赖用 npm 还是 pnpm？\"].")]
 OriginArg = Annotated[Origin, Field(description="user: the user said it; verified: you checked "
                                                 "the source yourself; inferred: your conclusion.")]
 Tentative = Annotated[bool, Field(description="True when you are not sure yet (lower trust).")]
@@ -163,12 +179,14 @@ def _fail(exc: FactbankError) -> ToolError:
     return ToolError(str(exc))
 
 
-def _fact_line(fact: dict, bank: str | None = None, match: float | None = None) -> str:
+def _fact_line(fact: dict, bank: str | None = None, match: float | None = None,
+               companion: bool = False) -> str:
     src = fact.get("source") or {}
     where = f"{src.get('kind', '?')} {src.get('location') or ''}".strip()
     label = f"{bank}, " if bank else ""
     flags = " tentative" if fact.get("tentative") else ""
     flags += f", match {match:.2f}" if match is not None else ""
+    flags += ", below the gate" if companion else ""
     status = "" if fact.get("status") == "active" else f" {fact.get('status')}"
     return (f"#{fact['id']} [{label}trust {fact.get('effective_trust', fact.get('trust', 0)):.2f}"
             f"{status}{flags}] {fact['content']} (source: {where}; "
@@ -177,6 +195,11 @@ def _fact_line(fact: dict, bank: str | None = None, match: float | None = None) 
 
 def _when(value: Any) -> str:
     return str(value or "-")[:16].replace("T", " ")
+
+
+NO_QUESTIONS = ("It has no questions, so only searches worded like it will find it: call add "
+                "again with the same content plus 2-4 `questions` (English and Chinese); a "
+                "repeat adds them to this fact.")
 
 
 def _outcome_text(outcome: dict) -> str:
@@ -194,6 +217,8 @@ def _outcome_text(outcome: dict) -> str:
                      f"with replaces={[*ids, fact['id']]}; if they still hold, nothing to do.")
     elif outcome.get("note"):
         lines.append(str(outcome["note"]))
+    if not fact.get("questions"):
+        lines.append(NO_QUESTIONS)
     return "\n".join(lines)
 
 
@@ -208,8 +233,8 @@ def build_server(client_for: ClientFor, *, local_files: bool,
                        log_level=level if level in _LEVELS else "WARNING")
 
     def build_fact(content: str, category: str, source_kind: str, source_location: str,
-                   quote: str, tags: list[str], origin: str, tentative: bool,
-                   project: str | None) -> dict:
+                   quote: str, tags: list[str], questions: list[str] | None, origin: str,
+                   tentative: bool, project: str | None) -> dict:
         location = source_location
         if source_kind == "file" and local_files:
             cwd = Path.cwd()
@@ -222,6 +247,8 @@ def build_server(client_for: ClientFor, *, local_files: bool,
                                 "source": {"kind": source_kind, "location": location},
                                 "quote": quote, "tags": tags, "origin": origin,
                                 "tentative": tentative}
+        if questions:
+            fact["questions"] = questions
         project = default_project() if project is None else project
         if project:
             fact["project"] = project
@@ -229,10 +256,12 @@ def build_server(client_for: ClientFor, *, local_files: bool,
 
     @server.tool(description=ADD_DESCRIPTION, structured_output=False)
     def add(content: Content, category: Category, source_kind: Kind, source_location: Location,
-            quote: Quote, tags: Tags, ctx: Context, origin: OriginArg = "inferred",
-            tentative: Tentative = False, project: ProjectArg = None) -> str:
-        fact = build_fact(content, category, source_kind, source_location, quote, tags, origin,
-                          tentative, project)
+            quote: Quote, tags: Tags, ctx: Context,
+            questions: Questions = [],  # noqa: B006 (pydantic copies it)
+            origin: OriginArg = "inferred", tentative: Tentative = False,
+            project: ProjectArg = None) -> str:
+        fact = build_fact(content, category, source_kind, source_location, quote, tags,
+                          questions, origin, tentative, project)
         try:
             return _outcome_text(client_for(ctx).add(fact))
         except FactbankError as exc:
@@ -251,7 +280,10 @@ def build_server(client_for: ClientFor, *, local_files: bool,
             raise _fail(exc) from None
         lines = []
         for r in data["results"]:
-            lines.append(_fact_line(r["fact"], r["bank"], r.get("relevance")))
+            lines.append(_fact_line(r["fact"], r["bank"], r.get("relevance"),
+                                    bool(r.get("companion"))))
+            if matched_question(r):
+                lines.append(f"    (matched its question: {matched_question(r)!r})")
             if r.get("via"):
                 lines.append(f"    (found via outdated #{r['via']['superseded']}, replaced "
                              f"because: {r['via'].get('reason') or '-'})")
@@ -270,6 +302,7 @@ def build_server(client_for: ClientFor, *, local_files: bool,
         by = fact.get("created_by") or {}
         lines = [_fact_line(fact, data["bank"]),
                  f"quote: {fact['quote']!r}",
+                 f"questions: {' | '.join(fact.get('questions') or []) or '-'}",
                  f"category: {fact['category']}; project: {fact.get('project') or '-'}; "
                  f"origin: {fact['origin']}; by {by.get('member', '?')}/{by.get('agent') or '-'}"
                  f" at {_when(fact['created_at'])}"]
@@ -295,10 +328,11 @@ def build_server(client_for: ClientFor, *, local_files: bool,
                                                            "evidence).")],
                   content: Content, category: Category, source_kind: Kind,
                   source_location: Location, quote: Quote, tags: Tags, ctx: Context,
-                  origin: OriginArg = "inferred", tentative: Tentative = False,
-                  project: ProjectArg = None) -> str:
-        fact = build_fact(content, category, source_kind, source_location, quote, tags, origin,
-                          tentative, project)
+                  questions: Questions = [],  # noqa: B006 (pydantic copies it)
+                  origin: OriginArg = "inferred",
+                  tentative: Tentative = False, project: ProjectArg = None) -> str:
+        fact = build_fact(content, category, source_kind, source_location, quote, tags,
+                          questions, origin, tentative, project)
         try:
             outcome = client_for(ctx).supersede(fact, replaces, reason)
         except FactbankError as exc:

@@ -10,12 +10,14 @@ from factbank_client.client import (
     chunk_lines,
     is_exported_fact,
     merge_injections,
+    merge_questions,
     to_new_fact,
 )
 
 EXPORTED = {
     "id": 7, "bank": "alice", "content": "The team uses pnpm", "category": "preferences",
-    "tags": ["pnpm", "包管理器"], "source": {"kind": "user", "location": ""},
+    "tags": ["pnpm", "包管理器"],
+    "questions": ["which package manager do we use?", "装依赖用 npm 还是 pnpm？"], "source": {"kind": "user", "location": ""},
     "quote": "we use pnpm", "project": None, "origin": "user", "tentative": False,
     "trust": 0.9, "effective_trust": 0.9, "status": "active", "superseded_by": None,
     "supersede_reason": None, "created_by": {"member": "alice", "agent": "codex"},
@@ -30,10 +32,28 @@ def test_exported_fact_becomes_a_new_fact():
     assert new == {"content": "The team uses pnpm", "category": "preferences",
                    "source": {"kind": "user", "location": ""}, "quote": "we use pnpm",
                    "origin": "user", "tentative": False, "tags": ["pnpm", "包管理器"],
+                   "questions": ["which package manager do we use?", "装依赖用 npm 还是 pnpm？"],
                    "agent": "codex"}
     # A NewFact passes through unchanged (and is not mistaken for an export).
     assert not is_exported_fact(new)
     assert to_new_fact(new) == new
+
+
+def test_a_fact_exported_before_questions_existed_still_converts():
+    old = {k: v for k, v in EXPORTED.items() if k != "questions"}
+    assert "questions" not in to_new_fact(old)
+    assert "questions" not in to_new_fact({**EXPORTED, "questions": None})
+
+
+def test_merge_questions_adds_new_ones_after_the_old_and_skips_repeats():
+    old = ["which package manager do we use?", "装依赖用 npm 还是 pnpm？"]
+    assert merge_questions(old, ["Which  package manager do we use", "npm or pnpm?"]) == [
+        *old, "npm or pnpm?"]
+    assert merge_questions(old, ["  how to install deps \n quickly ", ""]) == [
+        *old, "how to install deps quickly"]
+    assert merge_questions(old, ["npm or pnpm?"], remove=["装依赖用 npm 还是 pnpm"]) == [
+        old[0], "npm or pnpm?"]
+    assert merge_questions([], []) == []
 
 
 def test_chunks_stay_under_the_limit_and_keep_order():

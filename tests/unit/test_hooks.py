@@ -412,6 +412,15 @@ def test_sessions_count_separately(hook: HookEnv) -> None:
     assert parse("Stop", hook.run("stop", hook.stop(sid="A"))[1])["decision"] == "block"
 
 
+def test_reminder_asks_for_bilingual_questions_and_stays_short() -> None:
+    from factbank_client import hooks
+
+    text = hooks.REMINDER
+    assert "2-4 questions" in text and "English and Chinese" in text and "tags" in text
+    # Shown once and never answered by itself: short, and it tells the model how to stop.
+    assert len(text) < 650 and "stop without answering" in text
+
+
 def test_every_output_shape_validates() -> None:
     """The shapes the module can produce, checked directly against the schemas."""
     from factbank_client import hooks

@@ -1,5 +1,5 @@
-"""Commands on facts: add, search, get, history, confirm, dispute, supersede, delete,
-categories, export, import, inject-preview, stats. Each is a thin skin over `Client`."""
+"""Commands on facts: add, search, get, history, questions, confirm, dispute, supersede,
+delete, categories, export, import, inject-preview, stats. Each is a thin skin over `Client`."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from factbank_client.client import (
     check_file_quote,
     chunk_lines,
     is_exported_fact,
+    matched_question,
     to_new_fact,
 )
 from factbank_client.project import project_key, repo_root
@@ -31,7 +32,11 @@ def register(sub) -> None:
         "add", help="save one verified fact (content, source, verbatim quote)",
         description="Save ONE atomic, durable fact with where it comes from and a verbatim "
         "quote of that source. With --source-kind file the quote is checked against the file "
-        "here first. Never store secrets: the server redacts them, but do not send them.")
+        "here first. Give 2-4 --question in English AND Chinese: what a later teammate would "
+        "type to find it, in everyday words, not the fact's own wording (each becomes an extra "
+        "search vector; on realistic zh/en agent facts this took top-5 recall from 0.60 to "
+        "0.94, cross-lingual from 0.20 to 0.92). Never store secrets: the server redacts "
+        "them, but do not send them.")
     p.add_argument("content", help="the fact, one atomic claim")
     _fact_options(p, category_required=True)
     p.add_argument("--bank", help="bank label (default: personal, or team for team categories)")
@@ -54,6 +59,21 @@ def register(sub) -> None:
         add_json_flag(p)
         p.set_defaults(func=func)
 
+    p = sub.add_parser(
+        "questions", help="show a fact's writer questions, or add/remove some",
+        description="Without options: list the fact's questions. --add appends questions "
+        "(the current list is read and old + new is saved, repeats skipped); --remove drops "
+        "one. At most 6 per fact, each up to 200 characters.")
+    p.add_argument("id", type=int)
+    p.add_argument("--add", action="append", default=[], metavar="QUESTION",
+                   help="a question a teammate would ask whose answer is this fact "
+                        "(repeatable; give English and Chinese ones)")
+    p.add_argument("--remove", action="append", default=[], metavar="QUESTION",
+                   help="drop this question (repeatable)")
+    p.add_argument("--bank")
+    add_json_flag(p)
+    p.set_defaults(func=cmd_questions)
+
     for name, func, text in (
         ("confirm", cmd_confirm, "the fact held when you checked it: trust rises"),
         ("dispute", cmd_dispute, "the fact looks wrong: trust falls (supersede if you know "
@@ -70,7 +90,7 @@ def register(sub) -> None:
     p = sub.add_parser(
         "supersede", help="replace facts that no longer hold with a new one",
         description="Store a new fact and retire the given ones, linked to it with the reason. "
-        "Category, tags and project default to those of the first replaced fact.")
+        "Category, tags, questions and project default to those of the first replaced fact.")
     p.add_argument("ids", type=int, nargs="+", metavar="ID")
     p.add_argument("--reason", required=True, help="why the old facts no longer hold")
     p.add_argument("--content", required=True, help="the new claim")
@@ -142,6 +162,9 @@ def _fact_options(p, *, category_required: bool) -> None:
     p.add_argument("--tentative", action="store_true", help="not sure yet: lower trust")
     p.add_argument("--tag", action="append", dest="tags", metavar="TAG",
                    help="topic, systems, aliases; in Chinese and English (repeatable)")
+    p.add_argument("--question", action="append", dest="questions", metavar="QUESTION",
+                   help="a question a later teammate would type whose answer is this fact, in "
+                        "everyday words (repeatable; give 2-4, in English AND Chinese)")
     p.add_argument("--project", help="project key (default: this repository's)")
     p.add_argument("--global", dest="no_project", action="store_true",
                    help="not tied to a project (e.g. a personal preference)")
@@ -204,6 +227,9 @@ def _build_fact(args, content: str, *, defaults: dict | None = None) -> dict:
         "quote": args.quote,
         "tags": args.tags or defaults.get("tags") or [],
     }
+    questions = args.questions or defaults.get("questions")
+    if questions:
+        fact["questions"] = questions
     if not fact["category"]:
         raise CommandError("--category is required")
     if args.origin:
@@ -240,6 +266,8 @@ def _print_fact(fact: dict, bank: str | None = None) -> None:
     print(f"  source:   {source['kind']} {source.get('location') or ''}".rstrip())
     print(f"  quote:    {fact['quote']!r}")
     print(f"  category: {fact['category']}   tags: {', '.join(fact['tags']) or '-'}")
+    questions = fact.get("questions") or []
+    print(f"  questions: {' | '.join(questions) if questions else '-'}")
     print(f"  project:  {fact.get('project') or '-'}")
     by = fact.get("created_by") or {}
     print(f"  origin:   {fact['origin']}, by {by.get('member', '?')}/{by.get('agent') or '-'} "
@@ -284,10 +312,16 @@ def cmd_search(args) -> int:
         f = r["fact"]
         via = r.get("via")
         note = f" (via #{via['superseded']}: {via.get('reason') or ''})" if via else ""
+        note += " (below the gate)" if r.get("companion") else ""
+        question = matched_question(r)
         rows.append({"id": f["id"], "bank": r["bank"], "score": f"{r['score']:.3f}",
                      "trust": f"{f['effective_trust']:.2f}", "category": f["category"],
-                     "content": _short(f["content"]) + note})
-    print_table(rows, ["id", "bank", "score", "trust", "category", "content"])
+                     "content": _short(f["content"]) + note,
+                     "matched question": _short(question, 50) if question else None})
+    columns = ["id", "bank", "score", "trust", "category", "content"]
+    if any(row["matched question"] for row in rows):
+        columns.append("matched question")
+    print_table(rows, columns)
     return 0
 
 
@@ -324,6 +358,28 @@ def cmd_history(args) -> int:
               f"({old.get('supersede_reason') or ''})")
     for new in data.get("successors") or []:
         print(f"superseded by #{new['id']}: {_short(new['content'])}")
+    return 0
+
+
+def cmd_questions(args) -> int:
+    with _client() as client:
+        if args.add or args.remove:
+            fact = _run(client.add_questions, args.id, args.add, remove=args.remove,
+                        bank=args.bank)
+        else:
+            fact = _run(client.get, args.id, bank=args.bank)
+    if args.json:
+        print_json(fact)
+        return 0
+    questions = fact.get("questions") or []
+    verb = "now has" if args.add or args.remove else "has"
+    print(f"fact {fact['id']} in {fact['bank_label']} {verb} {len(questions)} question"
+          f"{'' if len(questions) == 1 else 's'}")
+    for q in questions:
+        print(f"  {q}")
+    if not questions:
+        print("  add 2-4, in English and Chinese: factbank questions "
+              f"{fact['id']} --add '...' --add '...'")
     return 0
 
 
