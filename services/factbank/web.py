@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qsl
 
 import asyncpg
+import msgspec
 from litestar import Litestar, Request, Response, get
 from litestar.connection import ASGIConnection
 from litestar.exceptions import (
@@ -40,6 +43,9 @@ from factbank.settings import Settings
 log = logging.getLogger("factbank.web")
 
 OPEN_PATHS = ["^/healthz$", "^/readyz$"]
+INT64_MAX = 2**63 - 1
+INT64_MIN = -(2**63)
+NUMBER = re.compile(r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$")
 
 
 @dataclass
@@ -88,6 +94,171 @@ class BearerAuth(AbstractAuthenticationMiddleware):
         return AuthenticationResult(user=principal, auth=token)
 
 
+class BadInput(ValueError):
+    """A request value no route can store: a NUL, an integer beyond int64, nesting too deep."""
+
+
+def check_value(value: Any, where: str = "body") -> None:
+    """Every string free of NUL (Postgres text cannot hold one) and every integer within int64
+    (every id, cursor and count is a bigint), walked without recursion. Raises BadInput."""
+    stack: list[tuple[str, Any]] = [(where, value)]
+    while stack:
+        path, v = stack.pop()
+        if isinstance(v, str):
+            if "\x00" in v:
+                raise BadInput(f"{path}: the NUL character (\\u0000) is not allowed")
+        elif isinstance(v, bool):
+            continue
+        elif isinstance(v, int):
+            if not INT64_MIN <= v <= INT64_MAX:
+                raise BadInput(f"{path}: integer {v} is out of range (64-bit signed)")
+        elif isinstance(v, dict):
+            for k, item in v.items():
+                if isinstance(k, str) and "\x00" in k:
+                    raise BadInput(f"{path}: the NUL character (\\u0000) is not allowed in a key")
+                stack.append((f"{path}.{k}" if path else str(k), item))
+        elif isinstance(v, list):
+            stack.extend((f"{path}[{i}]", item) for i, item in enumerate(v))
+
+
+def check_json(body: bytes, where: str = "body") -> None:
+    """`check_value` over a JSON body, or over each line of JSONL; what does not parse is left
+    to the route, which names it. Nesting deeper than the decoder allows is a BadInput."""
+    try:
+        check_value(msgspec.json.decode(body), where)
+        return
+    except RecursionError:
+        raise BadInput(f"{where}: JSON nested too deeply") from None
+    except msgspec.DecodeError:
+        pass
+    for n, line in enumerate(body.splitlines(), 1):
+        try:
+            value = msgspec.json.decode(line)
+        except RecursionError:
+            raise BadInput(f"line {n}: JSON nested too deeply") from None
+        except msgspec.DecodeError:
+            continue
+        check_value(value, f"line {n}")
+
+
+def _int_params(handler: Any) -> set[str]:
+    """Names of a handler's int-typed parameters (query and path)."""
+    names = getattr(handler, "_factbank_int_params", None)
+    if names is None:
+        names = set()
+        for name, fd in handler.parsed_fn_signature.parameters.items():
+            try:
+                if fd.is_subclass_of(int) or fd.has_inner_subclass_of(int):
+                    names.add(name)
+            except TypeError:
+                continue
+        handler._factbank_int_params = names
+    return names
+
+
+class InputGuard:
+    """ASGI middleware, once for both services: a request whose headers, path, query or body
+    hold a value the database cannot take is a 400 naming it, before any handler runs, so
+    nothing is written (principle: bad input is a 4xx, never a 500).
+
+    With `body=False` it checks headers, path parameters and the query string (it runs before
+    authentication, which reads a header); with `body=True` (after authentication) it buffers
+    the body up to the route's own size limit, checks it, and replays it to the handler."""
+
+    def __init__(self, app: Any, body: bool = False) -> None:
+        self.app = app
+        self.body = body
+
+    @staticmethod
+    async def _refuse(send: Any, message: str) -> None:
+        payload = msgspec.json.encode({"status_code": 400, "detail": message})
+        await send({"type": "http.response.start", "status": 400,
+                    "headers": [(b"content-type", b"application/json"),
+                                (b"content-length", str(len(payload)).encode())]})
+        await send({"type": "http.response.body", "body": payload})
+
+    def _check_request_line(self, scope: dict) -> None:
+        for name, value in scope.get("headers", []):
+            if b"\x00" in value:
+                raise BadInput(f"header {name.decode('latin-1')}: the NUL character is not allowed")
+        if "\x00" in scope.get("path", ""):
+            raise BadInput("path: the NUL character is not allowed")
+        for name, value in (scope.get("path_params") or {}).items():
+            check_value(value, name)
+        query = scope.get("query_string", b"").decode("latin-1")
+        handler = scope.get("route_handler")
+        ints = _int_params(handler) if handler is not None else set()
+        for name, value in parse_qsl(query, keep_blank_values=True):
+            if "\x00" in name or "\x00" in value:
+                raise BadInput(f"query {name!r}: the NUL character is not allowed")
+            if name in ints and NUMBER.match(value):
+                try:
+                    number = float(value)
+                except (ValueError, OverflowError):
+                    number = float("inf")
+                if not INT64_MIN <= number <= INT64_MAX:
+                    raise BadInput(f"{name}: {value} is out of range (64-bit signed)")
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        try:
+            if not self.body:
+                self._check_request_line(scope)
+                await self.app(scope, receive, send)
+                return
+        except BadInput as exc:
+            await self._refuse(send, str(exc))
+            return
+        if scope.get("method") in ("GET", "HEAD", "OPTIONS"):
+            await self.app(scope, receive, send)
+            return
+        handler = scope.get("route_handler")
+        try:
+            limit = handler.resolve_request_max_body_size() if handler is not None else None
+        except Exception:
+            limit = None
+        limit = limit or 1 << 20
+        headers = dict(scope.get("headers", []))
+        declared = headers.get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > limit:
+            await self.app(scope, receive, send)  # litestar answers 413 without reading it
+            return
+        chunks: list[bytes] = []
+        size, more, last = 0, True, None
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                last = message
+                break
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            more = message.get("more_body", False)
+            if size > limit:
+                break
+        body = b"".join(chunks)
+        if size <= limit and last is None and body.strip():
+            try:
+                # Off the event loop: a 32 MiB import decodes for a while.
+                await asyncio.to_thread(check_json, body)
+            except BadInput as exc:
+                await self._refuse(send, str(exc))
+                return
+        replayed = False
+
+        async def replay() -> dict:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                if last is not None:
+                    return last
+                return {"type": "http.request", "body": body, "more_body": more}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
 def requires(scope: str) -> Callable[[ASGIConnection, BaseRouteHandler], Awaitable[None]]:
     """A guard: the token must carry `scope` (read, write or admin)."""
 
@@ -131,8 +302,16 @@ def _domain_exception(_: Request, exc: Exception) -> Response:
         return _error(422, f"refused: {exc}", reasons=exc.reasons)
     if isinstance(exc, BatchRefused):
         return _error(422, str(exc), errors=exc.errors)
+    if isinstance(exc, BadInput):
+        return _error(400, str(exc))
     if isinstance(exc, ValueError):
         return _error(422, str(exc))
+    if isinstance(exc, RecursionError):
+        return _error(400, "input nested too deeply")
+    if isinstance(exc, (asyncpg.DataError, OverflowError)):
+        # A value the database cannot take that no check above caught: still the caller's.
+        log.warning("bad input reached the database: %s", type(exc).__name__)
+        return _error(400, f"invalid input value ({type(exc).__name__})")
     log.exception("unhandled error")
     return _error(HTTP_500_INTERNAL_SERVER_ERROR, "internal error (logged)")
 
@@ -245,7 +424,9 @@ def create_app(
         middleware=[
             DefineMiddleware(AccessLog, service=service),
             prometheus.middleware,
+            DefineMiddleware(InputGuard, body=False),
             DefineMiddleware(BearerAuth, exclude=OPEN_PATHS),
+            DefineMiddleware(InputGuard, body=True),
             *middleware,
         ],
         exception_handlers={HTTPException: _http_exception, Exception: _domain_exception},
