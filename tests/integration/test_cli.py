@@ -149,6 +149,41 @@ def test_add_get_history(env, capsys):
     assert "EVENT" in out and "created" in out
 
 
+REDIS_QUESTIONS = ("Which cache port does the billing service use?", "账单服务的缓存开在哪个端口？")
+
+
+def test_add_with_questions_then_add_more_and_search_through_one(env, capsys):
+    login(capsys, env)
+    fact = ok_json(capsys, "add", "ledgerline's Redis runs on port 6380 in staging",
+                   "--category", "environment", "--source-kind", "user", "--quote",
+                   "redis: 6380", "--tag", "redis", "--question", REDIS_QUESTIONS[0],
+                   "--global")["fact"]
+    assert fact["questions"] == [REDIS_QUESTIONS[0]]
+    ok_json(capsys, "add", "The CI runners are on host ci-02", "--category", "environment",
+            "--source-kind", "user", "--quote", "ci-02", "--tag", "ci", "--global")
+
+    # Adding reads the stored list and saves old + new (a PATCH replaces the list).
+    out = ok(capsys, "questions", str(fact["id"]), "--add", REDIS_QUESTIONS[1],
+             "--add", REDIS_QUESTIONS[0])
+    assert f"fact {fact['id']} in personal now has 2 questions" in out
+    stored = ok_json(capsys, "get", str(fact["id"]))
+    assert stored["questions"] == list(REDIS_QUESTIONS)
+    assert f"questions: {REDIS_QUESTIONS[0]} | {REDIS_QUESTIONS[1]}" in ok(
+        capsys, "get", str(fact["id"]))
+
+    data = ok_json(capsys, "search", "账单服务的缓存开在哪个端口")
+    top = data["results"][0]
+    assert top["fact"]["id"] == fact["id"] and top["match"] == "question: " + REDIS_QUESTIONS[1]
+    out = ok(capsys, "search", "账单服务的缓存开在哪个端口")
+    assert "MATCHED QUESTION" in out.splitlines()[0]
+    assert REDIS_QUESTIONS[1] in out.splitlines()[1]
+
+    code, _, err = run(capsys, "questions", str(fact["id"]),
+                       *[x for i in range(5) for x in ("--add", f"question {i}?")])
+    assert code == 2 and "questions" in err and "422" in err
+    assert ok_json(capsys, "get", str(fact["id"]))["questions"] == list(REDIS_QUESTIONS)
+
+
 def test_add_file_source_quote_is_checked_locally(env, capsys):
     login(capsys, env)
     base = ("add", "The API listens on port 8080", "--category", "environment",
@@ -281,7 +316,7 @@ def test_categories_list_and_add(env, capsys):
 
 def test_export_import_round_trip_between_banks(env, capsys, tmp_path):
     login(capsys, env, team=True)
-    a = ok_json(capsys, *ADD_PNPM)["fact"]
+    a = ok_json(capsys, *ADD_PNPM, "--question", "npm or pnpm?")["fact"]
     b = ok_json(capsys, "add", "The API listens on port 8080", "--category", "environment",
                 "--source", "deploy/api.yaml:4", "--quote", "port: 8080", "--tag", "api")["fact"]
     (env.repo / "deploy" / "api.yaml").write_text("port: 8081\n", "utf-8")
@@ -301,6 +336,7 @@ def test_export_import_round_trip_between_banks(env, capsys, tmp_path):
     team = list(Client(env.config()).list_facts(bank="team"))
     assert [f["content"] for f in team] == [a["content"]]
     assert team[0]["source"] == a["source"] and team[0]["tags"] == a["tags"]
+    assert team[0]["questions"] == a["questions"] == ["npm or pnpm?"]
     assert team[0]["origin"] == "user" and team[0]["created_by"]["agent"] == "cli"
 
 

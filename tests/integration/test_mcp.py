@@ -58,6 +58,13 @@ PNPM = {"content": "The team uses pnpm, never npm", "category": "preferences",
         "origin": "user", "tags": ["pnpm", "包管理器", "package manager", "node"], "project": ""}
 
 
+REDIS = {"content": "ledgerline's Redis runs on port 6380 in staging", "category": "environment",
+         "source_kind": "user", "source_location": "", "quote": "redis: 6380", "origin": "user",
+         "tags": ["redis", "cache"], "project": "",
+         "questions": ["Which cache port does the billing service use?",
+                       "账单服务的缓存开在哪个端口？"]}
+
+
 # --- stdio -------------------------------------------------------------------------------
 
 
@@ -86,9 +93,16 @@ async def test_stdio_lists_tools_that_say_when_to_use_them(env: Env):
     assert {"content", "category", "source_kind", "source_location", "quote"} <= set(
         add.input_schema["required"])
     assert "Chinese" in add.input_schema["properties"]["tags"]["description"]
+    for tool in (add, tools["supersede"]):
+        questions = tool.input_schema["properties"]["questions"]
+        assert questions["type"] == "array" and questions["maxItems"] == 6
+        assert "BOTH English and Chinese" in questions["description"]
+        assert "questions" not in tool.input_schema["required"]
     text = (add.description or "").lower()
-    for words in ("right away", "verbatim", "secret", "atomic", "honest", "chinese"):
+    for words in ("right away", "verbatim", "secret", "atomic", "honest", "chinese",
+                  "`questions`: 2-4 questions", "everyday words", "0.60 to 0.94"):
         assert words in text, words
+    assert "2-4 questions" in mcp_server.INSTRUCTIONS
     assert "before assuming" in (tools["search"].description or "")
     assert "supersede" in (tools["dispute"].description or "")
     assert info is None or info.name == "factbank"
@@ -160,6 +174,18 @@ async def _search_and_categories(stdio: Client) -> None:
     fid = fact_id(await call(stdio, "add", **PNPM))
     out = await call(stdio, "search", query="does the team use pnpm or npm")
     assert f"#{fid} [personal" in out and "trust 0.90" in out and ", match 1.00]" in out
+    # A fact saved with writer questions is found through one; the output says which.
+    out = await call(stdio, "add", **REDIS)
+    assert "no questions" not in out
+    rid = fact_id(out)
+    out = await call(stdio, "search", query="账单服务的缓存开在哪个端口", project="")
+    first, second = out.splitlines()[:2]
+    assert first.startswith(f"#{rid} [personal")
+    assert second == f"    (matched its question: {REDIS['questions'][1]!r})"
+    # Without questions, the answer says how to add them.
+    out = await call(stdio, "add", **{**PNPM, "content": "Releases are tagged vX.Y.Z",
+                                      "quote": "tag releases vX.Y.Z"})
+    assert "It has no questions" in out
     out = await call(stdio, "search", query="qqq zzz xxyyzz")
     assert out.startswith("No stored fact matches") or "#" in out
 
