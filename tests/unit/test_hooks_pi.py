@@ -134,3 +134,58 @@ def test_config_env_overrides(tmp_path: Path) -> None:
     got = run_ts(f"result = m.loadConfig({json.dumps(env)});")
     assert got == {"url": "http://h:9000", "recallUrl": "http://h:9001",
                    "tokens": {"personal": "t1", "team": "t2"}, "teamCategories": []}
+
+
+# --- writer questions (principle 15) ----------------------------------------------------------
+
+QUESTIONS = ["which package manager do we use?", "装依赖用 npm 还是 pnpm？"]
+PARAMS = {"content": "The team uses pnpm", "category": "preferences", "source_kind": "user",
+          "source_location": "", "quote": "we use pnpm", "tags": ["pnpm"], "project": ""}
+
+
+def test_pi_tools_ask_for_bilingual_questions_and_say_why() -> None:
+    got = run_ts("const tools = {}; m.default({on() {}, registerTool(t) { tools[t.name] = t; }});"
+                 "result = tools;")
+    for name in ("factbank_add", "factbank_supersede"):
+        props = got[name]["parameters"]["properties"]
+        assert props["questions"]["type"] == "array" and props["questions"]["maxItems"] == 6
+        for must in ("2-4", "BOTH English and Chinese", "everyday words", "not the fact's own"):
+            assert must in props["questions"]["description"], (name, must)
+        assert "questions" not in got[name]["parameters"]["required"]
+    add = got["factbank_add"]["description"]
+    for must in ("2-4 `questions`", "BOTH English and Chinese whatever the fact's language",
+                 "not the fact's wording", "0.60 to 0.94", "0.20 to 0.92"):
+        assert must in add, must
+    assert "2-4 questions" in got["factbank_supersede"]["description"]
+    assert "below the gate" in got["factbank_search"]["description"]
+
+
+def test_pi_fact_carries_questions_and_the_answer_nudges_without_them(tmp_path: Path) -> None:
+    got = run_ts(f"""
+        const p = {json.dumps(PARAMS)};
+        const fact = (extra) => m.buildFact({{...p, ...extra}}, {json.dumps(str(tmp_path))});
+        const stored = (questions) =>
+          ({{status: "stored", fact: {{id: 3, trust: 0.9, questions}}}});
+        result = {{with: fact({{questions: {json.dumps(QUESTIONS)}}}), without: fact({{}}),
+                  empty: fact({{questions: []}}),
+                  nudge: m.outcomeText(stored([]), "personal"),
+                  quiet: m.outcomeText(stored({json.dumps(QUESTIONS)}), "personal")}};
+    """)
+    assert got["with"]["questions"] == QUESTIONS
+    assert "questions" not in got["without"] and "questions" not in got["empty"]
+    assert "It has no questions" in got["nudge"] and "factbank_add again" in got["nudge"]
+    assert got["quiet"] == "Stored fact #3 in personal (trust 0.90)."
+
+
+def test_pi_search_lines_show_the_matched_question_and_companions() -> None:
+    fact = {"id": 1, "content": "The team uses pnpm", "trust": 0.9, "effective_trust": 0.9,
+            "status": "active", "source": {"kind": "user", "location": ""}, "tags": ["pnpm"]}
+    hits = [{"fact": fact, "bank": "personal", "match": "question: " + QUESTIONS[1]},
+            {"fact": {**fact, "id": 2}, "bank": "team", "match": "content", "companion": True},
+            {"fact": {**fact, "id": 3}, "bank": "team", "match": None}]
+    got = run_ts(f"result = {json.dumps(hits)}.map((h) => m.hitLines(h));")
+    assert got[0] == ["#1 [personal, trust 0.90] The team uses pnpm (source: user; tags: pnpm)",
+                      f"    (matched its question: {json.dumps(QUESTIONS[1], ensure_ascii=False)})"]
+    assert got[1] == ["#2 [team, trust 0.90, below the gate] The team uses pnpm "
+                      "(source: user; tags: pnpm)"]
+    assert len(got[2]) == 1 and "below the gate" not in got[2][0]

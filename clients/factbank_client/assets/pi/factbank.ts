@@ -310,42 +310,65 @@ function text(t: string) {
   return { content: [{ type: "text", text: t }], details: {} };
 }
 
-function factLine(f: any, bank?: string): string {
+/** The writer question a search hit matched best, or null (content, or lexical only). */
+export function matchedQuestion(hit: any): string | null {
+  const m = hit?.match;
+  return typeof m === "string" && m.startsWith("question: ") ? m.slice("question: ".length) : null;
+}
+
+/** One search hit as text: the fact line, "below the gate" for a companion, and the question
+ * it matched (like the MCP server's search output). */
+export function hitLines(r: any): string[] {
+  const lines = [factLine(r.fact, r.bank, Boolean(r.companion))];
+  const q = matchedQuestion(r);
+  if (q) lines.push(`    (matched its question: ${JSON.stringify(q)})`);
+  if (r.via) lines.push(`    (found via outdated #${r.via.superseded}, replaced because: ${r.via.reason ?? "-"})`);
+  return lines;
+}
+
+export function factLine(f: any, bank?: string, companion = false): string {
   const src = f.source ?? {};
   const where = `${src.kind ?? "?"} ${src.location ?? ""}`.trim();
   const trust = Number(f.effective_trust ?? f.trust ?? 0).toFixed(2);
   const status = f.status && f.status !== "active" ? ` ${f.status}` : "";
   const tentative = f.tentative ? " tentative" : "";
-  return `#${f.id} [${bank ? bank + ", " : ""}trust ${trust}${status}${tentative}] ${f.content} ` +
+  const gate = companion ? ", below the gate" : "";
+  return `#${f.id} [${bank ? bank + ", " : ""}trust ${trust}${status}${tentative}${gate}] ${f.content} ` +
     `(source: ${where}; tags: ${(f.tags ?? []).join(", ") || "-"})`;
 }
 
-const FACT_PROPS = {
+export const QUESTIONS_HELP = "2-4 questions a later teammate would type whose answer is this fact, in BOTH English and Chinese whatever the fact's language; everyday words and aliases, not the fact's own wording (each is an extra search vector of the fact), e.g. [\"which package manager do we use?\", \"装依赖用 npm 还是 pnpm？\"].";
+const QUESTIONS_WHY = "Also 2-4 `questions` a later teammate would type to find it, in BOTH English and Chinese whatever the fact's language, in everyday words and aliases, not the fact's wording: each is stored as an extra vector of the fact and a search matches the closest one; measured on realistic zh/en agent facts this took top-5 recall from 0.60 to 0.94, and across languages from 0.20 to 0.92.";
+const NO_QUESTIONS = "It has no questions, so only searches worded like it will find it: call factbank_add again with the same content plus 2-4 `questions` (English and Chinese); a repeat adds them to this fact.";
+
+export const FACT_PROPS = {
   content: { type: "string", description: "The fact: one atomic claim, a sentence or two, self-contained (name the system it is about)." },
   category: { type: "string", description: "preferences, environment, project, decisions, gotchas, people, reference (or a bank's own category)." },
   source_kind: { type: "string", enum: ["file", "url", "commit", "command", "user", "doc"], description: "Where the fact comes from; user = the user said it." },
   source_location: { type: "string", description: "file: path[:line] relative to the repository; url: the URL; commit: the SHA; command: the command run; user: empty or short context." },
   quote: { type: "string", description: "Verbatim text from the source (file lines, page sentence, command output, the user's own words). Not a paraphrase." },
   tags: { type: "array", items: { type: "string" }, minItems: 1, description: "3-8 tags naming the topic, the systems and their aliases/generic words, in BOTH Chinese and English, e.g. [\"pnpm\", \"包管理器\", \"package manager\", \"node\"]." },
+  questions: { type: "array", items: { type: "string" }, maxItems: 6, description: QUESTIONS_HELP },
   origin: { type: "string", enum: ["user", "verified", "inferred"], description: "user: the user said it; verified: you checked the source yourself; inferred: your conclusion." },
   tentative: { type: "boolean", description: "True when you are not sure yet (lower trust)." },
   project: { type: "string", description: "Project key; default: the current repository. \"\" for a fact that holds everywhere (e.g. a personal preference)." },
 };
 const FACT_REQUIRED = ["content", "category", "source_kind", "source_location", "quote", "tags"];
 
-function buildFact(p: any, cwd: string): any {
+export function buildFact(p: any, cwd: string): any {
   const fact: any = {
     content: p.content, category: p.category,
     source: { kind: p.source_kind, location: p.source_location ?? "" },
     quote: p.quote, tags: p.tags ?? [], origin: p.origin ?? "inferred",
     tentative: Boolean(p.tentative), agent: AGENT,
   };
+  if (Array.isArray(p.questions) && p.questions.length) fact.questions = p.questions.map(String);
   const project = p.project === undefined || p.project === null ? projectKey(cwd) : p.project;
   if (project) fact.project = project;
   return fact;
 }
 
-function outcomeText(o: any, bank: string): string {
+export function outcomeText(o: any, bank: string): string {
   const f = o.fact;
   const lines = [`${o.status === "reinforced" ? "Reinforced existing" : "Stored"} fact #${f.id} in ${bank} (trust ${Number(f.trust).toFixed(2)}).`];
   for (const r of o.redacted ?? []) lines.push(`Redacted a ${r.kind ?? "secret"} from ${r.field ?? "?"}; never send secrets.`);
@@ -354,6 +377,7 @@ function outcomeText(o: any, bank: string): string {
     lines.push(`Similar but different claim(s) already stored: ${ids.map((i: number) => "#" + i).join(", ")}. ` +
       `If they no longer hold, call factbank_supersede with replaces=[${[...ids, f.id].join(", ")}]; if they still hold, nothing to do.`);
   } else if (o.note) lines.push(String(o.note));
+  if (!f.questions?.length) lines.push(NO_QUESTIONS);
   return lines.join("\n");
 }
 
@@ -406,7 +430,7 @@ export default function factbank(pi: any) {
   pi.registerTool({
     name: "factbank_search",
     label: "factbank search",
-    description: "Search the shared memory (every bank you can read) before assuming anything about this user, machine, team or project: which tool or package manager, which host or port, how to build, test or deploy, why something was decided, what an error means. Ask in natural language, Chinese or English. Results show #id, bank, trust and source. An empty answer means nothing relevant is stored.",
+    description: "Search the shared memory (every bank you can read) before assuming anything about this user, machine, team or project: which tool or package manager, which host or port, how to build, test or deploy, why something was decided, what an error means. Ask in natural language, Chinese or English. Results show #id, bank, trust and source; weaker candidates shown only because a confident one passed are marked \"below the gate\", and a result found through one of the fact's stored questions shows which one. An empty answer means nothing relevant is stored.",
     parameters: {
       type: "object",
       properties: {
@@ -438,10 +462,7 @@ export default function factbank(pi: any) {
       if (errors.length && errors.length === all.length) throw new Error(errors[0]);
       results.sort((a, b) => Number(b.score ?? 0) - Number(a.score ?? 0));
       const lines: string[] = [];
-      for (const r of results.slice(0, limit)) {
-        lines.push(factLine(r.fact, r.bank));
-        if (r.via) lines.push(`    (found via outdated #${r.via.superseded}, replaced because: ${r.via.reason ?? "-"})`);
-      }
+      for (const r of results.slice(0, limit)) lines.push(...hitLines(r));
       if (!lines.length) lines.push("No stored fact matches; proceed, and add what you learn.");
       return text([...lines, ...notes, ...errors.map((e) => `(note: ${e})`)].join("\n"));
     },
@@ -450,7 +471,7 @@ export default function factbank(pi: any) {
   pi.registerTool({
     name: "factbank_add",
     label: "factbank add",
-    description: "Save ONE durable fact you just learned, right away (do not wait for the end of the task): the user's preferences and conventions, environment facts (hosts, ports, paths), project commands and layout, decisions with their reason, gotchas (error -> cause -> fix). Not for guesses, task progress, session-only things, conversations or anything secret. One atomic claim per call; quote verbatim from the source; honest origin; 3-8 tags in BOTH Chinese and English. If a stored fact is wrong or outdated, use factbank_supersede instead.",
+    description: "Save ONE durable fact you just learned, right away (do not wait for the end of the task): the user's preferences and conventions, environment facts (hosts, ports, paths), project commands and layout, decisions with their reason, gotchas (error -> cause -> fix). Not for guesses, task progress, session-only things, conversations or anything secret. One atomic claim per call; quote verbatim from the source; honest origin; 3-8 tags in BOTH Chinese and English. " + QUESTIONS_WHY + " If a stored fact is wrong or outdated, use factbank_supersede instead.",
     parameters: { type: "object", properties: FACT_PROPS, required: FACT_REQUIRED },
     async execute(_id: string, params: any) {
       const cfg = loadConfig();
@@ -471,6 +492,7 @@ export default function factbank(pi: any) {
       const data = await call(cfg, "GET", cfg.url, `/v1/facts/${Number(params.id)}`, bank, undefined, TOOL_TIMEOUT_MS);
       const f = data.fact;
       const lines = [factLine(f, bank), `quote: ${JSON.stringify(f.quote)}`,
+        `questions: ${(f.questions ?? []).join(" | ") || "-"}`,
         `category: ${f.category}; project: ${f.project || "-"}; origin: ${f.origin}`];
       for (const e of data.events ?? []) lines.push(`  ${String(e.created_at).slice(0, 16)} ${e.kind}${e.reason ? ": " + e.reason : ""}`);
       for (const old of data.supersedes ?? []) lines.push(`replaced #${old.id}: ${old.content} (because: ${old.supersede_reason ?? "-"})`);
@@ -503,7 +525,7 @@ export default function factbank(pi: any) {
   pi.registerTool({
     name: "factbank_supersede",
     label: "factbank supersede",
-    description: "Replace facts that no longer hold with the current truth: stores the new fact (same rules as factbank_add) and retires the old ones, linked to it with your reason, so a later recall of the old claim returns the new one. Pass every outdated id in `replaces`.",
+    description: "Replace facts that no longer hold with the current truth: stores the new fact (same rules as factbank_add, including 2-4 questions in English and Chinese) and retires the old ones, linked to it with your reason, so a later recall of the old claim returns the new one. Pass every outdated id in `replaces`.",
     parameters: {
       type: "object",
       properties: {
