@@ -24,7 +24,9 @@ def recall_of(request: Request) -> Recall:
 def min_version(request: Request) -> int | None:
     """`X-Factbank-Min-Version`: the bank version this caller has written (read-your-writes)."""
     raw = request.headers.get("x-factbank-min-version", "")
-    return int(raw) if raw.isdigit() else None
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 19 or int(raw) > 2**63 - 1:
+        return None  # not a bank version (versions are bigints): no freshness demand
+    return int(raw)
 
 
 @post(
