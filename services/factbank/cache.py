@@ -13,6 +13,7 @@ are counted per kind, because a cache that never hits looks exactly like one tha
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import time
 from collections import OrderedDict, defaultdict
@@ -28,8 +29,23 @@ SESSION_TTL = 24 * 3600
 PREFIX = "fb:"
 
 
+def _typed(value: object) -> object:
+    """A JSON-encodable form that keeps the type: None, "None", 1, "1" and 1.0 all differ."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, list | tuple | set | frozenset):
+        items = sorted(value, key=repr) if isinstance(value, set | frozenset) else value
+        return {"__" + type(value).__name__: [_typed(v) for v in items]}
+    if isinstance(value, dict):
+        return {"__dict": [[_typed(k), _typed(v)] for k, v in sorted(value.items(), key=repr)]}
+    return {"__" + type(value).__name__: str(value)}
+
+
 def digest(*parts: object) -> str:
-    return hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()[:32]
+    """An unambiguous key of `parts`: each is JSON-encoded with its type (so `None` and
+    "None", or a separator inside a string, can never make two different requests collide)."""
+    encoded = json.dumps([_typed(p) for p in parts], ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(encoded.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 class _Memory:

@@ -77,7 +77,7 @@ class AccessLog:
             await self.app(scope, receive, send)
             return
         start = time.perf_counter()
-        status = 500
+        status: int | None = None
 
         async def wrapped(message: dict) -> None:
             nonlocal status
@@ -87,7 +87,16 @@ class AccessLog:
 
         try:
             await self.app(scope, receive, wrapped)
+        except Exception as exc:
+            # An exception that leaves the stack here (e.g. a 401 raised by the authentication
+            # middleware) is answered by litestar's outer handler: log the status it will send.
+            if status is None:
+                code = getattr(exc, "status_code", None)
+                status = code if isinstance(code, int) else 500
+            raise
         finally:
+            if status is None:
+                status = 500
             handler = scope.get("route_handler")
             user = scope.get("user")
             access_log.info(
