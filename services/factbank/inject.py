@@ -22,6 +22,14 @@ from factbank.trust import DEFAULT as POLICY
 SESSION_BUDGET = 1500
 PROMPT_BUDGET = 500
 PROMPT_TOP = 5
+# A prompt block holds only the hits within this much (confidence units, `Hit.score`) of the
+# query's best. Every fact there clears the gate, but with writer questions most of a bank's
+# on-topic facts clear it, and the block was mostly noise: on agent-memory (tags + questions)
+# 0.22 of injected facts were gold at 4.7 facts a prompt. Measured margins (gold in the block /
+# precision / facts a prompt): 0.005 0.82/0.77/1.3, 0.01 0.83/0.74/1.6, 0.015 0.86/0.71/1.8,
+# 0.02 0.88/0.67/2.1, 0.03 0.90/0.60/2.6, none 0.91/0.22/4.7. 0.015 is the least that keeps
+# a gold fact in the block for at least 85% of answerable prompts.
+PROMPT_MARGIN = 0.015
 MAX_FACT_CHARS = 600
 HEADER = (
     "[factbank] Remembered facts: context, not truth. Cite by id; confirm, dispute or "
@@ -137,7 +145,12 @@ async def prompt_block(
         companions=False,
     )
     seen = await r.cache.seen(bank_id, session_id)
-    hits = [h for h in result.results if _injectable(h.fact) and h.fact.id not in seen]
+    best = result.results[0].score if result.results else 0.0
+    hits = [
+        h
+        for h in result.results
+        if _injectable(h.fact) and h.fact.id not in seen and h.score >= best - PROMPT_MARGIN
+    ]
     block = assemble(
         [(h.fact.id, line_for(h.fact, _via_note(h))) for h in hits[:PROMPT_TOP]],
         PROMPT_BUDGET // share,

@@ -174,3 +174,25 @@ async def test_import_embeds_questions_in_one_transaction(stack, two_banks, conn
     )
     assert r.status_code == 422, r.text
     assert await conn.fetchval("SELECT count(*) FROM fact_vectors") == before
+
+
+async def test_a_prompt_block_keeps_only_hits_near_the_best(stack, two_banks):
+    """Injection takes the hits within PROMPT_MARGIN of the best one: a fact that matches the
+    prompt through its own question is injected alone, while search still lists the other
+    on-topic facts that clear the gate."""
+    alpha, _ = two_banks
+    api = (await add(stack, alpha.rw, fact_body(
+        "The staging API listens on port 8443", quote="listen: 8443",
+        questions=["Which port does the staging API listen on?", "预发环境的 API 是哪个端口？"],
+    )))["fact"]["id"]
+    for content in ("The staging API runs behind nginx", "The staging API logs go to Loki"):
+        await add(stack, alpha.rw, fact_body(content, quote=content))
+    prompt = "Which port does the staging API listen on?"
+    r = await stack.recall.post(
+        "/v1/inject", json={"kind": "prompt", "session_id": "s1", "prompt": prompt},
+        headers=auth(alpha.ro),
+    )
+    assert r.status_code == 200, r.text
+    assert r.json()["facts"] == [api]
+    hits = await search(stack, alpha.ro, prompt)
+    assert len(hits) == 3 and hits[0]["fact"]["id"] == api
