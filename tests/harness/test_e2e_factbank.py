@@ -8,7 +8,8 @@ against the fake model server. Everything is asserted from what the fake model r
 * Claude Code, Codex, Pi: a project fact reaches the model at session start, a prompt-matched
   fact reaches it with the prompt (Codex with its hooks trusted by `--trust`, no bypass flag).
 * The product: a fact saved through Codex's MCP `add` tool (the fake model calls it) is in
-  front of the next Claude Code session in the same repository, and absent in another one.
+  front of the next Claude Code session in the same repository, and absent in another one;
+  saved with writer questions, it reaches a Claude Code prompt that shares no word with it.
 * Pi's own tools: `factbank_add` stores a fact, `factbank_search` finds it.
 """
 
@@ -344,6 +345,67 @@ def test_fact_saved_by_codex_reaches_next_claude_session_in_same_repo_only(
     assert_ok(result, harness_home)
     claude_b = [r for r in fake_model.requests[before:] if r.api == "anthropic"]
     assert claude_b and not any(marker in r.dumps() for r in claude_b)
+
+
+def test_fact_saved_by_codex_with_questions_is_found_by_a_claude_prompt_sharing_no_word(
+    harnesses: Harnesses, fake_model: FakeModel, harness_home: Path, tmp_path: Path,
+    services: Services,
+) -> None:
+    """Principle 15 end to end: Codex's model saves an English fact with writer questions
+    through the MCP `add` tool; a Claude Code prompt in Chinese that shares no word with the
+    fact (content, tags or quote) gets it injected, matched through a stored question. A
+    global gotcha is not injected at session start, so only the prompt can recall it."""
+    services.require_inject()
+    repo = make_repo(tmp_path, "billing", "git@github.com:acme/e2e-billing.git")
+    login(harness_home, services)
+    configure_codex_home(harness_home, fake_model)
+    install(harness_home, "all", "--trust", "--codex-bin", str(harnesses.codex))
+    cfg = harness_home / ".codex" / "config.toml"  # see the test above: MCP start-up grace
+    cfg.write_text("mcp_optional_startup_grace_ms = 15000\n" + cfg.read_text())
+
+    marker = "FBQ-3X9"
+    questions = ["Which cache port does the billing service use in staging?",
+                 "账单服务预发环境的缓存开在哪个端口？"]
+    fact = {"content": f"ledgerline's staging Redis listens on 6380 ({marker}), not 6379.",
+            "category": "gotchas", "source_kind": "user", "source_location": "",
+            "quote": "staging redis is on 6380", "origin": "user", "project": "",
+            "tags": ["ledgerline", "redis", "staging"], "questions": questions}
+    prompt = "计费系统在测试环境里的缓存用的是几号端口？"
+    fact_words = {w.lower() for w in re.findall(r"\w+", json.dumps(
+        {k: fact[k] for k in ("content", "quote", "tags")}, ensure_ascii=False))}
+    assert not fact_words & {w.lower() for w in re.findall(r"\w+", prompt)}
+
+    fake_model.script(ToolCall("mcp__factbank__add", fact, text="Saving that."),
+                      Text("Saved it."))
+    result = run_codex(harness_home, repo, "Remember the staging Redis port.", fake_model,
+                       harnesses=harnesses, bypass_hook_trust=False)
+    assert_ok(result, harness_home)
+    gen = fake_model.generation_requests("responses")
+    # The model was offered factbank's add tool with the request for bilingual questions.
+    assert "mcp__factbank__add" in tool_names(gen[0].body), result.describe()
+    assert "2-4 questions a later teammate would type" in gen[0].dumps()
+    saved = [f for f in services.facts(category="gotchas") if marker in f["content"]]
+    assert len(saved) == 1, result.describe()
+    assert saved[0]["questions"] == questions and saved[0]["created_by"]["agent"] == "codex"
+
+    # The recall service matches the prompt through a question, not the fact's own words.
+    r = httpx.post(f"{services.recall}/v1/search", headers=services.headers(), timeout=60,
+                   json={"query": prompt})
+    top = r.json()["results"][0]
+    assert top["fact"]["id"] == saved[0]["id"] and top["match"].startswith("question: "), top
+
+    before = len(fake_model.requests)
+    result = run_claude(harness_home, repo, prompt, fake_model, harnesses=harnesses)
+    assert_ok(result, harness_home)
+    claude = [r for r in fake_model.requests[before:] if r.api == "anthropic"]
+    contexts = [text[i:i + 1500] for text in (r.dumps() for r in claude)
+                for i in [m.start() for m in re.finditer(
+                    r"UserPromptSubmit hook additional context: \[factbank\]", text)]]
+    assert any(marker in c for c in contexts), hook_log(harness_home) or [
+        t[max(0, t.find(marker) - 300):t.find(marker) + 100] for t in (r.dumps() for r in claude)
+        if marker in t]
+    assert not any(marker in c for r in claude for c in re.findall(
+        r"SessionStart hook additional context: .{0,1500}", r.dumps()))
 
 
 # --- the Stop reminder: once after 5 prompts, never a loop -------------------------------------
