@@ -17,7 +17,8 @@ from factbank_client.client import (
 EXPORTED = {
     "id": 7, "bank": "alice", "content": "The team uses pnpm", "category": "preferences",
     "tags": ["pnpm", "包管理器"],
-    "questions": ["which package manager do we use?", "装依赖用 npm 还是 pnpm？"], "source": {"kind": "user", "location": ""},
+    "questions": ["which package manager do we use?", "装依赖用 npm 还是 pnpm？"],
+    "source": {"kind": "user", "location": ""},
     "quote": "we use pnpm", "project": None, "origin": "user", "tentative": False,
     "trust": 0.9, "effective_trust": 0.9, "status": "active", "superseded_by": None,
     "supersede_reason": None, "created_by": {"member": "alice", "agent": "codex"},
