@@ -44,6 +44,14 @@ def synthetic_fact(i: int, rng: random.Random) -> dict:
         "content": text,
         "category": "environment",
         "tags": ["bench", "基准"],
+        # Four writer questions (2 en + 2 zh), as every writer is asked for: each is embedded
+        # in the same call as the fact (issue 11 item 7: p50 <= 80 ms with four questions).
+        "questions": [
+            f"Which port does svc{i} use?",
+            f"Where does svc{i} run?",
+            f"svc{i} 用哪个端口？",
+            f"svc{i} 部署在哪台机器上？",
+        ],
         "source": {"kind": "command", "location": "bench"},
         "quote": text,
         "origin": "verified",

@@ -82,10 +82,21 @@ def _r5(corpus: fs.Corpus, runs, qlang, qrels, gold_lang, method) -> dict[str, f
     return {p: round(float(np.mean(v)), 3) for p, v in scores.items()}
 
 
+def _ranked(run: fs.QueryRun, corpus: fs.Corpus) -> list[int]:
+    """The recall service's ranking score (`fusion.raw_scores` with the language cohorts)."""
+    from factbank.fusion import DEFAULT, cohort_means, raw_scores
+
+    langs = dict(enumerate(corpus.langs))
+    scored = raw_scores(
+        run.lexical, run.dense, run.query_terms, run.query_lang, langs, DEFAULT,
+        background=run.background, doc_tagged=dict(enumerate(corpus.tagged)),
+        cohort=cohort_means(run.dense, langs) if run.dense else None,
+    )
+    return [f for f, _ in scored]
+
+
 def measure(data: Path) -> dict:
     """R@5 per pair: single-language bank (hybrid), mixed bank (hybrid, dense, plain cosine)."""
-    from factbank.fusion import DEFAULT
-
     zh = fs.load_beir(data / "xquad-r-zh2zh")
     en = fs.load_beir(data / "xquad-r-zh2en")
     en_q = fs.load_beir(data / "xquad-r-en2zh")
@@ -99,10 +110,10 @@ def measure(data: Path) -> dict:
                "en": (en_q.query_ids, en_q.query_texts, en_q.qrels)}
 
     def hybrid(run, corpus):
-        return [f for f, _ in fs.fused_raw(run, corpus, DEFAULT)]
+        return _ranked(run, corpus)
 
     def dense(run, corpus):
-        return [f for f, _ in fs.fused_raw(replace(run, lexical=[]), corpus, DEFAULT)]
+        return _ranked(replace(run, lexical=[]), corpus)
 
     def cosine(run, corpus):
         return [h.fact_id for h in sorted(run.dense, key=lambda h: (-h.score, h.fact_id))]

@@ -370,6 +370,19 @@ class FusionParams:
     fallback_mean_zh_en: float = 0.717
     fallback_mean_en_zh: float = 0.698
     fallback_mean_tagged: float = 0.791
+    # Ranking only (the gate keeps the background confidence above): each dense hit is
+    # centred on bank_share x the mean raw cosine of the query's bank_cohort nearest vectors
+    # in the hit's language group (Chinese, the rest) plus (1 - bank_share) x its background
+    # level (mean - offset). The background alone lifts the other language as much as it
+    # lifts unrelated text, which in a bank whose zh and en facts share subjects buries
+    # same-language answers (agent-memory, tags + questions, R@5 0.91 -> 0.93 with the
+    # cohort); the cohort alone loses the cross-language answers of a bank whose languages
+    # hold different subjects (mixed XQuAD-R zh>en 0.82 -> 0.76). Shares 0 / 0.25 / 0.5 /
+    # 0.75 / 1 measured on both (evals/README.md, "Language-fair ranking"); 0.5 is the only
+    # one that keeps every XQuAD-R pair within 3 points of its single-language bank and no
+    # pair more than 1 point under plain cosine.
+    bank_share: float = 0.5
+    bank_cohort: int = 50
 
 
 DEFAULT = FusionParams()
@@ -428,6 +441,19 @@ def lexical_evidence(hit: LegHit, best_bm25: float, query_terms: int, pair: str,
     return params.lexical_weight * (share * coverage + (1.0 - share) * relative)
 
 
+def cohort_means(dense: Sequence[LegHit], doc_lang: Mapping[int, str] | None = None,
+                 params: FusionParams = DEFAULT) -> dict[bool, float]:
+    """The mean raw cosine of the query's `bank_cohort` nearest vectors in each language group
+    (True: Chinese, False: the rest), from the dense leg's candidates (taken per group)."""
+    langs = doc_lang or {}
+    groups: dict[bool, list[float]] = {}
+    for hit in dense:
+        lang = hit.lang if hit.lang is not None else langs.get(hit.fact_id)
+        groups.setdefault(lang == "zh", []).append(hit.score)
+    return {g: float(np.mean(sorted(v, reverse=True)[: params.bank_cohort]))
+            for g, v in groups.items()}
+
+
 def raw_scores(
     lexical: Sequence[LegHit],
     dense: Sequence[LegHit],
@@ -438,9 +464,14 @@ def raw_scores(
     *,
     background: Background | None = None,
     doc_tagged: Mapping[int, bool] | None = None,
+    cohort: Mapping[bool, float] | None = None,
 ) -> list[tuple[int, float]]:
     """Every candidate's confidence (cosine units, 0 = as close as unrelated text), best first,
     ties by fact id. This is the scale the floor was measured on; `fuse` squashes it to [0, 1].
+
+    With `cohort` (`cohort_means` of the same dense hits) it is the ranking score instead:
+    each dense hit's level blends its language group's cohort mean with its background level
+    (`bank_share`). Rank by it; gate by the plain confidence.
     """
     langs = doc_lang or {}
     tags = doc_tagged or {}
@@ -467,7 +498,10 @@ def raw_scores(
         tagged = bool(tags.get(hit.fact_id, False)) and hit.form != "question"
         mean = (background.mean(lang, tagged) if background is not None
                 else _fallback_mean(query_lang, lang, tagged, params))
-        conf = hit.score - mean + _offset(query_lang, lang, tagged, params)
+        level = mean - _offset(query_lang, lang, tagged, params)
+        if cohort is not None and (lang == "zh") in cohort:
+            level = params.bank_share * cohort[lang == "zh"] + (1 - params.bank_share) * level
+        conf = hit.score - level
         if conf > dense_conf.get(hit.fact_id, -math.inf):
             dense_conf[hit.fact_id] = conf
     out = []

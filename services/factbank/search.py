@@ -229,18 +229,27 @@ async def search(
                 background = fusion.Background.for_query(qvec, r.background)
         ids = list(dict.fromkeys([f for f, _, _ in lexical] + [h.fact_id for h in dense]))
         rows = await _rows(conn, bank_id, ids)
-        raw = fusion.raw_scores(
+        legs = (
             [fusion.LegHit(f, s, m) for f, s, m in lexical],
             [
                 fusion.LegHit(h.fact_id, h.cosine, lang=h.lang, form="question" if h.ord else None)
                 for h in dense
             ],
-            query_terms=len(set(tokens)),
-            query_lang=language(query),
-            doc_lang={i: language(row["content"]) for i, row in rows.items()},
-            background=background,
-            doc_tagged={i: bool(row["tags"]) for i, row in rows.items()},
         )
+        shape = {
+            "query_terms": len(set(tokens)),
+            "query_lang": language(query),
+            "doc_lang": {i: language(row["content"]) for i, row in rows.items()},
+            "background": background,
+            "doc_tagged": {i: bool(row["tags"]) for i, row in rows.items()},
+        }
+        # Two scores per fact: the confidence the gate was calibrated on, and the ranking
+        # score, whose level also takes the bank's own cohort per language (fusion.py).
+        raw = fusion.raw_scores(*legs, **shape)
+        rank = dict(raw)
+        if dense:
+            cohort = fusion.cohort_means(legs[1], shape["doc_lang"])
+            rank = dict(fusion.raw_scores(*legs, **shape, cohort=cohort))
         # The gate: the best eligible hit must reach it, or nothing is returned; the hits
         # after it need only the companion floor (fusion.py, "Gate and companions"), unless
         # the caller injects them unasked (`companions=False`). Companions were calibrated on
@@ -281,7 +290,7 @@ async def search(
             bonus = PROJECT_BONUS if project and row["project"] == project else 0.0
             hit = Hit(
                 fact=facts.to_fact(row, now),
-                score=round(confidence + TRUST_WEIGHT * (eff - 0.5) + bonus, 6),
+                score=round(rank[fact_id] + TRUST_WEIGHT * (eff - 0.5) + bonus, 6),
                 relevance=round(relevance, 6),
                 lexical=lex_score.get(fact_id),
                 dense=best_vector[fact_id].cosine if fact_id in best_vector else None,

@@ -323,3 +323,61 @@ def test_language_pairs():
     assert language_pair("zh", "mixed") == "mixed"
     assert language_pair("mixed", "en") == "mixed"
     assert language_pair("zh", None) == "mixed"
+
+
+# --- several vectors per fact (writer questions) and the language cohorts ---------------------
+
+
+def test_a_fact_scores_by_its_best_vector_each_centred_on_its_own_language():
+    bg = Background({("zh", False): 0.80, ("en", False): 0.72,
+                     ("zh", True): 0.80, ("en", True): 0.72})
+    # Fact 1 is English; its Chinese question is the vector a Chinese query matches best.
+    hits = [
+        LegHit(1, 0.79, lang="en"),
+        LegHit(1, 0.90, lang="zh", form="question"),
+        LegHit(2, 0.86, lang="zh"),
+    ]
+    scored = dict(raw_scores([], hits, 3, "zh", {1: "en", 2: "zh"}, background=bg))
+    # the question (0.90 - 0.80) beats the fact's own vector (0.79 - 0.72 + zh>en offset)
+    assert scored[1] == pytest.approx(0.90 - 0.80)
+    assert scored[1] > scored[2]
+
+
+def test_a_question_vector_is_centred_on_the_plain_background_even_for_tagged_facts():
+    bg = Background({("zh", False): 0.80, ("en", False): 0.72,
+                     ("zh", True): 0.85, ("en", True): 0.76})
+    hits = [LegHit(1, 0.90, lang="en", form="question")]
+    scored = dict(raw_scores([], hits, 3, "en", {1: "en"}, background=bg, doc_tagged={1: True}))
+    assert scored[1] == pytest.approx(0.90 - 0.72 + DEFAULT.offset_en_en)
+
+
+def test_cohort_means_are_per_language_group_over_the_nearest_vectors():
+    params = dataclasses.replace(DEFAULT, bank_cohort=2)
+    hits = [LegHit(1, 0.9, lang="zh"), LegHit(2, 0.8, lang="zh"), LegHit(3, 0.1, lang="zh"),
+            LegHit(4, 0.7, lang="en"), LegHit(5, 0.5, lang="mixed")]
+    from factbank.fusion import cohort_means
+
+    assert cohort_means(hits, params=params) == {
+        True: pytest.approx(0.85), False: pytest.approx(0.6)
+    }
+
+
+def test_the_cohort_keeps_same_language_answers_above_the_other_languages_neighbours():
+    """An English question in a bank whose zh facts share its subject: the background alone
+    lifts every zh fact by the whole language gap; the cohort (the bank's own zh level for
+    this query) takes most of that lift back, and the gate's confidence is unchanged."""
+    bg = Background({("zh", False): 0.74, ("en", False): 0.80,
+                     ("zh", True): 0.74, ("en", True): 0.80})
+    zh_neighbours = [LegHit(10 + i, 0.83 - 0.002 * i, lang="zh") for i in range(20)]
+    answer = LegHit(1, 0.89, lang="en")
+    en_rest = [LegHit(30 + i, 0.80 - 0.002 * i, lang="en") for i in range(20)]
+    hits = [answer, *zh_neighbours, *en_rest]
+    langs = {h.fact_id: h.lang for h in hits}
+    from factbank.fusion import cohort_means
+
+    plain = raw_scores([], hits, 4, "en", langs, background=bg)
+    ranked = raw_scores([], hits, 4, "en", langs, background=bg, cohort=cohort_means(hits))
+    assert plain[0][0] != 1  # background only: a zh neighbour outranks the answer
+    assert ranked[0][0] == 1
+    # the gate's scale is the plain confidence: the cohort never moves it
+    assert dict(plain)[1] == pytest.approx(0.89 - 0.80 + DEFAULT.offset_en_en)
