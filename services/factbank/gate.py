@@ -16,6 +16,9 @@ from factbank.models import NewFact
 
 MAX_QUOTE_CHARS = 2000
 MAX_TAGS = 12
+# How many tags a request may send before de-duplication (repeats are dropped, so a few more
+# than MAX_TAGS are forgiven); more is refused before any per-tag work.
+MAX_TAGS_SENT = 4 * MAX_TAGS
 MAX_TAG_CHARS = 40
 MAX_PROJECT_CHARS = 200
 MAX_LOCATION_CHARS = 500
@@ -94,7 +97,14 @@ def _check_source(kind: str, location: str) -> str | None:
 
 
 def _clean_tags(tags: list[str], reasons: list[dict[str, str]]) -> list[str]:
+    """Whitespace-normalised tags, de-duplicated case-insensitively in one pass (a set)."""
+    if len(tags) > MAX_TAGS_SENT:
+        reasons.append(
+            {"field": "tags", "reason": f"{len(tags)} tags sent; the limit is {MAX_TAGS}"}
+        )
+        return []
     out: list[str] = []
+    seen: set[str] = set()
     for i, tag in enumerate(tags):
         tag = " ".join(tag.split())
         if not tag:
@@ -107,7 +117,8 @@ def _clean_tags(tags: list[str], reasons: list[dict[str, str]]) -> list[str]:
                 }
             )
             continue
-        if tag.casefold() not in (t.casefold() for t in out):
+        if tag.casefold() not in seen:
+            seen.add(tag.casefold())
             out.append(tag)
     if len(out) > MAX_TAGS:
         reasons.append({"field": "tags", "reason": f"{len(out)} tags; the limit is {MAX_TAGS}"})

@@ -360,6 +360,15 @@ def _warm_up(model: embedder.Loaded) -> None:
         model.embedder.query("warm up")
 
 
+def _warm_up_redaction() -> None:
+    from factbank import redaction
+
+    try:
+        redaction.warm_up()
+    except Exception:  # a failed warm-up only costs the first write its compile
+        log.exception("redaction warm-up failed")
+
+
 def create_app(
     title: str,
     route_handlers: Sequence[Any],
@@ -392,6 +401,13 @@ def create_app(
             )
         rt.model = await asyncio.to_thread(embedder.load, settings.embedder)
         await asyncio.to_thread(_warm_up, rt.model)
+        # Redaction's rule engine compiles for ~6 s on a first use: in a thread, started now
+        # and not awaited, so the service answers at once and the first write does not pay it
+        # (a write that comes sooner waits on the same compile, off the event loop).
+        if service == "ingest":  # the only service that redacts
+            rt.extras["redaction_warm_up"] = asyncio.create_task(
+                asyncio.to_thread(_warm_up_redaction)
+            )
         try:
             for hook in on_start:
                 result = hook(rt)
@@ -399,6 +415,9 @@ def create_app(
                     await result
             yield
         finally:
+            warming = rt.extras.pop("redaction_warm_up", None)
+            if warming is not None:
+                await warming
             for hook in on_stop:
                 result = hook(rt)
                 if hasattr(result, "__await__"):

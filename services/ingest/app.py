@@ -13,6 +13,9 @@ from factbank.settings import Settings
 from factbank.web import create_app, requires, runtime
 
 MAX_IMPORT_BYTES = 32 * 1024 * 1024
+# Facts per import request: one transaction, gated and embedded as one batch. A bigger import
+# is sent in chunks of at most this many lines (each chunk its own request and transaction).
+MAX_IMPORT_LINES = 1000
 
 EXAMPLE_FACT = {
     "content": "The staging API listens on port 8443",
@@ -71,8 +74,8 @@ async def add_fact(request: Request, data: JSONBody[NewFact]) -> Outcome:
     opt={"example": msgspec.json.encode(EXAMPLE_FACT).decode() + "\n"},
 )
 async def import_facts(request: Request) -> ImportResult:
-    """Import JSONL (one fact per line) in ONE transaction: any bad line refuses the whole
-    import, and the answer lists every bad line with its reasons."""
+    """Import JSONL (one fact per line, at most 1000 lines) in ONE transaction: any bad line
+    refuses the whole import, and the answer lists every bad line with its reasons."""
     body = await request.body()
     items: list[NewFact] = []
     errors: list[dict] = []
@@ -84,6 +87,21 @@ async def import_facts(request: Request) -> ImportResult:
     if not lines:
         raise BatchRefused(
             [{"line": 0, "reasons": [{"field": "body", "reason": "no JSONL lines"}]}]
+        )
+    if len(lines) > MAX_IMPORT_LINES:
+        raise BatchRefused(
+            [
+                {
+                    "line": 0,
+                    "reasons": [
+                        {
+                            "field": "body",
+                            "reason": f"{len(lines)} lines; the limit is {MAX_IMPORT_LINES} "
+                            "facts per import: send the rest in further imports",
+                        }
+                    ],
+                }
+            ]
         )
     for n, line in lines:
         try:

@@ -16,6 +16,12 @@ from factbank.search import Recall, load_background, search
 from factbank.settings import Settings
 from factbank.web import Runtime, create_app, requires, runtime
 
+# The text /v1/inject and /v1/search work on: the head of a prompt (a hook sends all of it, up
+# to 20,000 characters) or of a query (up to 4,000). The embedder reads 512 tokens at most
+# (about 2,000 English or 500 Chinese characters), and tokenising the rest for BM25 costs tens
+# of milliseconds on the event loop for nothing the gate would use, so the rest is ignored.
+MAX_QUERY_CHARS = 2000
+
 
 def recall_of(request: Request) -> Recall:
     return runtime(request).extras["recall"]
@@ -43,7 +49,7 @@ async def search_facts(request: Request, data: JSONBody[SearchQuery]) -> SearchR
     return await search(
         recall_of(request),
         request.user.bank_id,
-        data.query,
+        data.query[:MAX_QUERY_CHARS],
         project=data.project,
         limit=data.limit,
         mode=data.mode,
@@ -80,7 +86,7 @@ async def inject_block(request: Request, data: JSONBody[InjectRequest]) -> Injec
             user.bank_name,
             data.session_id,
             data.project,
-            data.prompt or "",
+            (data.prompt or "")[:MAX_QUERY_CHARS],
             min_version(request),
             share=data.banks,
         )
