@@ -490,18 +490,23 @@ def raw_scores(
         ev = lexical_evidence(hit, best_bm25, query_terms, pair, params)
         bonus[hit.fact_id] = max(bonus.get(hit.fact_id, 0.0), ev)
 
+    def level(lang: str | None, tagged: bool) -> float:
+        """What this query scores against unrelated text of this language and form: the
+        background mean less the pair offset, blended with the bank's cohort when ranking."""
+        mean = (background.mean(lang, tagged) if background is not None
+                else _fallback_mean(query_lang, lang, tagged, params))
+        base = mean - _offset(query_lang, lang, tagged, params)
+        if cohort is not None and (lang == "zh") in cohort:
+            return params.bank_share * cohort[lang == "zh"] + (1 - params.bank_share) * base
+        return base
+
     # Each dense hit is centred on its own vector's language and form; a fact scores by its
     # best vector (principle 15: a fact matches by its best vector).
     dense_conf: dict[int, float] = {}
     for hit in dense:
         lang = hit.lang if hit.lang is not None else langs.get(hit.fact_id)
         tagged = bool(tags.get(hit.fact_id, False)) and hit.form != "question"
-        mean = (background.mean(lang, tagged) if background is not None
-                else _fallback_mean(query_lang, lang, tagged, params))
-        level = mean - _offset(query_lang, lang, tagged, params)
-        if cohort is not None and (lang == "zh") in cohort:
-            level = params.bank_share * cohort[lang == "zh"] + (1 - params.bank_share) * level
-        conf = hit.score - level
+        conf = hit.score - level(lang, tagged)
         if conf > dense_conf.get(hit.fact_id, -math.inf):
             dense_conf[hit.fact_id] = conf
     out = []
@@ -510,16 +515,12 @@ def raw_scores(
             # Lexical leg alone: no cosine to centre, so only strong lexical evidence clears.
             conf = (params.center + bonus[fid]
                     - params.lexical_weight * params.lexical_only_min_evidence)
-            out.append((fid, conf))
-            continue
-        if fid in dense_conf:
+        elif fid in dense_conf:
             conf = dense_conf[fid] + bonus.get(fid, 0.0)
         else:
-            lang = langs.get(fid)
-            tagged = bool(tags.get(fid, False))
-            mean = (background.mean(lang, tagged) if background is not None
-                    else _fallback_mean(query_lang, lang, tagged, params))
-            conf = impute - mean + _offset(query_lang, lang, tagged, params) + bonus[fid]
+            # Found by the lexical leg only: its cosine is at most the lowest the dense leg
+            # returned.
+            conf = impute - level(langs.get(fid), bool(tags.get(fid, False))) + bonus[fid]
         out.append((fid, conf))
     out.sort(key=lambda item: (-item[1], item[0]))
     return out

@@ -7,6 +7,7 @@ the cost of a query grows with those postings, not with the size of the bank.
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
@@ -32,8 +33,9 @@ async def index_fact(conn: asyncpg.Connection, bank_id: int, fact_id: int, text:
     """Write postings for one fact and count it in the bank's statistics; returns doc length.
 
     The bank row is updated first: it serialises the bank's writers before any `term_df` row is
-    locked, and terms are then locked in sorted order, so two writers never deadlock."""
-    tokens = tokenize(text)
+    locked, and terms are then locked in sorted order, so two writers never deadlock.
+    Tokenising (jieba) runs in a thread: a 1,000-fact import must not hold the event loop."""
+    tokens = await asyncio.to_thread(tokenize, text)
     counts = Counter(tokens)
     await conn.execute(
         "UPDATE banks SET doc_count = doc_count + 1, total_len = total_len + $2 WHERE id = $1",

@@ -9,6 +9,7 @@ Otherwise the new fact is stored and the response names the old ones it may supe
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -100,6 +101,31 @@ async def store_vectors(
     )
 
 
+def _gate_all(
+    items: Sequence[NewFact], max_chars: int, policy: str, agent: str, categories: set[str]
+) -> tuple[list[Prepared | None], list[dict]]:
+    prepared: list[Prepared | None] = []
+    errors: list[dict] = []
+    for i, item in enumerate(items):
+        try:
+            p = gate.check(item, max_chars=max_chars, policy=policy, agent=agent)
+            if p.category not in categories:
+                known = ", ".join(sorted(categories))
+                raise Refused(
+                    [
+                        {
+                            "field": "category",
+                            "reason": f"unknown category {p.category!r}; known: {known}",
+                        }
+                    ]
+                )
+            prepared.append(p)
+        except Refused as exc:
+            prepared.append(None)
+            errors.append({"index": i, "reasons": exc.reasons})
+    return prepared, errors
+
+
 async def prepare(
     deps: Deps, principal: Principal, items: Sequence[NewFact]
 ) -> tuple[list[Prepared | None], list[dict], list[Vectors]]:
@@ -112,30 +138,11 @@ async def prepare(
                 "SELECT name FROM categories WHERE bank_id = $1", principal.bank_id
             )
         }
-        prepared: list[Prepared | None] = []
-        errors: list[dict] = []
-        for i, item in enumerate(items):
-            try:
-                p = gate.check(
-                    item,
-                    max_chars=deps.settings.max_fact_chars,
-                    policy=policy,
-                    agent=principal.agent,
-                )
-                if p.category not in categories:
-                    raise Refused(
-                        [
-                            {
-                                "field": "category",
-                                "reason": f"unknown category "
-                                f"{p.category!r}; known: {', '.join(sorted(categories))}",
-                            }
-                        ]
-                    )
-                prepared.append(p)
-            except Refused as exc:
-                prepared.append(None)
-                errors.append({"index": i, "reasons": exc.reasons})
+        # The gate (redaction above all) is CPU work: in a thread, so a large import never
+        # holds the event loop that both services' other callers share.
+        prepared, errors = await asyncio.to_thread(
+            _gate_all, items, deps.settings.max_fact_chars, policy, principal.agent, categories
+        )
         vectors = [Vectors() for _ in items]
         if deps.embedder is not None and not errors:
             ok = [(i, p) for i, p in enumerate(prepared) if p is not None]
@@ -324,7 +331,7 @@ async def _retain_one(
 ) -> tuple[str, int, list[int], str]:
     possible: list[int] = []
     for old in await _near_duplicates(conn, principal.bank_id, p, vectors):
-        verdict = claims.compare(p.content, old["content"])
+        verdict = await asyncio.to_thread(claims.compare, p.content, old["content"])
         if verdict.same_claim:
             await _reinforce(conn, principal, p, old, verdict.reason)
             await _merge_questions(conn, principal.bank_id, old["id"], p.questions, vectors)
