@@ -33,6 +33,8 @@ DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
 IMPORT_TIMEOUT = httpx.Timeout(900.0, connect=5.0)
 # The ingest service refuses import bodies above 32 MiB; stay under it with headroom.
 MAX_IMPORT_CHUNK_BYTES = 30 * 1024 * 1024
+# The server refuses an import of more than this many lines (services/ingest MAX_IMPORT_LINES).
+MAX_IMPORT_CHUNK_LINES = 1000
 NEW_FACT_FIELDS = ("content", "category", "source", "quote", "origin", "tentative", "tags",
                    "questions", "project", "agent")
 
@@ -485,13 +487,18 @@ def is_exported_fact(obj: dict) -> bool:
     return "id" in obj and "status" in obj
 
 
-def chunk_lines(lines: Sequence[str], max_bytes: int = MAX_IMPORT_CHUNK_BYTES) -> list[list[str]]:
-    """Split JSONL lines into imports of at most `max_bytes` each (one chunk if it fits)."""
+def chunk_lines(
+    lines: Sequence[str],
+    max_bytes: int = MAX_IMPORT_CHUNK_BYTES,
+    max_lines: int = MAX_IMPORT_CHUNK_LINES,
+) -> list[list[str]]:
+    """Split JSONL lines into imports of at most `max_bytes` and `max_lines` each (the
+    server refuses an import of more than 1,000 lines)."""
     chunks: list[list[str]] = [[]]
     size = 0
     for line in lines:
         n = len(line.encode()) + 1
-        if chunks[-1] and size + n > max_bytes:
+        if chunks[-1] and (size + n > max_bytes or len(chunks[-1]) >= max_lines):
             chunks.append([])
             size = 0
         chunks[-1].append(line)

@@ -88,3 +88,10 @@ def test_error_reads_as_one_line_with_reasons_not_repeated():
     batch = FactbankError("import refused", status=422, errors=[
         {"line": 2, "reasons": [{"field": "category", "reason": "unknown category 'x'"}]}])
     assert str(batch) == "422 import refused\n  line 2: category: unknown category 'x'"
+
+
+def test_chunk_lines_caps_each_import_at_the_servers_line_limit():
+    lines = [f'{{"n": {i}}}' for i in range(2500)]
+    chunks = chunk_lines(lines)
+    assert [len(c) for c in chunks] == [1000, 1000, 500]
+    assert [x for c in chunks for x in c] == lines

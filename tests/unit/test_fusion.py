@@ -334,12 +334,13 @@ def test_a_fact_scores_by_its_best_vector_each_centred_on_its_own_language():
     # Fact 1 is English; its Chinese question is the vector a Chinese query matches best.
     hits = [
         LegHit(1, 0.79, lang="en"),
-        LegHit(1, 0.90, lang="zh", form="question"),
+        LegHit(1, 0.92, lang="zh", form="question"),
         LegHit(2, 0.86, lang="zh"),
     ]
     scored = dict(raw_scores([], hits, 3, "zh", {1: "en", 2: "zh"}, background=bg))
-    # the question (0.90 - 0.80) beats the fact's own vector (0.79 - 0.72 + zh>en offset)
-    assert scored[1] == pytest.approx(0.90 - 0.80)
+    # the question (0.92 - 0.80, less the question offset) beats the fact's own vector
+    # (0.79 - 0.72 + zh>en offset)
+    assert scored[1] == pytest.approx(0.92 - 0.80 + DEFAULT.offset_question)
     assert scored[1] > scored[2]
 
 
@@ -348,7 +349,7 @@ def test_a_question_vector_is_centred_on_the_plain_background_even_for_tagged_fa
                      ("zh", True): 0.85, ("en", True): 0.76})
     hits = [LegHit(1, 0.90, lang="en", form="question")]
     scored = dict(raw_scores([], hits, 3, "en", {1: "en"}, background=bg, doc_tagged={1: True}))
-    assert scored[1] == pytest.approx(0.90 - 0.72 + DEFAULT.offset_en_en)
+    assert scored[1] == pytest.approx(0.90 - 0.72 + DEFAULT.offset_en_en + DEFAULT.offset_question)
 
 
 def test_cohort_means_are_per_language_group_over_the_nearest_vectors():
