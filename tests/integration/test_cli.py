@@ -108,12 +108,48 @@ def test_login_checks_the_token_and_writes_the_config(env, capsys):
 
     out = ok(capsys, "login", "--url", env.urls.ingest_url, "--recall-url", env.urls.recall_url,
              "--token", env.personal.rw)
-    assert "accepts it" in out
+    assert "accept it" in out
     out = ok(capsys, "login", "--token", env.team.ro, "--bank", "team")
     cfg = env.config()
     assert cfg.tokens == {"personal": env.personal.rw, "team": env.team.ro}
     assert (cfg.url, cfg.recall_url) == (env.urls.ingest_url, env.urls.recall_url)
     assert oct(env.config_path.stat().st_mode & 0o777) == "0o600"
+
+
+def test_login_saves_exactly_the_urls_it_checked(env, capsys):
+    # Issue 12: a login to a mistyped port, then `login --token`, then the right `--url`: the
+    # last one said "accepts it" while every read still went to the dead port's recall.
+    dead = f"http://127.0.0.1:{free_port()}"
+    code, out, _ = run(capsys, "login", "--url", dead, "--token", env.personal.rw)
+    assert code == 0 and "could not check it" in out and "accept it" not in out
+    code, out, _ = run(capsys, "login", "--token", env.personal.rw)
+    assert code == 0 and "could not check it" in out
+    right_recall = client_config._next_port(env.urls.ingest_url)
+    # The test services are on random ports: only --url is the user's input here; the recall
+    # URL the config ends with must be the one checked, whichever it is.
+    code, _, _ = run(capsys, "login", "--url", env.urls.ingest_url, "--token",
+                         env.personal.rw)
+    cfg = env.config()
+    assert cfg.url == env.urls.ingest_url
+    assert cfg.recall_url == right_recall, "the recall URL of the old, dead login was kept"
+    assert dead not in env.config_path.read_text("utf-8")
+    # With the real recall URL named, both are checked and saved, and reads work.
+    out = ok(capsys, "login", "--url", env.urls.ingest_url, "--recall-url",
+             env.urls.recall_url, "--token", env.personal.rw)
+    assert f"{env.urls.ingest_url} and {env.urls.recall_url} accept it" in out
+    assert env.config().recall_url == env.urls.recall_url
+    ok(capsys, "search", "anything")
+    # A later `login --token` keeps (and re-checks) the URLs saved, not derived ones.
+    out = ok(capsys, "login", "--token", env.personal.rw)
+    assert "accept it" in out and env.config().recall_url == env.urls.recall_url
+
+
+def test_login_checks_the_token_on_both_services(env, capsys):
+    # A recall URL that answers, an ingest URL that does not know the token: not saved.
+    code, _, err = run(capsys, "login", "--url", env.urls.ingest_url, "--recall-url",
+                       env.urls.recall_url, "--token", "fb_not_a_real_token")
+    assert code == 2 and "refused the token" in err
+    assert not env.config_path.exists()
 
 
 def test_commands_without_a_login_say_how_to_log_in(env, capsys):
