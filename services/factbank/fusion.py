@@ -178,6 +178,32 @@ paraphrases lose 9 points to the gate as injected (1 in search); near-topic unan
 questions pass; generic coding prompts pass about 6 times in 10; three of the eight
 unanswerable pairs stay well under 90%. Without a Background (see `fuse`) recall falls back
 to fixed means and refuses less on most pairs (the "no bg" numbers in the sweep).
+
+Writer questions, mixed-language banks and what the gate still cannot do (issue 11;
+`python -m factbank_evals.agent_memory` and `python -m factbank_evals.mixed_banks`, tables in
+evals/README.md and evals/reports/2026-12-01/):
+
+- Several vectors per fact. A fact's own vector and one per writer question (principle 15);
+  each dense hit is centred on its own vector's language and form (a question on the plain
+  background, less `offset_question` on the gate's scale) and a fact takes its best vector.
+- Candidates per language group (search.py): one candidate list let a query's own language
+  fill every slot (mixed XQuAD-R zh>en 0.38 -> 0.82).
+- Two scores. The gate keeps the calibrated confidence above; the ranking blends the bank's
+  own cohort per language group into each hit's level (`bank_share`, `cohort_means`).
+  Background centring alone lifts the other language as much as unrelated text, and in a
+  bank whose zh and en facts share subjects that buried same-language answers (the outside
+  check's paraphrase 0.20 against plain cosine 0.68); the cohort alone loses cross-language
+  answers where the two languages hold different subjects.
+- Measured and not adopted for the gate (tags + questions bank, AUC of answerable vs the 24
+  near-topic refusals): best fused confidence 0.48, best question-vector confidence 0.37,
+  raw best question cosine 0.68, margin to the second fact 0.67, share of query words
+  matched 0.61, query words unknown to the bank (all / ASCII) 0.54 / 0.61. Near-topic
+  refusals score as high as answers (their subject is in the bank; only the asked attribute
+  is not), so no threshold on these refuses half of them at <= 5% wrong refusals. The
+  slot-conflict idea covers 2-3 of the 24 (E0382 vs E0502, numpy vs tidemark_udf). Still
+  refused 0%: this needs a reader that checks the attribute, i.e. the agent, or a reranker.
+- Ranking is by confidence, not relevance: relevance saturates at 1.0 a few hundredths above
+  the gate, so `relevance x trust` ordered good hits by trust alone (search.py).
 """
 
 from __future__ import annotations
