@@ -15,7 +15,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import uvicorn
@@ -52,7 +52,10 @@ async def run_services(
     dsn: str,
     which: tuple[str, ...] = ("ingest", "recall"),
     ports: dict[str, int] | None = None,
+    on_ready: Callable[[], None] | None = None,
 ) -> None:
+    """Serve until Ctrl-C. `on_ready` is called once, after every service answers /readyz
+    with 200 (`factbank up` prints its banner then, not before)."""
     from factbank.observability import configure_logging
 
     configure_logging(settings.log_level)
@@ -66,13 +69,49 @@ async def run_services(
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop)
+    watcher = (asyncio.create_task(_when_ready(servers, on_ready))
+               if on_ready is not None else None)
     try:
         await asyncio.gather(*(s.serve() for s in servers))
     finally:
+        if watcher is not None:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
     if any(not s.started for s in servers):
         raise RuntimeError("a service failed to start; see the log above")
+
+
+async def _when_ready(servers: list[_Server], on_ready: Callable[[], None]) -> None:
+    """Poll each server's /readyz (over loopback when bound to every address) until all answer
+    200, then call `on_ready`; gives up quietly when a server stops first."""
+    import httpx
+
+    def url(s: _Server) -> str:
+        host = s.config.host
+        host = "127.0.0.1" if host in ("0.0.0.0", "", None) else host
+        host = "[::1]" if host == "::" else (f"[{host}]" if ":" in host else host)
+        return f"http://{host}:{s.config.port}/readyz"
+
+    async with httpx.AsyncClient(timeout=2.0) as http:
+        pending = list(servers)
+        while pending:
+            if any(s.should_exit for s in servers):
+                return
+            still = []
+            for s in pending:
+                try:
+                    ready = s.started and (await http.get(url(s))).status_code == 200
+                except httpx.HTTPError:
+                    ready = False
+                if not ready:
+                    still.append(s)
+            pending = still
+            if pending:
+                await asyncio.sleep(0.2)
+    on_ready()
 
 
 def free_port() -> int:

@@ -19,10 +19,22 @@ from factbank.runner import free_port
 pytestmark = pytest.mark.slow
 
 
-def _start(home, ingest: int, recall: int) -> subprocess.Popen:
+VENV_BIN = str(Path(sys.executable).parent)
+
+
+def _plain_env(**extra: str) -> dict[str, str]:
+    """The environment of a newcomer after the Quick start: the venv is not on PATH."""
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
-    env.update(FACTBANK_HOME=str(home), FACTBANK_INGEST_PORT=str(ingest),
-               FACTBANK_RECALL_PORT=str(recall))
+    path = [d for d in env.get("PATH", "").split(os.pathsep)
+            if d and Path(d).resolve() != Path(VENV_BIN).resolve()]
+    env["PATH"] = os.pathsep.join(path or ["/usr/bin", "/bin"])
+    env.update(extra)
+    return env
+
+
+def _start(home, ingest: int, recall: int) -> subprocess.Popen:
+    env = _plain_env(FACTBANK_HOME=str(home), FACTBANK_INGEST_PORT=str(ingest),
+                     FACTBANK_RECALL_PORT=str(recall))
     return subprocess.Popen(
         [sys.executable, "-m", "factbank_client.cli.main", "up"], env=env,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -103,3 +115,64 @@ def _stop_after(proc, ingest_port, fact) -> str:
     finally:
         rest = _stop(proc)
     return "".join(out_lines) + rest
+
+
+def _read_banner(proc: subprocess.Popen) -> str:
+    lines = []
+    while True:
+        line = proc.stdout.readline()
+        if not line:
+            raise AssertionError("up exited before its banner: " + "".join(lines))
+        lines.append(line)
+        if "Ctrl-C stops" in line:
+            return "".join(lines)
+
+
+def test_up_banner_after_ready_printed_command_runs_and_a_second_up_refuses(tmp_path):
+    """Issue 12, newcomer items 2 and 3: the banner comes once both services answer /readyz,
+    last, with how to issue a new token; its `Next:` commands run as printed from a shell whose
+    PATH lacks the venv (the Quick start never adds it); a second `up` says one is running."""
+    home = Path(tempfile.mkdtemp(prefix="factbank-up-")) / "home"
+    ingest, recall = free_port(), free_port()
+    proc = _start(home, ingest, recall)
+    try:
+        out = _read_banner(proc)
+        # Printed only once both answer (the old banner came before the servers started).
+        for port in (ingest, recall):
+            assert httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200
+        banner = out[out.index("created personal bank"):]
+        assert "starting the ingest and recall services" in out[:out.index("created personal")]
+        assert "admin token issue" in banner, "say how to issue a new token"
+        token = re.findall(r"fb_[A-Za-z0-9_-]{20,}", banner)[0]
+        login = next(ln.strip() for ln in banner.splitlines()
+                     if ln.strip().split(" ")[1:2] == ["login"] or " login --url " in ln)
+        assert login.split()[0] != "factbank", "factbank is not on this PATH: print a path"
+        # Run the printed command exactly as a user pastes it, in a shell without the venv.
+        shell_env = _plain_env(FACTBANK_CONFIG=str(tmp_path / "cfg" / "config.toml"))
+        done = subprocess.run(["bash", "-c", login], env=shell_env, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, (login, done.stdout, done.stderr)
+        assert "accept it" in done.stdout, done.stdout
+        assert "command not found" not in done.stderr
+        assert token in (tmp_path / "cfg" / "config.toml").read_text("utf-8")
+        # The same printed path runs the rest of the CLI too.
+        fb = login.split(" login ")[0]
+        done = subprocess.run(["bash", "-c", f"{fb} search pnpm"], env=shell_env,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, (done.stdout, done.stderr)
+
+        second = subprocess.run(
+            [sys.executable, "-m", "factbank_client.cli.main", "up"],
+            env=_plain_env(FACTBANK_HOME=str(home), FACTBANK_INGEST_PORT=str(ingest),
+                           FACTBANK_RECALL_PORT=str(recall)),
+            capture_output=True, text=True, timeout=60)
+        assert second.returncode == 2, (second.stdout, second.stderr)
+        assert "already running" in second.stderr
+        assert "address already in use" not in (second.stdout + second.stderr).lower()
+        assert "Ctrl-C stops" not in second.stdout
+    except BaseException:
+        proc.kill()
+        proc.communicate(timeout=30)
+        raise
+    _stop(proc)
+    assert not _postgres_running(home)
