@@ -35,6 +35,9 @@ IMPORT_TIMEOUT = httpx.Timeout(900.0, connect=5.0)
 MAX_IMPORT_CHUNK_BYTES = 30 * 1024 * 1024
 # The server refuses an import of more than this many lines (services/ingest MAX_IMPORT_LINES).
 MAX_IMPORT_CHUNK_LINES = 1000
+# `factbank import` sends this many facts per request (each its own transaction), so its
+# progress moves as the server commits them.
+IMPORT_CHUNK_FACTS = 100
 NEW_FACT_FIELDS = ("content", "category", "source", "quote", "origin", "tentative", "tags",
                    "questions", "project", "agent")
 
@@ -205,9 +208,11 @@ class Client:
         return self.import_lines(lines, bank=bank, progress=progress)
 
     def import_lines(self, lines: Sequence[str], *, bank: str | None = None,
-                     progress: Callable[[int], None] | None = None) -> dict:
+                     progress: Callable[[int], None] | None = None,
+                     existing: str | None = None) -> dict:
         """POST JSONL lines as one import (one transaction). Callers split huge files first
-        (`chunk_lines`); this refuses nothing itself."""
+        (`chunk_lines`); this refuses nothing itself. `existing="skip"`: facts already in the
+        bank are left alone (outcome "present"), not reinforced."""
         label = self._write_bank(None, bank)
 
         def body() -> Iterator[bytes]:
@@ -228,9 +233,43 @@ class Client:
 
         result = self._json("POST", INGEST, "/v1/facts/import", label, content=body(),
                             headers={"Content-Type": "application/x-ndjson"},
+                            params={"existing": existing} if existing else None,
                             timeout=IMPORT_TIMEOUT)
         result["bank"] = label
         return result
+
+    def import_items(self, items: Sequence[dict], *, bank: str | None = None,
+                     chunk: int = IMPORT_CHUNK_FACTS) -> Iterator[dict]:
+        """Import lines (NewFact dicts, exported ones with `restore`, see `to_import_item`) in
+        chunks of `chunk` facts, each its own request and transaction; yields each chunk's
+        answer as the server commits it, with `done` (facts handled so far) and `total`.
+
+        Idempotent, so a failed import resumes by running it again: facts already in the bank
+        are "present" (not stored twice, not reinforced). Successors go before the facts they
+        superseded, so each restored link names an id the bank already has."""
+        ids: dict[int, int] = {}
+        total, done = len(items), 0
+        for group in import_order(items):
+            for part in (group[i : i + chunk] for i in range(0, len(group), chunk)):
+                lines = [json.dumps(_linked(it, ids), ensure_ascii=False) for it in part]
+                results: list[dict] = []
+                totals = {"stored": 0, "reinforced": 0, "present": 0}
+                for sub in chunk_lines(lines, max_lines=chunk):
+                    try:
+                        data = self.import_lines(sub, bank=bank, existing="skip")
+                    except FactbankError as exc:
+                        exc.done = done  # type: ignore[attr-defined]
+                        raise
+                    results.extend(data["results"])
+                    for k in totals:
+                        totals[k] += int(data.get(k) or 0)
+                    label = data["bank"]
+                for it, res in zip(part, results, strict=True):
+                    if "restore" in it:
+                        ids[int(it["restore"]["id"])] = int(res["fact"]["id"])
+                done += len(part)
+                yield {**totals, "results": results, "bank": label, "done": done,
+                       "total": total}
 
     def supersede(self, fact: dict, replaces: Sequence[int], reason: str, *,
                   bank: str | None = None) -> dict:
@@ -485,6 +524,56 @@ def matched_question(hit: dict) -> str | None:
 
 def is_exported_fact(obj: dict) -> bool:
     return "id" in obj and "status" in obj
+
+
+RESTORED = ("status", "trust", "superseded_by", "supersede_reason", "confirmed_at")
+
+
+def to_import_item(obj: dict) -> dict:
+    """An import line: a NewFact, and for an exported Fact its `restore` record (its id in the
+    exporting bank, status, stored trust, supersede link and reason, last confirmation), so a
+    fact new to the bank comes back as it was, and one already there is left alone."""
+    new = to_new_fact(obj)
+    if is_exported_fact(obj):
+        new["restore"] = {"id": int(obj["id"]),
+                          **{k: obj[k] for k in RESTORED if obj.get(k) is not None}}
+    return new
+
+
+def import_order(items: Sequence[dict]) -> list[list[dict]]:
+    """Items grouped by their distance from the head of their supersede chain (within the
+    file): the current facts first, then what they superseded, and so on. File order is kept
+    inside a group."""
+    by_id = {int(it["restore"]["id"]): it for it in items if "restore" in it}
+
+    def depth(it: dict) -> int:
+        n, seen = 0, set()
+        nxt = it.get("restore", {}).get("superseded_by")
+        while nxt is not None and nxt in by_id and nxt not in seen:
+            seen.add(nxt)
+            n += 1
+            nxt = by_id[nxt]["restore"].get("superseded_by")
+        return n
+
+    groups: dict[int, list[dict]] = {}
+    for it in items:
+        groups.setdefault(depth(it), []).append(it)
+    return [groups[d] for d in sorted(groups)]
+
+
+def _linked(item: dict, ids: dict[int, int]) -> dict:
+    """The item with its supersede link mapped to the id its successor has in this bank (the
+    link is dropped when the successor was not imported)."""
+    restore = item.get("restore")
+    if not restore or restore.get("superseded_by") is None:
+        return item
+    new_id = ids.get(int(restore["superseded_by"]))
+    fixed = {k: v for k, v in restore.items() if k != "superseded_by"}
+    if new_id is not None:
+        fixed["superseded_by"] = new_id
+    else:
+        fixed.pop("supersede_reason", None)
+    return {**item, "restore": fixed}
 
 
 def chunk_lines(

@@ -470,3 +470,157 @@ async def supersede(
         [{"field": f.field, "kind": f.kind} for f in p.redacted],
         f"supersedes #{', #'.join(str(o['id']) for o in olds)}",
     )
+
+
+# --- import that round-trips an export (additive: `add_many` is unchanged) ----------------
+
+
+@dataclass
+class Restore:
+    """What an exported fact carries back into a bank: its id there (for the history), its
+    status, stored trust, last confirmation and supersede link. `superseded_by` is an id in the
+    bank imported into (the client maps exported ids to the ids its earlier chunks got)."""
+
+    old_id: int
+    status: str
+    trust: float
+    superseded_by: int | None = None
+    supersede_reason: str | None = None
+    confirmed_at: object = None  # datetime or None
+
+
+async def import_many(
+    deps: Deps,
+    principal: Principal,
+    items: Sequence[NewFact],
+    restores: Sequence[Restore | None],
+    *,
+    skip_present: bool = True,
+) -> list[Outcome]:
+    """An import in ONE transaction that does not double anything it re-imports.
+
+    A fact already in the bank (same content hash, category and project, in any status) is
+    not stored again and not reinforced: its outcome is "present". A fact new to the bank that
+    carries a `Restore` is stored as it was exported (status, trust, supersede link); one
+    without is retained like `add_many` (a repeat in other words still reinforces). Only the
+    facts to store are embedded."""
+    from factbank import redaction  # local: keeps this addition out of the module's imports
+
+    async with deps.pool.acquire() as conn:
+        policy = await _bank_policy(conn, principal.bank_id)
+        categories = {
+            r["name"]
+            for r in await conn.fetch(
+                "SELECT name FROM categories WHERE bank_id = $1", principal.bank_id
+            )
+        }
+        prepared, errors = await asyncio.to_thread(
+            _gate_all, items, deps.settings.max_fact_chars, policy, principal.agent, categories
+        )
+        if errors:
+            raise BatchRefused(errors)
+        keys = [(facts.content_hash(p.content), p.category, p.project) for p in prepared if p]
+        present: dict[tuple, int] = {}
+        if skip_present:
+            rows = await conn.fetch(
+                """SELECT id, content_hash, category, project FROM facts
+                   WHERE bank_id = $1 AND content_hash = ANY($2::bytea[])
+                   ORDER BY (status = 'active') DESC, id""",
+                principal.bank_id,
+                list({k[0] for k in keys}),
+            )
+            for r in rows:
+                present.setdefault((bytes(r["content_hash"]), r["category"], r["project"]), r["id"])
+        todo = [i for i, k in enumerate(keys) if k not in present]
+        vectors = [Vectors() for _ in items]
+        if deps.embedder is not None and todo:
+            embedded = await embed_fact(
+                conn,
+                deps.embedder,
+                [
+                    (lexicon.indexed_text(prepared[i].content, prepared[i].tags),
+                     prepared[i].questions)
+                    for i in todo
+                ],
+            )
+            for i, v in zip(todo, embedded, strict=True):
+                vectors[i] = v
+        reasons = await asyncio.to_thread(
+            lambda: [
+                redaction.redact_text(r.supersede_reason, "supersede_reason")[0]
+                if r is not None and r.supersede_reason
+                else None
+                for r in restores
+            ]
+        )
+    done: list[tuple[str, int, list[int], str, Prepared]] = []
+    async with deps.pool.acquire() as conn, conn.transaction():
+        for i, (p, v, r) in enumerate(zip(prepared, vectors, restores, strict=True)):
+            assert p is not None
+            key = keys[i]
+            if key in present:
+                done.append(("present", present[key], [], "already in this bank; not changed", p))
+                continue
+            if r is None:
+                status, fact_id, possible, note = await _retain_one(
+                    conn, principal, p, v, _model(deps)
+                )
+            else:
+                if r.superseded_by is not None and not await conn.fetchval(
+                    "SELECT 1 FROM facts WHERE bank_id = $1 AND id = $2",
+                    principal.bank_id,
+                    r.superseded_by,
+                ):
+                    why = f"no fact #{r.superseded_by} in this bank (import its successor first)"
+                    raise BatchRefused(
+                        [{"index": i, "reasons": [{"field": "superseded_by", "reason": why}]}]
+                    )
+                fact_id = await _restore_one(conn, principal, p, v, _model(deps), r, reasons[i])
+                status, possible, note = "stored", [], f"restored as {r.status}"
+            present[key] = fact_id  # a repeat later in the same import is "present"
+            done.append((status, fact_id, possible, note, p))
+            WRITES.labels(status=status).inc()
+            for finding in p.redacted:
+                REDACTIONS.labels(kind=finding.kind).inc()
+            await audit.append(
+                conn,
+                principal.actor(),
+                f"fact.{status}",
+                str(fact_id),
+                {"redacted": [f.kind for f in p.redacted], "possible_duplicate_of": possible},
+            )
+        await facts.bump_version(conn, principal.bank_id)
+        return [
+            Outcome(
+                status,
+                await facts.get_fact(conn, principal.bank_id, fact_id),
+                possible,
+                [{"field": f.field, "kind": f.kind} for f in p.redacted],
+                note,
+            )
+            for status, fact_id, possible, note, p in done
+        ]
+
+
+async def _restore_one(
+    conn: asyncpg.Connection,
+    principal: Principal,
+    p: Prepared,
+    vectors: Vectors,
+    model: str | None,
+    r: Restore,
+    reason: str | None,
+) -> int:
+    fact_id = await _insert(
+        conn, principal, p, vectors, model,
+        reason=f"imported (exported as #{r.old_id}, {r.status}, trust {r.trust:.2f})",
+    )
+    await conn.execute(
+        """UPDATE facts SET status = $2, trust = $3, superseded_by = $4, supersede_reason = $5,
+                  confirmed_at = COALESCE($6, confirmed_at) WHERE id = $1""",
+        fact_id, r.status, r.trust, r.superseded_by, reason, r.confirmed_at,
+    )
+    if r.status == "deleted":  # like lifecycle.delete: not searchable by either leg
+        await lexicon.unindex_fact(conn, principal.bank_id, fact_id)
+        await conn.execute("DELETE FROM fact_vectors WHERE fact_id = $1", fact_id)
+    return fact_id

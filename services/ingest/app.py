@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Annotated, Literal
+
 import msgspec
 from litestar import Litestar, Request, delete, get, patch, post
 from litestar.params import FromPath, JSONBody, Parameter
@@ -56,6 +59,24 @@ class ImportResult(msgspec.Struct, kw_only=True):
     stored: int
     reinforced: int
     results: list[Outcome]
+    # With existing=skip: facts already in the bank, neither stored again nor reinforced.
+    present: int = 0
+
+
+class ImportRestore(Strict):
+    """An exported fact's state, restored when the fact is new to the bank (`import`
+    sends it for exported facts). `superseded_by` is an id in THIS bank."""
+
+    id: int
+    status: Literal["active", "disputed", "superseded", "stale", "deleted"]
+    trust: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+    superseded_by: int | None = None
+    supersede_reason: Annotated[str, msgspec.Meta(max_length=500)] | None = None
+    confirmed_at: datetime | None = None
+
+
+class ImportLine(NewFact):
+    restore: ImportRestore | None = None
 
 
 @post("/v1/facts", guards=[requires("write")], status_code=201, opt={"example": EXAMPLE_FACT})
@@ -73,9 +94,17 @@ async def add_fact(request: Request, data: JSONBody[NewFact]) -> Outcome:
     request_max_body_size=MAX_IMPORT_BYTES,
     opt={"example": msgspec.json.encode(EXAMPLE_FACT).decode() + "\n"},
 )
-async def import_facts(request: Request) -> ImportResult:
+async def import_facts(
+    request: Request,
+    existing: Literal["reinforce", "skip"] = Parameter(default="reinforce"),
+) -> ImportResult:
     """Import JSONL (one fact per line, at most 1000 lines) in ONE transaction: any bad line
-    refuses the whole import, and the answer lists every bad line with its reasons."""
+    refuses the whole import, and the answer lists every bad line with its reasons.
+
+    `existing=skip`: a fact already in the bank (same content, category and project) is left
+    as it is ("present", not reinforced), so an export re-imported changes nothing. A line may
+    carry `restore` (an exported fact's id, status, trust, supersede link): a fact new to the
+    bank is stored in that state."""
     body = await request.body()
     items: list[NewFact] = []
     errors: list[dict] = []
@@ -105,7 +134,7 @@ async def import_facts(request: Request) -> ImportResult:
         )
     for n, line in lines:
         try:
-            items.append(msgspec.json.decode(line, type=NewFact))
+            items.append(msgspec.json.decode(line, type=ImportLine))
         except msgspec.ValidationError as exc:
             errors.append({"line": n, "reasons": [{"field": "line", "reason": str(exc)}]})
         except msgspec.DecodeError as exc:
@@ -115,7 +144,14 @@ async def import_facts(request: Request) -> ImportResult:
     if errors:
         raise BatchRefused(errors)
     try:
-        outcomes = await retain.add_many(runtime(request).deps(), request.user, items)
+        restores = [_restore(it.restore) for it in items]
+        if existing == "skip" or any(restores):
+            outcomes = await retain.import_many(
+                runtime(request).deps(), request.user, items, restores,
+                skip_present=existing == "skip",
+            )
+        else:
+            outcomes = await retain.add_many(runtime(request).deps(), request.user, items)
     except BatchRefused as exc:
         raise BatchRefused(
             [{"line": lines[e["index"]][0], "reasons": e["reasons"]} for e in exc.errors]
@@ -123,8 +159,16 @@ async def import_facts(request: Request) -> ImportResult:
     return ImportResult(
         stored=sum(o.status == "stored" for o in outcomes),
         reinforced=sum(o.status == "reinforced" for o in outcomes),
+        present=sum(o.status == "present" for o in outcomes),
         results=outcomes,
     )
+
+
+def _restore(r: ImportRestore | None) -> retain.Restore | None:
+    if r is None:
+        return None
+    return retain.Restore(r.id, r.status, r.trust, r.superseded_by, r.supersede_reason,
+                          r.confirmed_at)
 
 
 @post(

@@ -394,22 +394,95 @@ def test_import_is_one_transaction_and_lists_bad_lines(env, capsys, tmp_path):
     assert data["stored"] == 1 and data["bank"] == "personal"
 
 
-def test_import_of_a_huge_file_is_chunked_and_says_so(env, capsys, tmp_path, monkeypatch):
-    from factbank_client.cli import facts as facts_cli
-    from factbank_client.client import chunk_lines
+def test_import_is_chunked_progress_tracks_commits_and_a_rerun_resumes(env, capsys, tmp_path,
+                                                                        monkeypatch):
+    from factbank_client import client as client_mod
 
     login(capsys, env)
-    monkeypatch.setattr(facts_cli, "chunk_lines", lambda lines: chunk_lines(lines, 400))
     rows = [{"content": f"Service s{i} listens on port {9000 + i}", "category": "environment",
              "source": {"kind": "user"}, "quote": f"s{i} uses {9000 + i}",
-             "tags": ["port", "端口"]} for i in range(6)]
+             "tags": ["port", "端口"]} for i in range(7)]
+    bad = {**rows[5], "category": "rumours"}
     f = tmp_path / "big.jsonl"
+    f.write_text("\n".join(json.dumps(r, ensure_ascii=False)
+                           for r in [*rows[:5], bad, rows[6]]) + "\n")
+    # Each chunk is its own request: count them, and what was committed when each returned.
+    seen: list[int] = []
+    real = client_mod.Client.import_lines
+
+    def counting(self, lines, **kw):
+        data = real(self, lines, **kw)
+        seen.append(len(list(Client(env.config()).list_facts())))
+        return data
+
+    monkeypatch.setattr(client_mod.Client, "import_lines", counting)
+    code, _, err = run(capsys, "import", str(f), "--chunk", "2")
+    assert code == 2 and "the first 4 facts are imported" in err and "again to resume" in err
+    assert seen == [2, 4], "each chunk is committed before the next is sent"
     f.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n")
-    code, out, err = run(capsys, "import", str(f))
-    assert code == 0, err
-    assert "importing in" in err and "transactions" in err
-    assert "imported 6 facts" in out
-    assert len(list(Client(env.config()).list_facts())) == 6
+    seen.clear()
+    data = ok_json(capsys, "import", str(f), "--chunk", "2")
+    assert (data["stored"], data["present"], data["reinforced"]) == (3, 4, 0)
+    assert seen == [4, 4, 6, 7]
+    facts = list(Client(env.config()).list_facts())
+    assert len(facts) == 7 and {x["trust"] for x in facts} == {facts[0]["trust"]}
+    code, _, err = run(capsys, "import", str(f), "--chunk", "0")
+    assert code == 2 and "--chunk" in err
+
+
+def test_export_import_round_trips_statuses_links_and_trust(env, capsys, tmp_path):
+    """Issue 12 newcomer item 5: into the same bank, nothing changes (no reinforcement, no
+    superseded claim back as active); into a fresh bank, statuses, links and trust return."""
+    login(capsys, env, team=True)
+    a = ok_json(capsys, *ADD_PNPM, "--question", "npm or pnpm?")["fact"]
+    b = ok_json(capsys, "add", "The API listens on port 8080", "--category", "environment",
+                "--source", "deploy/api.yaml:4", "--quote", "port: 8080", "--tag", "api")["fact"]
+    (env.repo / "deploy" / "api.yaml").write_text("port: 8081\n", "utf-8")
+    c = ok_json(capsys, "supersede", str(b["id"]), "--reason", "moved", "--content",
+                "The API listens on port 8081", "--source", "deploy/api.yaml:1", "--quote",
+                "port: 8081")["fact"]
+    d = ok_json(capsys, "add", "Deploys happen on Fridays", "--category", "project",
+                "--source-kind", "user", "--quote", "we deploy on fridays")["fact"]
+    ok(capsys, "dispute", str(d["id"]), "--reason", "not any more")
+    ok(capsys, "confirm", str(a["id"]), "--reason", "the user said it again")
+    dump = tmp_path / "personal.jsonl"
+    assert run(capsys, "export", "--out", str(dump))[0] == 0
+
+    exported = [json.loads(x) for x in dump.read_text().splitlines()]
+    before = {x["content"]: (x["status"], round(x["trust"], 6),
+                             next((y["content"] for y in exported
+                                   if y["id"] == x["superseded_by"]), None),
+                             x["supersede_reason"]) for x in exported}
+    assert before["The API listens on port 8080"][0] == "superseded"
+    assert before["Deploys happen on Fridays"][0] == "disputed"
+
+    # The same bank: every fact is already present; nothing reinforced, nothing added.
+    out = ok(capsys, "import", str(dump), "--all-statuses")
+    assert f"0 stored, 0 reinforced, {len(exported)} already present" in out
+    again = [json.loads(x) for x in ok(capsys, "export").splitlines()]
+    assert again == exported, "re-importing an export changed the bank"
+
+    # A fresh bank: the same statuses, links, reasons and trust.
+    out = ok(capsys, "import", str(dump), "--all-statuses", "--bank", "team")
+    assert f"{len(exported)} stored" in out
+    team = [json.loads(x) for x in ok(capsys, "export", "--bank", "team").splitlines()]
+    after = {x["content"]: (x["status"], round(x["trust"], 6),
+                            next((y["content"] for y in team
+                                  if y["id"] == x["superseded_by"]), None),
+                            x["supersede_reason"]) for x in team}
+    assert after == before
+    assert all(t["questions"] == e["questions"] for t, e in
+               zip(sorted(team, key=lambda x: x["content"]),
+                   sorted(exported, key=lambda x: x["content"]), strict=True))
+    # And into the fresh bank again: still no reinforcement.
+    out = ok(capsys, "import", str(dump), "--all-statuses", "--bank", "team")
+    assert f"0 stored, 0 reinforced, {len(exported)} already present" in out
+    assert [json.loads(x) for x in ok(capsys, "export", "--bank", "team").splitlines()] == team
+    # A plain import (active only) of the export into the same bank also changes nothing.
+    out = ok(capsys, "import", str(dump))
+    assert "0 reinforced" in out
+    assert [json.loads(x) for x in ok(capsys, "export").splitlines()] == exported
+    assert c["id"] in {x["id"] for x in exported}
 
 
 # --- search, inject-preview, stats --------------------------------------------------------

@@ -13,13 +13,13 @@ from factbank_client import config as client_config
 from factbank_client.cli.main import CommandError
 from factbank_client.cli.output import add_json_flag, print_json, print_table
 from factbank_client.client import (
+    IMPORT_CHUNK_FACTS,
     Client,
     FactbankError,
     check_file_quote,
-    chunk_lines,
     is_exported_fact,
     matched_question,
-    to_new_fact,
+    to_import_item,
 )
 from factbank_client.project import project_key, repo_root
 
@@ -121,15 +121,21 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser(
-        "import", help="import a JSONL file (exported facts or NewFact lines) in one transaction",
-        description="Import JSONL into one bank in ONE transaction: one bad line refuses the "
-        "whole file and every bad line is listed. Exported Fact lines are converted back to new "
-        "facts (trust and history do not travel); only active ones are imported unless "
+        "import", help="import a JSONL file (exported facts or NewFact lines), in chunks",
+        description="Import JSONL into one bank in chunks of --chunk facts, each its own "
+        "transaction (a bad line refuses its chunk and every bad line is listed; the chunks "
+        "before it stay). Facts already in the bank (same content, category and project) are "
+        "left as they are, not reinforced, so importing again resumes a failed import and "
+        "re-importing an export changes nothing. Exported facts new to the bank come back with "
+        "their status, trust and supersede links; only active ones are imported unless "
         "--all-statuses.")
     p.add_argument("file", help="a .jsonl file, or - for stdin")
-    p.add_argument("--bank")
+    p.add_argument("--bank", help="bank label to import into (default: personal)")
     p.add_argument("--all-statuses", action="store_true",
-                   help="also import exported facts that are superseded, disputed or deleted")
+                   help="also import exported facts that are superseded, disputed or stale")
+    p.add_argument("--chunk", type=int, default=IMPORT_CHUNK_FACTS,
+                   help=f"facts per request and transaction (default {IMPORT_CHUNK_FACTS}, "
+                        "at most 1000)")
     add_json_flag(p)
     p.set_defaults(func=cmd_import)
 
@@ -463,8 +469,9 @@ def cmd_export(args) -> int:
     return 0
 
 
-def _read_import(args) -> tuple[list[str], int]:
-    """The file's lines as NewFact JSON lines, and how many exported facts were skipped."""
+def _read_import(args) -> tuple[list[dict], int]:
+    """The file's lines as import items (NewFact, plus `restore` for exported facts), and how
+    many exported non-active facts were skipped."""
     if args.file == "-":
         text = sys.stdin.read()
     else:
@@ -472,7 +479,7 @@ def _read_import(args) -> tuple[list[str], int]:
             text = Path(args.file).read_text("utf-8")
         except OSError as exc:
             raise CommandError(f"cannot read {args.file}: {exc.strerror or exc}") from None
-    lines: list[str] = []
+    items: list[dict] = []
     skipped = 0
     for n, raw in enumerate(text.splitlines(), 1):
         if not raw.strip():
@@ -487,42 +494,44 @@ def _read_import(args) -> tuple[list[str], int]:
             if obj.get("status") != "active" and not args.all_statuses:
                 skipped += 1
                 continue
-            obj = to_new_fact(obj)
-        lines.append(json.dumps(obj, ensure_ascii=False))
-    return lines, skipped
+            obj = to_import_item(obj)
+        items.append(obj)
+    return items, skipped
 
 
 def cmd_import(args) -> int:
     from tqdm import tqdm
 
-    lines, skipped = _read_import(args)
-    if not lines:
+    if not 1 <= args.chunk <= 1000:
+        raise CommandError("--chunk must be 1 to 1000 (the server takes 1000 lines an import)")
+    items, skipped = _read_import(args)
+    if not items:
         raise CommandError(f"nothing to import in {args.file}"
                            + (f" ({skipped} non-active facts skipped)" if skipped else ""))
-    chunks = chunk_lines(lines)
-    if len(chunks) > 1:
-        print(f"factbank: {args.file} is too big for one request; importing in {len(chunks)} "
-              "transactions: if one is refused, the ones before it stay imported",
-              file=sys.stderr)
-    totals = {"stored": 0, "reinforced": 0}
+    totals = {"stored": 0, "reinforced": 0, "present": 0}
     results: list[dict] = []
-    with _client() as client, tqdm(total=len(lines), unit="fact", desc="import",
+    bank = args.bank or "?"
+    # The bar moves when the server has committed a chunk: it tracks the server's work.
+    with _client() as client, tqdm(total=len(items), unit="fact", desc="import",
                                    file=sys.stderr, disable=None) as bar:
-        for i, chunk in enumerate(chunks, 1):
-            try:
-                data = client.import_lines(chunk, bank=args.bank, progress=bar.update)
-            except FactbankError as exc:
-                done = f" (chunks 1-{i - 1} were imported)" if i > 1 else ""
-                raise CommandError(f"import refused{done}: {exc}") from None
-            totals["stored"] += data["stored"]
-            totals["reinforced"] += data["reinforced"]
-            results.extend(data["results"])
-            bank = data["bank"]
+        try:
+            for data in client.import_items(items, bank=args.bank, chunk=args.chunk):
+                for k in totals:
+                    totals[k] += data[k]
+                results.extend(data["results"])
+                bank = data["bank"]
+                bar.update(data["done"] - bar.n)
+        except FactbankError as exc:
+            done = getattr(exc, "done", 0)
+            kept = (f"; the first {done} facts are imported (each chunk is its own transaction):"
+                    " run the same command again to resume, facts already imported are skipped"
+                    if done else "; nothing was imported")
+            raise CommandError(f"import refused: {exc}{kept}") from None
     if args.json:
         print_json({**totals, "skipped": skipped, "bank": bank, "results": results})
         return 0
-    print(f"imported {len(lines)} facts into {bank}: {totals['stored']} stored, "
-          f"{totals['reinforced']} reinforced"
+    print(f"imported {len(items)} facts into {bank}: {totals['stored']} stored, "
+          f"{totals['reinforced']} reinforced, {totals['present']} already present"
           + (f"; skipped {skipped} non-active (use --all-statuses)" if skipped else ""))
     return 0
 
