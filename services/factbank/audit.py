@@ -8,6 +8,7 @@ serialised with a transaction-scoped advisory lock, so two writers cannot fork i
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from collections.abc import AsyncIterator, Mapping
@@ -16,6 +17,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import asyncpg
+
+from factbank import redaction
 
 GENESIS = b"\x00" * 32
 _LOCK_NAMESPACE = 0x61756474  # "audt"
@@ -66,8 +69,15 @@ async def append(
     *,
     bank_id: int | None = None,
 ) -> int:
-    """Append one record inside the caller's transaction; returns its id."""
+    """Append one record inside the caller's transaction; returns its id.
+
+    Target and detail are redacted first: the log is append-only and hash-chained, so a secret
+    written here could never be removed (a purge keeps the log). Callers put ids, kinds and
+    hashes in it; this catches whatever else comes in."""
     bank = bank_id if bank_id is not None else actor.bank_id
+    target, clean_detail = await asyncio.to_thread(
+        redaction.clean_value, [str(target), dict(detail or {})], "audit"
+    )
     await conn.execute(
         "SELECT pg_advisory_xact_lock($1, $2)", _LOCK_NAMESPACE, (bank or 0) & 0x7FFFFFFF
     )
@@ -81,8 +91,8 @@ async def append(
         "member_id": actor.member_id,
         "token_id": actor.token_id,
         "action": action,
-        "target": str(target),
-        "detail": dict(detail or {}),
+        "target": target,
+        "detail": clean_detail,
     }
     prev_hash = prev or GENESIS
     digest = chain_hash(prev_hash, row)

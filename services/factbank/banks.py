@@ -14,7 +14,7 @@ from datetime import datetime
 
 import asyncpg
 
-from factbank import audit
+from factbank import audit, redaction
 from factbank.audit import Actor
 
 SCOPES = ("read", "write", "admin")
@@ -143,6 +143,8 @@ async def set_redaction_policy(
 async def add_member(
     conn: asyncpg.Connection, bank: str, member: str, *, actor: Actor = audit.OPERATOR
 ) -> int:
+    if redaction.clean_text("member", member) != member:
+        raise ValueError("bad member name: it looks like a secret (a name is shown to everyone)")
     async with conn.transaction():
         b = await get_bank(conn, bank)
         try:
@@ -169,6 +171,7 @@ async def issue_token(
 ) -> tuple[TokenInfo, str]:
     """Issue a token for a member (created on first use); returns (info, the token, once)."""
     wanted = parse_scopes(scopes)
+    label = redaction.clean_text("label", label)
     async with conn.transaction():
         b = await get_bank(conn, bank)
         member_id = await conn.fetchval(

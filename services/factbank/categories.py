@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import asyncpg
 
-from factbank import audit, facts
+from factbank import audit, facts, redaction
 from factbank.banks import Conflict, Principal
 from factbank.gate import Refused
 
@@ -28,6 +30,16 @@ async def add(
     auto_inject: bool,
     decays: bool,
 ) -> dict:
+    async with pool.acquire() as conn:
+        policy = await conn.fetchval(
+            "SELECT redaction_policy FROM banks WHERE id = $1", principal.bank_id
+        )
+    # A description is shown to every member and agent: redacted (or refused under the reject
+    # policy) like a fact. A name holding a secret no longer fits the name rule: refused.
+    clean = await asyncio.to_thread(
+        redaction.clean_fields, {"name": name, "description": description[:300]}, policy
+    )
+    name, description = str(clean["name"]), str(clean["description"])
     async with pool.acquire() as conn, conn.transaction():
         try:
             await conn.execute(
@@ -35,7 +47,7 @@ async def add(
                 "VALUES ($1, $2, $3, $4, $5)",
                 principal.bank_id,
                 name,
-                description[:300],
+                description,
                 auto_inject,
                 decays,
             )

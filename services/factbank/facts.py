@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import unicodedata
 from datetime import UTC, datetime
 
 import asyncpg
 
-from factbank import trust
+from factbank import redaction, trust
 from factbank.banks import NotFound
 from factbank.models import Author, Fact, Source
 
@@ -124,7 +125,13 @@ async def record_event(
     reason: str = "",
     related: int | None = None,
 ) -> None:
-    """One row of a fact's history: every trust change and lifecycle step, with who and why."""
+    """One row of a fact's history: every trust change and lifecycle step, with who and why.
+
+    The reason and agent are redacted here, whoever wrote them: this is the one door into
+    `fact_events`, and a secret that lands there stays until the fact is purged. (Write paths
+    clean them earlier under the bank's policy; this is the last step, always `redact`.)"""
+    if reason or agent:
+        reason, agent = await asyncio.to_thread(_clean_event_text, reason, agent)
     await conn.execute(
         """INSERT INTO fact_events (fact_id, bank_id, kind, trust_before, trust_after, member_id,
                                     agent, reason, related_fact)
@@ -139,6 +146,10 @@ async def record_event(
         reason,
         related,
     )
+
+
+def _clean_event_text(reason: str, agent: str) -> tuple[str, str]:
+    return redaction.clean_text("reason", reason), redaction.clean_text("agent", agent)
 
 
 async def bump_version(conn: asyncpg.Connection, bank_id: int) -> None:

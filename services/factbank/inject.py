@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from factbank import facts
+from factbank import facts, redaction
 from factbank.models import Fact, Hit
 from factbank.search import Recall, search
 from factbank.tokenizer import cjk_share
@@ -118,10 +118,19 @@ async def session_block(
     return block
 
 
+VIA_REASON_CHARS = 200
+
+
 def _via_note(hit: Hit) -> str:
     if hit.via is None:
         return ""
-    return f" [supersedes #{hit.via.superseded}: {hit.via.reason or 'no reason given'}]"
+    # Reasons are redacted when written; a row written before that was true is redacted here,
+    # on its first 200 characters (the note's length), so nothing injected carries a secret.
+    reason = " ".join((hit.via.reason or "").split())
+    if len(reason) > VIA_REASON_CHARS:
+        reason = reason[:VIA_REASON_CHARS].rsplit(" ", 1)[0] + "…"
+    reason = redaction.clean_text("reason", reason) if reason else "no reason given"
+    return f" [supersedes #{hit.via.superseded}: {reason}]"
 
 
 async def prompt_block(

@@ -7,11 +7,13 @@ change writes a fact event (who, why, before, after), bumps the bank version and
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 from collections.abc import Sequence
 
 import asyncpg
 
-from factbank import audit, embedder, facts, lexicon, retain
+from factbank import audit, embedder, facts, lexicon, redaction, retain
 from factbank.banks import Principal
 from factbank.gate import MAX_TAG_CHARS, MAX_TAGS, Refused, clean_questions
 from factbank.models import Fact
@@ -26,7 +28,21 @@ async def _locked(conn: asyncpg.Connection, principal: Principal, fact_id: int):
     return row
 
 
+async def policy_of(pool: asyncpg.Pool, bank_id: int) -> str:
+    async with pool.acquire() as conn:
+        return await conn.fetchval("SELECT redaction_policy FROM banks WHERE id = $1", bank_id)
+
+
+async def clean_reason(deps: Deps, principal: Principal, reason: str) -> str:
+    """A reason a person typed, under the bank's policy: redacted, or refused naming `reason`."""
+    if not reason:
+        return reason
+    policy = await policy_of(deps.pool, principal.bank_id)
+    return await asyncio.to_thread(redaction.clean_text, "reason", reason, policy)
+
+
 async def _judge(deps: Deps, principal: Principal, fact_id: int, kind: str, reason: str) -> Fact:
+    reason = await clean_reason(deps, principal, reason)
     async with deps.pool.acquire() as conn, conn.transaction():
         row = await _locked(conn, principal, fact_id)
         before = row["trust"]
@@ -119,13 +135,18 @@ async def edit(
                     }
                 ]
             )
-        from factbank import redaction
-
-        clean_tags = list(redaction.redact_fields({"tags": clean_tags})[0]["tags"] or [])
-    if clean_qs:
-        from factbank import redaction
-
-        clean_qs = list(redaction.redact_fields({"questions": clean_qs})[0]["questions"] or [])
+    if clean_tags or clean_qs or category:
+        # Redacted like a new fact's, or refused (422 naming tags[i]/questions[i]) in a bank
+        # with the reject policy. A category holding one is unknown: the refusal names it
+        # redacted.
+        policy = await policy_of(deps.pool, principal.bank_id)
+        fields = {"tags": clean_tags or [], "questions": clean_qs or [], "category": category}
+        clean = await asyncio.to_thread(redaction.clean_fields, fields, policy)
+        if clean_tags:
+            clean_tags = list(clean["tags"] or [])
+        if clean_qs:
+            clean_qs = list(clean["questions"] or [])
+        category = clean["category"] if category else category
     async with deps.pool.acquire() as conn:
         row = await facts.get_row(conn, principal.bank_id, fact_id)
         new_tags = clean_tags if clean_tags is not None else list(row["tags"])
@@ -181,6 +202,7 @@ async def edit(
 
 async def delete(deps: Deps, principal: Principal, fact_id: int, reason: str = "") -> Fact:
     """Soft delete: the row and its history stay (audited); it is no longer searchable."""
+    reason = await clean_reason(deps, principal, reason)
     async with deps.pool.acquire() as conn, conn.transaction():
         row = await _locked(conn, principal, fact_id)
         await conn.execute(
@@ -199,7 +221,14 @@ async def delete(deps: Deps, principal: Principal, fact_id: int, reason: str = "
             agent=principal.agent,
             reason=reason,
         )
-        await audit.append(conn, principal.actor(), "fact.delete", str(fact_id), {"reason": reason})
+        # The audit log outlives a purge: it keeps the reason's hash, never its words.
+        await audit.append(
+            conn,
+            principal.actor(),
+            "fact.delete",
+            str(fact_id),
+            {"reason_sha256": hashlib.sha256(reason.encode()).hexdigest() if reason else ""},
+        )
         await facts.bump_version(conn, principal.bank_id)
         return await facts.get_fact(conn, principal.bank_id, fact_id)
 

@@ -103,7 +103,16 @@ from detect_secrets.plugins.twilio import TwilioKeyDetector
 from kingfisher_sdk import Rules as _KingfisherRules
 from kingfisher_sdk import Scanner as _KingfisherScanner
 
-__all__ = ["PLUGINS", "Finding", "redact_fields", "redact_text", "warm_up"]
+__all__ = [
+    "PLUGINS",
+    "Finding",
+    "clean_fields",
+    "clean_text",
+    "clean_value",
+    "redact_fields",
+    "redact_text",
+    "warm_up",
+]
 
 
 @dataclass(frozen=True)
@@ -394,6 +403,82 @@ def redact_fields(
         else:
             out[name] = value
     return out, findings
+
+
+# --- the one step every other stored or echoed string passes through -------------------------
+#
+# A fact's own fields go through `redact_fields` in the gate. Everything else a request can put
+# into a row, a log line or a response (reasons, a category's description, a fact's project and
+# agent, the X-Factbank-Agent header, tags and questions edited later, member names and token
+# labels, audit targets and details, error messages) goes through `clean_text`/`clean_fields`.
+
+
+def _refuse(findings: list[Finding]) -> None:
+    from factbank.gate import Refused  # the gate imports this module
+
+    raise Refused(
+        [
+            {
+                "field": f.field,
+                "reason": f"this bank rejects secrets; {f.field} holds one ({f.kind})",
+            }
+            for f in findings
+        ]
+    )
+
+
+def clean_text(field: str, value: str, policy: str = "redact") -> str:
+    """``value`` with every secret replaced by ``[REDACTED:kind]``; with the ``reject`` policy a
+    value holding a secret is refused instead (`gate.Refused` naming ``field``)."""
+    if not value:
+        return value
+    clean, findings = redact_text(value, field)
+    if findings and policy == "reject":
+        _refuse(findings)
+    return clean
+
+
+def clean_fields(
+    fields: Mapping[str, str | list[str] | None], policy: str = "redact"
+) -> dict[str, str | list[str] | None]:
+    """`redact_fields` under a bank's policy: redacted, or refused naming each field."""
+    clean, findings = redact_fields(fields)
+    if findings and policy == "reject":
+        _refuse(findings)
+    return clean
+
+
+def clean_value(value: object, field: str = "detail") -> object:
+    """Every string in a JSON-like value (dict keys too) redacted; other values as they are.
+    One scan of all the strings joined when nothing is found (the usual case), so a large
+    value costs one pass, not one per string."""
+    strings: list[str] = []
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            strings.append(v)
+        elif isinstance(v, Mapping):
+            stack.extend(k for k in v if isinstance(k, str))
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+    if not strings or not redact_text("\n".join(strings), field)[1]:
+        return value
+    return _clean_walk(value, field)
+
+
+def _clean_walk(value: object, field: str) -> object:
+    if isinstance(value, str):
+        return redact_text(value, field)[0]
+    if isinstance(value, Mapping):
+        return {
+            (_clean_walk(k, field) if isinstance(k, str) else k): _clean_walk(v, field)
+            for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [_clean_walk(v, field) for v in value]
+    return value
 
 
 # --- detection ------------------------------------------------------------------------------

@@ -272,9 +272,15 @@ def requires(scope: str) -> Callable[[ASGIConnection, BaseRouteHandler], Awaitab
 
 
 def _error(status: int, message: str, **extra: Any) -> Response:
-    body = {"status_code": status, "detail": message}
+    body: dict[str, Any] = {"status_code": status, "detail": message}
     body.update({k: v for k, v in extra.items() if v is not None})
-    return Response(body, status_code=status)
+    # An error echoes what was sent ("unknown category '...'", an invalid enum value): the
+    # echo is redacted like anything stored, so a refused request cannot hand a secret back
+    # into a log or a transcript. One scan of all its strings when none is found.
+    from factbank import redaction
+
+    clean = redaction.clean_value(body, "error")
+    return Response(clean, status_code=status)
 
 
 def _http_exception(_: Request, exc: HTTPException) -> Response:
@@ -404,7 +410,7 @@ def create_app(
         # Redaction's rule engine compiles for ~6 s on a first use: in a thread, started now
         # and not awaited, so the service answers at once and the first write does not pay it
         # (a write that comes sooner waits on the same compile, off the event loop).
-        if service == "ingest":  # the only service that redacts
+        if service in ("ingest", "recall"):  # ingest redacts writes; both redact error echoes
             rt.extras["redaction_warm_up"] = asyncio.create_task(
                 asyncio.to_thread(_warm_up_redaction)
             )

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import re
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated, Literal
 
@@ -9,7 +13,9 @@ import msgspec
 from litestar import Litestar, Request, delete, get, patch, post
 from litestar.params import FromPath, JSONBody, Parameter
 
-from factbank import categories, lifecycle, retain
+from factbank import categories, lifecycle, redaction, retain
+from factbank.banks import Principal
+from factbank.gate import Refused
 from factbank.models import Fact, NewFact, Strict
 from factbank.retain import BatchRefused, Outcome
 from factbank.settings import Settings
@@ -79,12 +85,65 @@ class ImportLine(NewFact):
     restore: ImportRestore | None = None
 
 
+# What the write gate does not redact, redacted here under the bank's policy before anything
+# is stored or echoed: a fact's project, agent and category (echoed by "unknown category"), the
+# X-Factbank-Agent header and the reasons. The core redacts again where rows are written
+# (`facts.record_event`, `audit.append`); this step applies the policy (reject: a 422 naming
+# the field).
+CATEGORY_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")  # the database's rule for a name
+
+
+async def caller(request: Request) -> tuple[Principal, str]:
+    """The request's principal with its agent (the X-Factbank-Agent header) cleaned, and the
+    bank's redaction policy."""
+    user: Principal = request.user
+    policy = await lifecycle.policy_of(runtime(request).pool, user.bank_id)
+    if user.agent:
+        agent = await asyncio.to_thread(
+            redaction.clean_text, "X-Factbank-Agent", user.agent, policy
+        )
+        user = dataclasses.replace(user, agent=agent)
+    return user, policy
+
+
+def clean_facts(items: Sequence[NewFact], policy: str) -> tuple[list[NewFact], list[dict]]:
+    """Each fact with its project, agent and category redacted (or refused: errors by index)."""
+    out: list[NewFact] = []
+    errors: list[dict] = []
+    for i, item in enumerate(items):
+        fields = {"project": item.project, "agent": item.agent}
+        if not CATEGORY_NAME.match(item.category):
+            fields["category"] = item.category
+        if not any(fields.values()):
+            out.append(item)
+            continue
+        try:
+            clean = redaction.clean_fields(fields, policy)
+        except Refused as exc:
+            errors.append({"index": i, "reasons": exc.reasons})
+            continue
+        out.append(msgspec.structs.replace(item, **clean))
+    return out, errors
+
+
+async def cleaned(request: Request, items: Sequence[NewFact]) -> tuple[Principal, list[NewFact]]:
+    user, policy = await caller(request)
+    clean, errors = await asyncio.to_thread(clean_facts, items, policy)
+    if errors:
+        raise BatchRefused(errors)
+    return user, clean
+
+
 @post("/v1/facts", guards=[requires("write")], status_code=201, opt={"example": EXAMPLE_FACT})
 async def add_fact(request: Request, data: JSONBody[NewFact]) -> Outcome:
     """Save one verified fact: one atomic claim, its category, a source (kind + location) and
     a verbatim quote from it. A repeat of the same claim reinforces the existing fact; a similar
     but different claim is stored and `possible_duplicate_of` names what it may supersede."""
-    return await retain.add(runtime(request).deps(), request.user, data)
+    try:
+        user, (item,) = await cleaned(request, [data])
+    except BatchRefused as exc:
+        raise Refused(exc.errors[0]["reasons"]) from None
+    return await retain.add(runtime(request).deps(), user, item)
 
 
 @post(
@@ -144,14 +203,14 @@ async def import_facts(
     if errors:
         raise BatchRefused(errors)
     try:
+        user, items = await cleaned(request, items)
         restores = [_restore(it.restore) for it in items]
         if existing == "skip" or any(restores):
             outcomes = await retain.import_many(
-                runtime(request).deps(), request.user, items, restores,
-                skip_present=existing == "skip",
+                runtime(request).deps(), user, items, restores, skip_present=existing == "skip"
             )
         else:
-            outcomes = await retain.add_many(runtime(request).deps(), request.user, items)
+            outcomes = await retain.add_many(runtime(request).deps(), user, items)
     except BatchRefused as exc:
         raise BatchRefused(
             [{"line": lines[e["index"]][0], "reasons": e["reasons"]} for e in exc.errors]
@@ -180,9 +239,13 @@ def _restore(r: ImportRestore | None) -> retain.Restore | None:
 async def supersede_facts(request: Request, data: JSONBody[Supersede]) -> Outcome:
     """Replace facts that no longer hold: stores the new fact, retires the old ones and links
     them to it with the reason, so a recall that hits an old claim returns the current one."""
-    return await retain.supersede(
-        runtime(request).deps(), request.user, data.fact, data.replaces, data.reason
-    )
+    try:
+        user, (item,) = await cleaned(request, [data.fact])
+    except BatchRefused as exc:
+        raise Refused(exc.errors[0]["reasons"]) from None
+    # The reason lands in facts.supersede_reason and is injected with the successor.
+    reason = await lifecycle.clean_reason(runtime(request).deps(), user, data.reason)
+    return await retain.supersede(runtime(request).deps(), user, item, data.replaces, reason)
 
 
 @post(
@@ -193,7 +256,8 @@ async def supersede_facts(request: Request, data: JSONBody[Supersede]) -> Outcom
 )
 async def confirm_fact(request: Request, fact_id: FromPath[int], data: JSONBody[Judgement]) -> Fact:
     """The fact held when you checked it: trust rises (t += 0.30(1-t)) and decay restarts."""
-    return await lifecycle.confirm(runtime(request).deps(), request.user, fact_id, data.reason)
+    user, _ = await caller(request)
+    return await lifecycle.confirm(runtime(request).deps(), user, fact_id, data.reason)
 
 
 @post(
@@ -204,7 +268,8 @@ async def confirm_fact(request: Request, fact_id: FromPath[int], data: JSONBody[
 )
 async def dispute_fact(request: Request, fact_id: FromPath[int], data: JSONBody[Judgement]) -> Fact:
     """The fact looks wrong: trust falls (t -= 0.40t). If you know the right claim, supersede."""
-    return await lifecycle.dispute(runtime(request).deps(), request.user, fact_id, data.reason)
+    user, _ = await caller(request)
+    return await lifecycle.dispute(runtime(request).deps(), user, fact_id, data.reason)
 
 
 @patch(
@@ -220,9 +285,10 @@ async def dispute_fact(request: Request, fact_id: FromPath[int], data: JSONBody[
 async def edit_fact(request: Request, fact_id: FromPath[int], data: JSONBody[Edit]) -> Fact:
     """Change a fact's tags, category or writer questions (the list given replaces the old
     one); content is immutable: supersede to change a claim."""
+    user, _ = await caller(request)
     return await lifecycle.edit(
         runtime(request).deps(),
-        request.user,
+        user,
         fact_id,
         tags=data.tags,
         category=data.category,
@@ -235,7 +301,8 @@ async def delete_fact(
     request: Request, fact_id: FromPath[int], reason: str = Parameter(default="", max_length=500)
 ) -> Fact:
     """Soft delete: no longer recalled; the row and its history stay, and it is audited."""
-    return await lifecycle.delete(runtime(request).deps(), request.user, fact_id, reason)
+    user, _ = await caller(request)
+    return await lifecycle.delete(runtime(request).deps(), user, fact_id, reason)
 
 
 @delete("/v1/facts/{fact_id:int}/purge", guards=[requires("admin")], status_code=200)
@@ -258,9 +325,10 @@ async def get_fact(request: Request, fact_id: FromPath[int]) -> dict:
 )
 async def add_category(request: Request, data: JSONBody[NewCategory]) -> dict:
     """Add a category to this bank's registry (names: lowercase, digits, '-', '_')."""
+    user, _ = await caller(request)
     return await categories.add(
         runtime(request).pool,
-        request.user,
+        user,
         data.name,
         data.description,
         data.auto_inject,
