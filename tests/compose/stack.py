@@ -150,7 +150,10 @@ class Stack:
         return json.loads(self.engine.docker("inspect", cid).stdout)[0]
 
     def health(self, service: str) -> str:
+        """`healthy`/`unhealthy`/`starting` while running, else the state (`exited`, ...)."""
         state = self.inspect(service)["State"]
+        if state["Status"] != "running":
+            return state["Status"]
         return (state.get("Health") or {}).get("Status") or state["Status"]
 
     def wait_healthy(self, service: str, timeout: float = 180) -> float:
