@@ -199,7 +199,9 @@ class Edits:
             return self.pending[path]
         if path not in self.original:
             try:
-                self.original[path] = path.read_text("utf-8")
+                # Bytes, decoded: read_text would turn CRLF into LF, and uninstall must give
+                # back the very bytes the user had.
+                self.original[path] = path.read_bytes().decode("utf-8")
             except FileNotFoundError:
                 self.original[path] = None
             except OSError as exc:
@@ -270,13 +272,48 @@ def _changed(before: Any, after: Any) -> bool:
 def _write_json(edits: Edits, entry: dict, path: Path, before: dict, data: dict,
                 style: files.JsonStyle, *, uninstall: bool = False) -> None:
     """Write only real changes (an already-installed file keeps its bytes); on uninstall a
-    file the installer created and that is now empty is deleted."""
+    file the installer created and that is now empty is deleted.
+
+    The first install that changes a file keeps its text as it was (`original` in the
+    manifest, which is private); an uninstall that leaves the same data as that text writes
+    the text back byte for byte, whatever its formatting (one-line lists, CRLF, tabs, 1e2,
+    escapes). If something else changed the file in between, the data is written in the
+    file's style instead."""
+    rec = _rec(entry, path)
+    if uninstall and rec.get("original") is not None:
+        original = rec["original"]
+        try:
+            same = not _changed(files.load_json(original)[0], data)
+        except ValueError:
+            same = False
+        if same:
+            if edits.read(path) != original:
+                edits.write(path, original)
+            return
     if not _changed(before, data):
         return
-    if uninstall and not data and _rec(entry, path).get("created"):
+    if uninstall and not data and rec.get("created"):
         edits.write(path, None)
-    else:
-        edits.write(path, files.dump_json(data, style))
+        return
+    if not uninstall:
+        _remember_original(edits, entry, path)
+    edits.write(path, files.dump_json(data, style))
+
+
+def _remember_original(edits: Edits, entry: dict, path: Path) -> None:
+    """Keep the text a file had before factbank first changed it (not when it already holds
+    factbank's entries from an install without a manifest record: that is not the user's)."""
+    original = edits.original.get(path)
+    rec = entry.setdefault("files", {}).setdefault(str(path), {})
+    if original is None or "original" in rec:
+        return
+    try:
+        data = files.load_json(original)[0]
+    except ValueError:
+        return
+    if files.our_handlers(data) or files.is_our_mcp((data.get("mcpServers") or {}).get(MCP_NAME)):
+        return
+    rec["original"] = original
 
 
 def _copy(data: dict) -> dict:
@@ -563,14 +600,24 @@ def _created_dirs(plan: Plan) -> list[str]:
     return sorted(dirs, key=len, reverse=True)
 
 
-def write_text(path: Path, text: str) -> None:
-    """Atomic replace that keeps the file's permission bits (settings may be 0600)."""
+def write_text(path: Path, text: str, *, private: bool = False) -> None:
+    """Atomic replace that keeps the file's permission bits (settings may be 0600). The temp
+    copy is created 0600 (it may hold ~/.claude.json); a new file gets the umask's mode, or
+    0600 when `private`."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o777 if path.exists() else None
+    if path.exists():
+        mode = path.stat().st_mode & 0o777
+    elif private:
+        mode = 0o600
+    else:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
     tmp = path.with_name(f".{path.name}.factbank-{os.getpid()}.tmp")
-    tmp.write_text(text, "utf-8")
-    if mode is not None:
-        tmp.chmod(mode)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+        fh.write(text)
+    os.chmod(tmp, mode)
     os.replace(tmp, path)
 
 
@@ -590,4 +637,6 @@ def apply(plan: Plan) -> None:
         if plan.manifest.new is None:
             plan.manifest.path.unlink(missing_ok=True)
         else:
-            write_text(plan.manifest.path, plan.manifest.new)
+            # Private: it keeps the original text of the files it changed.
+            write_text(plan.manifest.path, plan.manifest.new, private=True)
+            os.chmod(plan.manifest.path, 0o600)
