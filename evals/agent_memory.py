@@ -431,6 +431,7 @@ def evaluate(
     progress: bool = True,
     tick: Callable[[], None] | None = None,
     config: str = DEFAULT_CONFIG,
+    offtopic: dict[str, list[str]] | None = None,
 ) -> dict:
     """Load the set into the stack's bank, run every method, return the report section.
 
@@ -449,6 +450,10 @@ def evaluate(
         records = run_methods(
             http, stack, cases, loaded.by_fact, grep, progress=progress, desc=path.name, tick=tick
         )
+    refused_offtopic = {}
+    for name, texts in (offtopic or {}).items():
+        got = [bool(_search(http, stack, t, "hybrid", True)[0]["results"]) for t in texts]
+        refused_offtopic[name] = round(1 - sum(got) / max(len(got), 1), 3)
     return {
         "set": path.name if config == DEFAULT_CONFIG else f"{path.name} ({config})",
         "config": config,
@@ -464,6 +469,8 @@ def evaluate(
         },
         "summary": {m: summarize(rs) for m, rs in records.items()},
         "distributions": distributions(records),
+        # Off-topic queries (public sets' questions, which this bank cannot answer) refused.
+        "offtopic_refused": refused_offtopic,
         "floor": current_floor(),
         "records": records,
     }
@@ -475,7 +482,22 @@ TABLE_METHODS = ("cosine", "dense", "hybrid", "hybrid+floor", "inject")
 TABLE_KINDS = ("exact", "paraphrase", "crosslingual", "chronology")
 
 
-def evaluate_configs(configs: Sequence[str], *, progress: bool = True) -> list[dict]:
+def offtopic_queries(data: Path | None, n: int) -> dict[str, list[str]]:
+    """The first `n` queries of each BEIR set under `data`: questions about encyclopaedia and
+    everyday subjects that no agent-memory fact answers (checked by hand, fusion_sweep.py)."""
+    from factbank_evals import beir
+
+    if data is None or not Path(data).is_dir():
+        return {}
+    out = {}
+    for folder in sorted(p for p in Path(data).iterdir() if p.is_dir() and beir.is_beir(p)):
+        out[folder.name] = list(beir.load(folder).queries.values())[:n]
+    return out
+
+
+def evaluate_configs(
+    configs: Sequence[str], *, progress: bool = True, offtopic: dict[str, list[str]] | None = None
+) -> list[dict]:
     """Each configuration on its own fresh stack (`evaluate` per config)."""
     from factbank_evals import run_all
     from factbank_evals.stack import running_stack
@@ -484,7 +506,9 @@ def evaluate_configs(configs: Sequence[str], *, progress: bool = True) -> list[d
     sections = []
     for config in configs:
         with running_stack() as stack, httpx.Client(headers=stack.headers(), timeout=600) as http:
-            sections.append(evaluate(http, stack, progress=progress, config=config))
+            sections.append(
+                evaluate(http, stack, progress=progress, config=config, offtopic=offtopic)
+            )
     return sections
 
 
@@ -512,6 +536,13 @@ def configs_table(sections: Sequence[dict]) -> str:
             f"| {sec['config']} | {s['answered_with_gold']} | {s['precision@5']} | "
             f"{s['tokens_mean']} | {s['unanswerable_given_anything']} | {g['wrong_refusals']} |"
         )
+    off = [(sec["config"], sec.get("offtopic_refused") or {}) for sec in sections]
+    names = sorted({k for _, o in off for k in o})
+    if names:
+        lines += ["", "| config | off-topic refused: " + " | ".join(names) + " |",
+                  "|---|" + "---|" * len(names)]
+        lines += [f"| {c} | " + " | ".join(str(o.get(k, "-")) for k in names) + " |"
+                  for c, o in off]
     return "\n".join(lines)
 
 
@@ -525,20 +556,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated")
     ap.add_argument("--out", type=Path, default=None, help="write configs.json and configs.md")
+    ap.add_argument("--offtopic-data", type=Path, default=None,
+                    help="BEIR folder whose queries are asked as off-topic refusals")
+    ap.add_argument("--offtopic-n", type=int, default=200, help="queries per BEIR set")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     configs = [c for c in args.configs.split(",") if c]
     unknown = [c for c in configs if c not in CONFIGS]
     if unknown:
         ap.error(f"unknown config(s) {unknown}; known: {', '.join(CONFIGS)}")
-    sections = evaluate_configs(configs)
+    from factbank_evals.run_all import code_state
+
+    code = code_state()  # at the start: the services import the code once, when they start
+    sections = evaluate_configs(
+        configs, offtopic=offtopic_queries(args.offtopic_data, args.offtopic_n)
+    )
     table = configs_table(sections)
     if args.out:
-        from factbank_evals.run_all import code_state
-
         args.out.mkdir(parents=True, exist_ok=True)
         slim = [{k: v for k, v in s.items() if k != "records"} for s in sections]
-        doc = {"code": code_state(), "sections": slim}
+        doc = {"code": code, "sections": slim}
         (args.out / "configs.json").write_text(
             json.dumps(doc, indent=1, ensure_ascii=False, default=str)
         )
