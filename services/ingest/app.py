@@ -114,6 +114,9 @@ def clean_facts(items: Sequence[NewFact], policy: str) -> tuple[list[NewFact], l
         fields = {"project": item.project, "agent": item.agent}
         if not CATEGORY_NAME.match(item.category):
             fields["category"] = item.category
+        restore = getattr(item, "restore", None)
+        if restore is not None and restore.supersede_reason:
+            fields["restore.supersede_reason"] = restore.supersede_reason
         if not any(fields.values()):
             out.append(item)
             continue
@@ -122,6 +125,9 @@ def clean_facts(items: Sequence[NewFact], policy: str) -> tuple[list[NewFact], l
         except Refused as exc:
             errors.append({"index": i, "reasons": exc.reasons})
             continue
+        if "restore.supersede_reason" in clean:
+            reason = clean.pop("restore.supersede_reason")
+            clean["restore"] = msgspec.structs.replace(restore, supersede_reason=reason)
         out.append(msgspec.structs.replace(item, **clean))
     return out, errors
 

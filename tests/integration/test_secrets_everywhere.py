@@ -41,7 +41,11 @@ FACT = {
 }
 BODIES: dict[tuple[str, str], Any] = {
     ("POST", "/v1/facts"): FACT,
-    ("POST", "/v1/facts/import"): FACT,  # sent as JSONL
+    # Sent as JSONL; `restore` is what an exported fact carries back.
+    ("POST", "/v1/facts/import"): {
+        **FACT,
+        "restore": {"id": 1, "status": "active", "trust": 0.5, "supersede_reason": "moved"},
+    },
     ("POST", "/v1/facts/supersede"): {"fact": FACT, "replaces": ["{fact_id}"], "reason": "moved"},
     ("POST", "/v1/facts/{fact_id}/confirm"): {"reason": "checked"},
     ("POST", "/v1/facts/{fact_id}/dispute"): {"reason": "wrong"},
