@@ -151,8 +151,9 @@ Location = Annotated[str, Field(description="file: path[:line] (relative to the 
 Quote = Annotated[str, Field(description="Verbatim text from the source: the file lines, the "
                                          "page sentence, the command output, or the user's "
                                          "own words. Not a paraphrase.")]
-Tags = Annotated[list[str], Field(
-    min_length=1,
+# Not `min_length=1`: a missing or empty list would come back as a raw pydantic error. The
+# tools check it themselves (`_need_tags`) and the schema still lists tags as required.
+Tags = Annotated[list[str] | None, Field(
     description="3-8 tags naming the topic, the systems involved and their aliases/generic "
     "words, in both Chinese and English, e.g. [\"pnpm\", \"包管理器\", \"package manager\", "
     "\"node\"].")]
@@ -233,8 +234,13 @@ def build_server(client_for: ClientFor, *, local_files: bool,
                        log_level=level if level in _LEVELS else "WARNING")
 
     def build_fact(content: str, category: str, source_kind: str, source_location: str,
-                   quote: str, tags: list[str], questions: list[str] | None, origin: str,
+                   quote: str, tags: list[str] | None, questions: list[str] | None, origin: str,
                    tentative: bool, project: str | None) -> dict:
+        if not tags:
+            raise ToolError(
+                "tags is required: give 3-8 short tags naming the topic, the systems and their "
+                "aliases, in English and Chinese, e.g. tags=[\"pnpm\", \"包管理器\", "
+                "\"package manager\", \"node\"]; nothing was saved")
         location = source_location
         if source_kind == "file" and local_files:
             cwd = Path.cwd()
@@ -256,7 +262,7 @@ def build_server(client_for: ClientFor, *, local_files: bool,
 
     @server.tool(description=ADD_DESCRIPTION, structured_output=False)
     def add(content: Content, category: Category, source_kind: Kind, source_location: Location,
-            quote: Quote, tags: Tags, ctx: Context,
+            quote: Quote, ctx: Context, tags: Tags = None,
             questions: Questions = [],  # noqa: B006 (pydantic copies it)
             origin: OriginArg = "inferred", tentative: Tentative = False,
             project: ProjectArg = None) -> str:
@@ -327,7 +333,7 @@ def build_server(client_for: ClientFor, *, local_files: bool,
                   reason: Annotated[str, Field(description="Why they no longer hold (the "
                                                            "evidence).")],
                   content: Content, category: Category, source_kind: Kind,
-                  source_location: Location, quote: Quote, tags: Tags, ctx: Context,
+                  source_location: Location, quote: Quote, ctx: Context, tags: Tags = None,
                   questions: Questions = [],  # noqa: B006 (pydantic copies it)
                   origin: OriginArg = "inferred",
                   tentative: Tentative = False, project: ProjectArg = None) -> str:
@@ -389,6 +395,15 @@ def build_server(client_for: ClientFor, *, local_files: bool,
             raise _fail(exc) from None
         return f"Added category {data['name']!r} to {data['bank']}."
 
+    for tool in ("add", "supersede"):  # required in what the agent sees; checked in the tool
+        schema = server._tool_manager.get_tool(tool).parameters
+        if "tags" not in schema.setdefault("required", []):
+            schema["required"].append("tags")
+        if isinstance(schema["properties"].get("tags"), dict):
+            prop = schema["properties"]["tags"]
+            prop.pop("default", None)
+            if "anyOf" in prop:  # list[str] | None: show the list
+                prop.update(next(a for a in prop.pop("anyOf") if a.get("type") == "array"))
     return server
 
 

@@ -136,9 +136,13 @@ async def _write_read_and_judge(stdio: Client, env: Env) -> None:
     port = library(env, env.personal.rw).get(port_id)
     assert port["project"] == env.project and port["source"]["location"] == "deploy/api.yaml:4"
 
-    # Tags are required by the schema: the SDK refuses a call without them.
-    missing = await stdio.call_tool("add", {k: v for k, v in PNPM.items() if k != "tags"})
-    assert missing.is_error and "tags" in text_of(missing)
+    # Tags are required (the schema says so); a call without them, or with [], gets one clear
+    # sentence saying what to send, not a raw pydantic/jsonschema error.
+    for body in ({k: v for k, v in PNPM.items() if k != "tags"}, {**PNPM, "tags": []}):
+        missing = await stdio.call_tool("add", body)
+        text = text_of(missing)
+        assert missing.is_error and "tags is required" in text and "e.g." in text, text
+        assert "pydantic" not in text and "validation error" not in text.lower(), text
 
     out = await call(stdio, "get", id=fid)
     assert f"#{fid} [personal" in out and "we use pnpm, never npm" in out and "created" in out
