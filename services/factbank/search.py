@@ -105,10 +105,12 @@ def _shipped_background(model: embedder_mod.Embedder) -> fusion.BackgroundVector
     return fusion.BackgroundVectors.from_vectors(matrix)
 
 
-async def query_vector(r: Recall, text: str) -> np.ndarray:
+async def query_vector(r: Recall, bank_id: int, text: str) -> np.ndarray:
+    """The query's embedding, cached per bank: a bank never hits (nor times, nor counts) a
+    query embedding another bank's question left in the cache."""
     model = r.embedder
     assert model is not None
-    key = f"qe:{model.name}:{cache_mod.digest(text)}"
+    key = f"qe:{bank_id}:{model.name}:{cache_mod.digest(text)}"
     cached = await r.cache.get("query_embedding", key)
     if cached is not None:
         return np.frombuffer(cached, dtype=np.float32)
@@ -223,7 +225,7 @@ async def search(
         if mode in ("hybrid", "lexical"):
             lexical = await lexicon.bm25(conn, bank_id, tokens, CANDIDATES)
         if mode in ("hybrid", "dense") and r.embedder is not None:
-            qvec = await query_vector(r, query)
+            qvec = await query_vector(r, bank_id, query)
             dense = await _dense(conn, bank_id, qvec, CANDIDATES)
             if r.background is not None:
                 background = fusion.Background.for_query(qvec, r.background)

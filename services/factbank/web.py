@@ -7,7 +7,9 @@ lives here once, so the two services cannot disagree on it.
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
+import os
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -42,7 +44,12 @@ from factbank.settings import Settings
 
 log = logging.getLogger("factbank.web")
 
-OPEN_PATHS = ["^/healthz$", "^/readyz$"]
+# /metrics is outside bank-token auth: it has its own credential (`metrics_guard`).
+OPEN_PATHS = ["^/healthz$", "^/readyz$", "^/metrics$"]
+# The operator's scrape credential. The counters are process-wide (every bank's requests,
+# cache hits, redactions), so no bank token may read them: a read token of bank A would see
+# the embedding-cache hits and searches caused by bank B. Unset: /metrics answers 401 to all.
+METRICS_TOKEN_ENV = "FACTBANK_METRICS_TOKEN"
 INT64_MAX = 2**63 - 1
 INT64_MIN = -(2**63)
 NUMBER = re.compile(r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$")
@@ -271,6 +278,26 @@ def requires(scope: str) -> Callable[[ASGIConnection, BaseRouteHandler], Awaitab
     return guard
 
 
+def metrics_token(settings: Settings) -> str:
+    return str(getattr(settings, "metrics_token", "") or os.environ.get(METRICS_TOKEN_ENV, ""))
+
+
+async def metrics_guard(connection: ASGIConnection, _: BaseRouteHandler) -> None:
+    """/metrics answers only `Authorization: Bearer $FACTBANK_METRICS_TOKEN`, never a bank
+    token (whatever its scopes: an admin of one bank is not the operator of the others)."""
+    expected = metrics_token(runtime(connection).settings)
+    scheme, _, given = connection.headers.get("authorization", "").partition(" ")
+    if (
+        not expected
+        or scheme.lower() != "bearer"
+        or not hmac.compare_digest(given.strip().encode(), expected.encode())
+    ):
+        raise NotAuthorizedException(
+            "metrics need the operator's metrics token (FACTBANK_METRICS_TOKEN), not a bank "
+            "token" + ("" if expected else "; none is set on this server")
+        )
+
+
 def _error(status: int, message: str, **extra: Any) -> Response:
     body: dict[str, Any] = {"status_code": status, "detail": message}
     body.update({k: v for k, v in extra.items() if v is not None})
@@ -438,10 +465,10 @@ def create_app(
     prometheus = PrometheusConfig(app_name=service, prefix="factbank", group_path=True)
 
     class Metrics(PrometheusController):
-        """Prometheus metrics; like every route but health, it needs a token."""
+        """Prometheus metrics, for the operator's metrics token only (`metrics_guard`)."""
 
         path = "/metrics"
-        guards = [requires("read")]  # noqa: RUF012 (litestar reads it as a class attribute)
+        guards = [metrics_guard]  # noqa: RUF012 (litestar reads it as a class attribute)
 
     app = Litestar(
         route_handlers=[healthz, readyz, Metrics, *route_handlers],

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import AsyncIterator
+from typing import Any
 
 import msgspec
 from litestar import Litestar, Request, get, post
@@ -21,6 +23,46 @@ from factbank.web import Runtime, create_app, requires, runtime
 # (about 2,000 English or 500 Chinese characters), and tokenising the rest for BM25 costs tens
 # of milliseconds on the event loop for nothing the gate would use, so the rest is ignored.
 MAX_QUERY_CHARS = 2000
+
+
+class BankCache(Cache):
+    """The recall cache, with hit/miss/error counts kept per bank for `/v1/stats`. Every key
+    it is asked for names its bank second (`qe:<bank>:...`, `r:<bank>:...`); the global counts
+    (`Cache.stats`, `/metrics`) are the operator's, never shown to a bank token, since another
+    bank's hits there say what that bank asked."""
+
+    def __init__(self, redis: Any = None) -> None:
+        super().__init__(redis)
+        self.by_bank: dict[str, dict[str, dict[str, int]]] = defaultdict(
+            lambda: defaultdict(lambda: {"hits": 0, "misses": 0, "errors": 0})
+        )
+
+    @staticmethod
+    def _bank(key: str) -> str:
+        parts = key.split(":", 2)
+        return parts[1] if len(parts) == 3 else ""
+
+    async def get(self, kind: str, key: str) -> bytes | None:
+        errors = self.stats[kind]["errors"]
+        value = await super().get(kind, key)
+        counts = self.by_bank[self._bank(key)][kind]
+        counts["hits" if value is not None else "misses"] += 1
+        counts["errors"] += min(1, self.stats[kind]["errors"] - errors)
+        return value
+
+    async def set(self, kind: str, key: str, value: bytes, ttl: int) -> None:
+        errors = self.stats[kind]["errors"]
+        await super().set(kind, key, value, ttl)
+        self.by_bank[self._bank(key)][kind]["errors"] += min(
+            1, self.stats[kind]["errors"] - errors
+        )
+
+    def snapshot_for(self, bank_id: int) -> dict[str, Any]:
+        out: dict[str, Any] = {"backend": self.backend}
+        for kind, counts in self.by_bank.get(str(bank_id), {}).items():
+            total = counts["hits"] + counts["misses"]
+            out[kind] = {**counts, "hit_rate": round(counts["hits"] / total, 4) if total else None}
+        return out
 
 
 def recall_of(request: Request) -> Recall:
@@ -156,7 +198,8 @@ async def list_categories(request: Request) -> dict:
 
 @get("/v1/stats", guards=[requires("read")])
 async def stats(request: Request) -> dict:
-    """Counts by status and category, index size, cache hit rates and the embedder in use."""
+    """Counts by status and category, index size, this bank's cache hit rates and the
+    embedder in use."""
     rt = runtime(request)
     r = recall_of(request)
     async with rt.reader.acquire() as conn:
@@ -176,8 +219,16 @@ async def stats(request: Request) -> dict:
         "index": {"documents": bank["doc_count"], "tokens": bank["total_len"]},
         "embedder": r.embedder.name if r.embedder else None,
         "embedder_error": r.embedder_error,
-        "cache": r.cache.snapshot(),
+        "cache": cache_of(r, request.user.bank_id),
     }
+
+
+def cache_of(r: Recall, bank_id: int) -> dict[str, Any]:
+    """This bank's cache figures only (see `BankCache`)."""
+    cache = r.cache
+    if isinstance(cache, BankCache):
+        return cache.snapshot_for(bank_id)
+    return {"backend": cache.backend}
 
 
 async def _start(rt: Runtime) -> None:
@@ -189,7 +240,7 @@ async def _start(rt: Runtime) -> None:
         rt.reader,
         rt.model.embedder,
         rt.model.error,
-        Cache(rt.redis),
+        BankCache(rt.redis),
         primary=rt.pool,
         background=background,
     )
