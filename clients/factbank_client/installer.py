@@ -36,6 +36,7 @@ from typing import Any
 
 from factbank_client import installer_files as files
 from factbank_client import installer_toml as toml
+from factbank_client.config import create_private_temp
 
 HARNESSES = ("claude", "codex", "pi")
 HOOK_EVENTS = {"SessionStart": "session-start", "UserPromptSubmit": "user-prompt-submit",
@@ -600,25 +601,37 @@ def _created_dirs(plan: Plan) -> list[str]:
     return sorted(dirs, key=len, reverse=True)
 
 
+# Files that hold secrets of their own (Claude Code keeps its account state in ~/.claude.json):
+# created 0600 when they do not exist yet.
+PRIVATE_NAMES = (".claude.json",)
+
+
 def write_text(path: Path, text: str, *, private: bool = False) -> None:
     """Atomic replace that keeps the file's permission bits (settings may be 0600). The temp
-    copy is created 0600 (it may hold ~/.claude.json); a new file gets the umask's mode, or
-    0600 when `private`."""
+    copy is a new file created 0600 with O_EXCL (it may hold ~/.claude.json; never an existing
+    file or a planted symlink); a new file gets the umask's mode, or 0600 when `private` or a
+    file in PRIVATE_NAMES. `private` makes an existing file 0600 too."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    if path.exists():
+    if private:
+        mode = 0o600
+    elif path.exists():
         mode = path.stat().st_mode & 0o777
-    elif private:
+    elif path.name in PRIVATE_NAMES:
         mode = 0o600
     else:
         umask = os.umask(0)
         os.umask(umask)
         mode = 0o666 & ~umask
-    tmp = path.with_name(f".{path.name}.factbank-{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-        fh.write(text)
-    os.chmod(tmp, mode)
-    os.replace(tmp, path)
+    tmp, fd = create_private_temp(path)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+        if mode != 0o600:
+            os.chmod(tmp, mode)  # widening a 0600 copy to the file's own mode, never narrowing
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def apply(plan: Plan) -> None:
@@ -639,4 +652,3 @@ def apply(plan: Plan) -> None:
         else:
             # Private: it keeps the original text of the files it changed.
             write_text(plan.manifest.path, plan.manifest.new, private=True)
-            os.chmod(plan.manifest.path, 0o600)

@@ -454,7 +454,8 @@ def cmd_categories_add(args) -> int:
 def cmd_export(args) -> int:
     n = 0
     with _client() as client:
-        out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout
+        # Created 0600 from the start: an export holds every fact of the bank.
+        out = client_config.open_private(args.out) if args.out else sys.stdout
         try:
             for line in client.export(bank=args.bank):
                 out.write(line + "\n")
