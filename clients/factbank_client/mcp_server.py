@@ -18,6 +18,7 @@ bridge languages and aliases, and for the questions a later teammate would ask).
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import time
 from collections.abc import Callable
@@ -39,6 +40,8 @@ from factbank_client.client import (
     matched_question,
 )
 from factbank_client.project import project_key, repo_root
+
+log = logging.getLogger("factbank.mcp")
 
 INSTRUCTIONS = """\
 factbank is a shared memory of verified facts, used by all your user's agents on all their \
@@ -464,18 +467,23 @@ class TokenCheck:
         await self.app(scope, receive, send)
 
     async def _check(self, token: str) -> tuple[int, str]:
+        """(200, "") for a token the services accept, else the status and a message for a
+        caller who has not shown a valid token: it names no internal address, exception or
+        service answer (those go to this server's log)."""
         try:
             r = await self._http.get(self.cfg.recall_url + "/v1/facts", params={"limit": 1},
                                      headers={"Authorization": f"Bearer {token}"})
         except httpx.HTTPError as exc:
-            return 502, f"factbank recall at {self.cfg.recall_url} unreachable: {exc}"
-        if r.status_code in (401, 403) or r.status_code >= 500:
-            try:
-                detail = r.json().get("detail", r.text)
-            except ValueError:
-                detail = r.text
-            # 403 (a token without the read scope) is still a valid token.
-            return (200, "") if r.status_code == 403 else (r.status_code, str(detail))
+            log.warning("token check: recall at %s unreachable: %s", self.cfg.recall_url, exc)
+            return 502, "factbank recall is unreachable from the MCP server; try again later"
+        if r.status_code == 403:  # a token without the read scope is still a valid token
+            return 200, ""
+        if r.status_code == 401:
+            return 401, "invalid or revoked token"
+        if r.status_code >= 500:
+            log.warning("token check: recall at %s answered %s", self.cfg.recall_url,
+                        r.status_code)
+            return 502, "factbank recall failed to check the token; try again later"
         return 200, ""
 
 

@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+import httpx
+
 from factbank.web import METRICS_TOKEN_ENV
 from tests.integration.conftest import auth, fact_body
 
@@ -98,3 +100,52 @@ async def test_query_embedding_cache_and_stats_are_per_bank(stack, two_banks, co
     ids = {str(await conn.fetchval("SELECT id FROM banks WHERE name = $1", b.name))
            for b in (alpha, beta)}
     assert {k.split(":")[2] for k in qe} == ids
+
+
+# --- MCP over HTTP (item 8a): a caller without a valid token learns no internal address. ------
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def _mcp_answer(recall_url: str, token: str | None) -> httpx.Response:
+    from factbank_client import config as client_config
+    from factbank_client import mcp_server
+
+    cfg = client_config.ClientConfig(url="http://127.0.0.1:1", recall_url=recall_url)
+    app = mcp_server.http_app(cfg)
+    headers = {"Accept": "application/json, text/event-stream"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                 base_url="http://mcp") as client:
+        return await client.post("/mcp", json=body, headers=headers)
+
+
+async def test_mcp_http_shows_no_recall_url_to_a_caller_without_a_valid_token(caplog):
+    port = _free_port()  # nothing listens: the token check cannot reach recall
+    internal = f"http://127.0.0.1:{port}"
+    for token in (None, "fb_wrong", "not-a-token"):
+        r = await _mcp_answer(internal, token)
+        assert r.status_code in (401, 502), r.text
+        for leak in (str(port), "127.0.0.1", "ConnectError", "Connection refused"):
+            assert leak not in r.text and leak not in str(r.headers), (token, r.text)
+    # The operator still finds out where it failed, in the MCP server's own log.
+    assert any(str(port) in rec.getMessage() for rec in caplog.records)
+
+
+async def test_mcp_http_passes_on_no_recall_error_detail(monkeypatch):
+    """A 5xx (with whatever detail) from recall during the token check is a bare 502."""
+
+    async def broken(self, url, **kw):
+        return httpx.Response(500, json={"detail": "pool at 10.0.0.7:5432 exhausted"})
+
+    monkeypatch.setattr(httpx.AsyncClient, "get", broken)
+    r = await _mcp_answer("http://recall.internal:8702", "fb_any")
+    assert r.status_code == 502 and "10.0.0.7" not in r.text and "recall.internal" not in r.text
