@@ -163,12 +163,28 @@ class Client:
             response = self.http.request(method, url, **kwargs)
         except httpx.TimeoutException as exc:
             raise FactbankError(f"{service.name} at {self._base(service)} timed out "
-                                f"({type(exc).__name__})", bank=bank) from exc
+                                f"({type(exc).__name__}); is the server overloaded? try again, "
+                                "or check it with `factbank stats`", bank=bank) from exc
         except httpx.HTTPError as exc:
-            raise FactbankError(f"cannot reach {service.name} at {self._base(service)}: "
-                                f"{exc or type(exc).__name__}", bank=bank) from exc
+            raise FactbankError(
+                f"cannot reach {service.name} at {self._base(service)}: "
+                f"{exc or type(exc).__name__}. Is `factbank up` running there? If the "
+                "address is wrong: factbank login --url INGEST_URL [--recall-url RECALL_URL] "
+                "--token TOKEN", bank=bank) from exc
         if response.is_error:
-            raise _error_from(response, bank)
+            error = _error_from(response, bank)
+            if response.status_code == 401:
+                error = FactbankError(
+                    f"{error.message}. The {bank} bank's token was refused (revoked or "
+                    f"mistyped): get a new one (on the server: factbank admin token issue "
+                    f"BANK MEMBER) and save it with factbank login --token TOKEN --bank {bank}",
+                    status=401, bank=bank)
+            elif response.status_code == 403:
+                error = FactbankError(
+                    f"{error.message}. The {bank} bank's token lacks the scope for this "
+                    "(read, write or admin): ask the bank's owner for a token that has it",
+                    status=403, bank=bank)
+            raise error
         return response
 
     def _json(self, method: str, service: Service, path: str, bank: str, **kw: Any) -> Any:

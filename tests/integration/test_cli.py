@@ -566,6 +566,7 @@ def test_unreachable_service_is_one_line(env, capsys, tmp_path, monkeypatch):
     code, _, err = run(capsys, "get", "1")
     assert code == 2 and "cannot reach ingest" in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
+    assert "factbank up" in err and "factbank login --url" in err  # what to do about it
 
 
 def test_read_only_token_cannot_write(env, capsys):
@@ -586,3 +587,106 @@ def test_library_error_carries_status_and_reasons(env):
         out = client.add({"content": "Deploys go through ArgoCD", "category": "project",
                           "source": {"kind": "user"}, "quote": "we deploy with argo"})
     assert out["fact"]["created_by"]["agent"] == "codex"
+
+
+# --- the newcomer's smaller items (issue 12, item 7) ---------------------------------------
+
+
+def _all_parsers(parser):
+    import argparse
+
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _all_parsers(sub)
+
+
+def test_every_command_option_and_argument_has_help():
+    import argparse
+
+    from factbank_client.cli.main import build_parser
+
+    missing = []
+    for parser in _all_parsers(build_parser()):
+        for action in parser._actions:
+            if action.help is None and action.dest != "help" and not isinstance(
+                    action, argparse._SubParsersAction):
+                missing.append(f"{parser.prog}: {action.option_strings or action.dest}")
+    assert not missing, missing
+    up = next(p for p in _all_parsers(build_parser()) if p.prog == "factbank up")
+    assert "readyz" in up.format_help() and "token" in up.format_help()
+
+
+def test_bare_factbank_prints_help_and_a_typo_gets_did_you_mean(capsys):
+    code, out, _ = run(capsys)
+    assert code == 0 and "usage: factbank" in out and "search" in out
+    with pytest.raises(SystemExit) as exc:
+        main(["serch", "pnpm"])
+    assert exc.value.code == 2
+    assert "did you mean 'search'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["search", "x", "--mode", "lexicl"])
+    assert "did you mean 'lexical'" in capsys.readouterr().err
+
+
+def test_dispute_and_delete_require_a_reason_in_the_cli_too(capsys):
+    for command in ("dispute", "delete"):
+        with pytest.raises(SystemExit) as exc:
+            main([command, "1"])
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and "--reason" in err and "required" in err
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        usage = capsys.readouterr().out.split("\n\n")[0]
+        assert "[--reason" not in usage and "--reason REASON" in usage  # not shown optional
+
+
+def test_a_missing_file_source_says_no_such_file(env, capsys):
+    login(capsys, env)
+    code, _, err = run(capsys, "add", "The API listens on port 8080", "--category",
+                       "environment", "--source", "deploy/nope.yaml:4", "--quote", "port: 8080",
+                       "--tag", "api")
+    assert code == 2 and "no such file: deploy/nope.yaml" in err
+    assert "--source-kind is needed" not in err
+
+
+def test_a_refused_token_says_what_to_do(env, capsys, monkeypatch):
+    monkeypatch.setenv("FACTBANK_URL", env.urls.ingest_url)
+    monkeypatch.setenv("FACTBANK_RECALL_URL", env.urls.recall_url)
+    monkeypatch.setenv("FACTBANK_TOKEN", "fb_revoked_or_mistyped_token_000000")
+    code, _, err = run(capsys, "search", "pnpm")
+    assert code == 2 and "401" in err and "factbank login --token" in err
+    assert "admin token issue" in err
+
+
+def test_categories_auto_inject_column_tells_the_truth(env, capsys):
+    login(capsys, env)
+    out = ok(capsys, "categories")
+    rows = {ln.split()[1]: ln for ln in out.splitlines()[1:] if ln.startswith("personal")}
+    # preferences are injected for every project; decisions only for their project.
+    assert " all " in rows["preferences"] and " project " in rows["decisions"]
+    assert "only the current project's" in out
+    # And it is what session start does: a project fact of a non-auto category is injected
+    # (the old column said "no" for it).
+    fact = ok_json(capsys, "add", "Releases are cut from main by CI", "--category", "decisions",
+                   "--source-kind", "user", "--quote", "we cut releases from main in CI",
+                   "--tag", "release")
+    block = ok_json(capsys, "inject-preview")
+    assert fact["fact"]["id"] in block["facts"]
+
+
+def test_export_into_a_closed_pipe_ends_quietly(env, capsys, tmp_path):
+    import subprocess
+    import sys
+
+    login(capsys, env)
+    ok(capsys, *ADD_PNPM)
+    proc = subprocess.Popen([sys.executable, "-m", "factbank_client.cli.main", "export"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "FACTBANK_CONFIG": str(env.config_path)})
+    proc.stdout.close()  # `| head` that has already gone
+    err = proc.stderr.read().decode()
+    proc.wait(timeout=60)
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
+    assert proc.returncode == 141

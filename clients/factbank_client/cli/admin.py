@@ -25,8 +25,9 @@ def register(sub) -> None:
     bank = groups.add_parser("bank", help="create and list banks").add_subparsers(
         dest="action", required=True)
     p = bank.add_parser("create", help="create a personal or team bank")
-    p.add_argument("name")
-    p.add_argument("--kind", choices=["personal", "team"], default="personal")
+    p.add_argument("name", help="the new bank's name (lowercase, digits, '-', '_', '.')")
+    p.add_argument("--kind", choices=["personal", "team"], default="personal",
+                   help="personal (one owner) or team (members) (default: personal)")
     p.add_argument("--policy", choices=["redact", "reject"], default=None,
                    help="what ingest does with a secret: redact it or reject the fact")
     p.set_defaults(func=_run(bank_create))
@@ -34,28 +35,29 @@ def register(sub) -> None:
     add_json_flag(p)
     p.set_defaults(func=_run(bank_list))
     p = bank.add_parser("policy", help="set a bank's redaction policy")
-    p.add_argument("name")
-    p.add_argument("policy", choices=["redact", "reject"])
+    p.add_argument("name", help="the bank's name")
+    p.add_argument("policy", choices=["redact", "reject"],
+                   help="redact: store the fact with the secret replaced; reject: refuse it")
     p.set_defaults(func=_run(bank_policy))
 
     member = groups.add_parser("member", help="team members").add_subparsers(
         dest="action", required=True)
     p = member.add_parser("add", help="add a member to a bank")
-    p.add_argument("bank")
-    p.add_argument("name")
+    p.add_argument("bank", help="the team bank's name")
+    p.add_argument("name", help="the member's name (e.g. their login)")
     p.set_defaults(func=_run(member_add))
 
     token = groups.add_parser("token", help="issue, list, rotate, revoke").add_subparsers(
         dest="action", required=True)
     p = token.add_parser("issue", help="issue a token for a member (shown once)")
-    p.add_argument("bank")
-    p.add_argument("member")
+    p.add_argument("bank", help="the bank's name (`factbank admin bank list`)")
+    p.add_argument("member", help="who the token is for (a member of the bank)")
     p.add_argument("--scopes", default="read,write", help="comma list of read,write,admin")
-    p.add_argument("--label", default="")
+    p.add_argument("--label", default="", help="a note to tell tokens apart (e.g. laptop)")
     add_json_flag(p)
     p.set_defaults(func=_run(token_issue))
     p = token.add_parser("list", help="list tokens with last use")
-    p.add_argument("bank", nargs="?")
+    p.add_argument("bank", nargs="?", help="only this bank's tokens (default: all)")
     add_json_flag(p)
     p.set_defaults(func=_run(token_list))
     p = token.add_parser("revoke", help="revoke a token; it stops working at once")
@@ -73,7 +75,8 @@ def register(sub) -> None:
     add_json_flag(p)
     p.set_defaults(func=_run(audit_verify))
     p = aud.add_parser("export", help="write the audit log as JSONL or CSV")
-    p.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
+    p.add_argument("--format", choices=["jsonl", "csv"], default="jsonl",
+                   help="jsonl (default) or csv")
     p.add_argument("--bank", default=None)
     p.add_argument("--out", default="-", help="file (default stdout)")
     p.set_defaults(func=_run(audit_export))

@@ -4,6 +4,7 @@ delete, categories, export, import, inject-preview, stats. Each is a thin skin o
 from __future__ import annotations
 
 import json
+import re
 import sys
 import uuid
 from pathlib import Path
@@ -43,11 +44,17 @@ def register(sub) -> None:
     add_json_flag(p)
     p.set_defaults(func=cmd_add)
 
-    p = sub.add_parser("search", help="search every configured bank")
-    p.add_argument("query")
+    p = sub.add_parser("search", help="search every configured bank",
+                       description="Search every configured bank and merge the answers. "
+                       "Results below the relevance gate are not returned as hits; a query "
+                       "with no good match answers nothing rather than noise.")
+    p.add_argument("query", help="what you want to know, in your own words (any language)")
     p.add_argument("--project", help="project key (default: this repository's)")
-    p.add_argument("--limit", type=int, default=5)
-    p.add_argument("--mode", choices=["hybrid", "lexical", "dense"], default="hybrid")
+    p.add_argument("--limit", type=int, default=5,
+                   help="at most this many results per bank (default 5)")
+    p.add_argument("--mode", choices=["hybrid", "lexical", "dense"], default="hybrid",
+                   help="hybrid: BM25 + embeddings fused (default); lexical: BM25 words only; "
+                        "dense: embeddings only")
     add_json_flag(p)
     p.set_defaults(func=cmd_search)
 
@@ -82,7 +89,10 @@ def register(sub) -> None:
     ):
         p = sub.add_parser(name, help=text)
         p.add_argument("id", type=int)
-        p.add_argument("--reason", default="", help="why (recorded in the fact's history)")
+        # The server refuses a dispute or a delete without a reason: say so in --help.
+        p.add_argument("--reason", default="", required=name in ("dispute", "delete"),
+                       help="why (recorded in the fact's history)"
+                       + ("; required" if name in ("dispute", "delete") else ""))
         p.add_argument("--bank")
         add_json_flag(p)
         p.set_defaults(func=func)
@@ -91,7 +101,8 @@ def register(sub) -> None:
         "supersede", help="replace facts that no longer hold with a new one",
         description="Store a new fact and retire the given ones, linked to it with the reason. "
         "Category, tags, questions and project default to those of the first replaced fact.")
-    p.add_argument("ids", type=int, nargs="+", metavar="ID")
+    p.add_argument("ids", type=int, nargs="+", metavar="ID",
+                   help="the ids of the facts the new one replaces")
     p.add_argument("--reason", required=True, help="why the old facts no longer hold")
     p.add_argument("--content", required=True, help="the new claim")
     _fact_options(p, category_required=False)
@@ -105,8 +116,9 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_categories)
     csub = p.add_subparsers(dest="categories_command", metavar="{add}")
     a = csub.add_parser("add", help="add a category to a bank's registry")
-    a.add_argument("name")
-    a.add_argument("--description", default="")
+    a.add_argument("name", help="the category's name (lowercase, digits, '-', '_')")
+    a.add_argument("--description", default="",
+                   help="what belongs in it (agents read this when they choose a category)")
     a.add_argument("--auto-inject", action="store_true",
                    help="inject this category's facts at session start")
     a.add_argument("--no-decay", action="store_true",
@@ -207,8 +219,13 @@ def _source_kind(args) -> str:
         return "user"
     if args.source.startswith(("http://", "https://")):
         return "url"
-    if Path(args.source.split(":")[0]).expanduser().is_file():
+    path = args.source.split(":")[0]
+    if Path(path).expanduser().is_file():
         return "file"
+    if "/" in path or "\\" in path or re.search(r"\.[A-Za-z0-9]{1,8}$", path):
+        raise CommandError(
+            f"no such file: {path} (looked in {Path.cwd()}); give the file's path from here "
+            "(with :LINE), or --source-kind url|commit|command|user|doc if it is not a file")
     raise CommandError("--source-kind is needed for this source "
                        f"({', '.join(SOURCE_KINDS)})")
 
@@ -434,9 +451,13 @@ def cmd_categories(args) -> int:
         return 0
     rows = [{"bank": bank, **c} for bank, cats in data.items() for c in cats]
     for r in rows:
-        r["auto_inject"] = "yes" if r.get("auto_inject") else "no"
+        # What session start really injects: every fact of an auto-inject category, and of
+        # any other category the facts of the current project (inject.session_block).
+        r["auto_inject"] = "all" if r.get("auto_inject") else "project"
         r["decays"] = "yes" if r.get("decays") else "no"
     print_table(rows, ["bank", "name", "facts", "auto_inject", "decays", "description"])
+    print("\nauto_inject: what session start injects from the category: all its facts, or "
+          "only the current project's.")
     return 0
 
 

@@ -19,14 +19,16 @@ def register(sub) -> None:
                        description="Registers factbank's hooks, MCP server and instruction "
                        "block (Claude Code, Codex) or its extension and instruction block "
                        "(Pi) in your home directory. Re-running replaces them in place.")
-    p.add_argument("harness", nargs="+", choices=CHOICES)
+    p.add_argument("harness", nargs="+", choices=CHOICES,
+                   help="claude, codex, pi, or all")
     p.add_argument("--dry-run", action="store_true", help="show the diff, write nothing")
     p.add_argument("--trust", action="store_true",
                    help="Codex: mark factbank's hooks trusted (asks `codex app-server`)")
     p.add_argument("--codex-bin", default=None, help="the codex binary for --trust")
     p.set_defaults(func=cmd_install)
     p = sub.add_parser("uninstall", help="remove exactly what `factbank install` added")
-    p.add_argument("harness", nargs="+", choices=CHOICES)
+    p.add_argument("harness", nargs="+", choices=CHOICES,
+                   help="claude, codex, pi, or all")
     p.add_argument("--dry-run", action="store_true", help="show the diff, write nothing")
     p.set_defaults(func=cmd_uninstall)
 

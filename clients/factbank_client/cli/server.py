@@ -26,9 +26,10 @@ def register(sub) -> None:
     p = sub.add_parser("migrate", help="apply pending database migrations")
     p.set_defaults(func=cmd_migrate)
     p = sub.add_parser("serve", help="run one service (for compose and replicas)")
-    p.add_argument("service", choices=["ingest", "recall"])
+    p.add_argument("service", choices=["ingest", "recall"], help="which service to run")
     p.add_argument("--host", default=None, help="bind address (default FACTBANK_HOST)")
-    p.add_argument("--port", type=int, default=None)
+    p.add_argument("--port", type=int, default=None,
+                   help="port (default FACTBANK_INGEST_PORT or FACTBANK_RECALL_PORT)")
     p.set_defaults(func=cmd_serve)
 
 
