@@ -427,31 +427,12 @@ def _refuse(findings: list[Finding]) -> None:
     )
 
 
-# Short texts found to hold no secret, remembered (never one that held a secret): the same
-# few system-written reasons and audit details ("origin verified", kinds, ids) come with every
-# write, and a 1,000-fact import should not scan them 2,000 times.
-_CLEAN_SEEN: dict[str, None] = {}
-_CLEAN_SEEN_MAX = 4096
-_CLEAN_SEEN_CHARS = 200
-
-
-def _redact_known(value: str, field: str) -> tuple[str, list[Finding]]:
-    if value in _CLEAN_SEEN:
-        return value, []
-    clean, findings = redact_text(value, field)
-    if not findings and len(value) <= _CLEAN_SEEN_CHARS:
-        if len(_CLEAN_SEEN) >= _CLEAN_SEEN_MAX:
-            _CLEAN_SEEN.clear()
-        _CLEAN_SEEN[value] = None
-    return clean, findings
-
-
 def clean_text(field: str, value: str, policy: str = "redact") -> str:
     """``value`` with every secret replaced by ``[REDACTED:kind]``; with the ``reject`` policy a
     value holding a secret is refused instead (`gate.Refused` naming ``field``)."""
     if not value:
         return value
-    clean, findings = _redact_known(value, field)
+    clean, findings = redact_text(value, field)
     if findings and policy == "reject":
         _refuse(findings)
     return clean
@@ -482,7 +463,7 @@ def clean_value(value: object, field: str = "detail") -> object:
             stack.extend(v.values())
         elif isinstance(v, (list, tuple)):
             stack.extend(v)
-    if not strings or not _redact_known("\n".join(strings), field)[1]:
+    if not strings or not redact_text("\n".join(strings), field)[1]:
         return value
     return _clean_walk(value, field)
 
