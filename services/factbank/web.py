@@ -266,6 +266,58 @@ class InputGuard:
         await self.app(scope, replay, send)
 
 
+def redact_error_body(body: bytes) -> bytes:
+    """An error answer with every secret it echoes redacted (JSON kept JSON)."""
+    from factbank import redaction
+
+    try:
+        value = msgspec.json.decode(body)
+    except (msgspec.DecodeError, RecursionError):
+        text = body.decode("utf-8", "replace")
+        return redaction.clean_text("error", text).encode()
+    clean = redaction.clean_value(value, "error")
+    return body if clean is value else msgspec.json.encode(clean)
+
+
+class EchoRedaction:
+    """ASGI middleware, once for both services: an error answer echoes what was sent ("unknown
+    category '...'", an invalid enum value, a field's text), so its body is redacted like
+    anything stored before it leaves: a refused request cannot hand a secret back into an
+    agent's transcript or a proxy's log. In a thread: a refused 1,000-line import's answer
+    takes a while to scan, and the event loop serves both services' other callers."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start: dict | None = None
+        chunks: list[bytes] = []
+
+        async def wrapped(message: dict) -> None:
+            nonlocal start
+            if message["type"] == "http.response.start" and message["status"] >= 400:
+                start = message
+                return
+            if start is None or message["type"] != "http.response.body":
+                await send(message)
+                return
+            chunks.append(message.get("body", b""))
+            if message.get("more_body", False):
+                return
+            body = await asyncio.to_thread(redact_error_body, b"".join(chunks))
+            headers = [
+                (k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"
+            ]
+            headers.append((b"content-length", str(len(body)).encode()))
+            await send({**start, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+
+        await self.app(scope, receive, wrapped)
+
+
 def requires(scope: str) -> Callable[[ASGIConnection, BaseRouteHandler], Awaitable[None]]:
     """A guard: the token must carry `scope` (read, write or admin)."""
 
@@ -301,13 +353,7 @@ async def metrics_guard(connection: ASGIConnection, _: BaseRouteHandler) -> None
 def _error(status: int, message: str, **extra: Any) -> Response:
     body: dict[str, Any] = {"status_code": status, "detail": message}
     body.update({k: v for k, v in extra.items() if v is not None})
-    # An error echoes what was sent ("unknown category '...'", an invalid enum value): the
-    # echo is redacted like anything stored, so a refused request cannot hand a secret back
-    # into a log or a transcript. One scan of all its strings when none is found.
-    from factbank import redaction
-
-    clean = redaction.clean_value(body, "error")
-    return Response(clean, status_code=status)
+    return Response(body, status_code=status)  # redacted on its way out: EchoRedaction
 
 
 def _http_exception(_: Request, exc: HTTPException) -> Response:
@@ -475,6 +521,7 @@ def create_app(
         lifespan=[lifespan],
         middleware=[
             DefineMiddleware(AccessLog, service=service),
+            EchoRedaction,
             prometheus.middleware,
             DefineMiddleware(InputGuard, body=False),
             DefineMiddleware(BearerAuth, exclude=OPEN_PATHS),
