@@ -589,7 +589,8 @@ async def import_many(
                 str(fact_id),
                 {"redacted": [f.kind for f in p.redacted], "possible_duplicate_of": possible},
             )
-        await facts.bump_version(conn, principal.bank_id)
+        if any(d[0] != "present" for d in done):  # nothing written: caches stay valid
+            await facts.bump_version(conn, principal.bank_id)
         return [
             Outcome(
                 status,

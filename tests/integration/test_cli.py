@@ -20,7 +20,7 @@ from factbank.runner import free_port, serve_in_thread
 from factbank.settings import Settings
 from factbank_client import config as client_config
 from factbank_client.cli.main import main
-from factbank_client.client import Client, FactbankError
+from factbank_client.client import Client, FactbankError, to_import_item
 from tests.integration.conftest import BankTokens, make_bank
 
 
@@ -483,6 +483,17 @@ def test_export_import_round_trips_statuses_links_and_trust(env, capsys, tmp_pat
     assert "0 reinforced" in out
     assert [json.loads(x) for x in ok(capsys, "export").splitlines()] == exported
     assert c["id"] in {x["id"] for x in exported}
+    # Nothing written, nothing invalidated: the bank's version (recall's cache key) stays.
+    import httpx
+
+    line = json.dumps(to_import_item(exported[0]), ensure_ascii=False)
+    versions = []
+    for _ in range(2):
+        r = httpx.post(f"{env.urls.ingest_url}/v1/facts/import", params={"existing": "skip"},
+                       content=line + "\n", headers={"Authorization": f"Bearer {env.personal.rw}"})
+        assert r.status_code == 201 and r.json()["present"] == 1, r.text
+        versions.append(r.headers.get("X-Factbank-Version"))
+    assert versions[0] is not None and versions[0] == versions[1]
 
 
 # --- search, inject-preview, stats --------------------------------------------------------
