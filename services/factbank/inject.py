@@ -10,14 +10,17 @@ characters is cut with a pointer to the full text. When nothing qualifies the te
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from factbank import facts, redaction
+from factbank import facts, redaction, timeline
 from factbank.models import Fact, Hit
 from factbank.search import Recall, search
 from factbank.tokenizer import cjk_share
 from factbank.trust import DEFAULT as POLICY
+
+log = logging.getLogger("factbank.inject")
 
 SESSION_BUDGET = 1500
 PROMPT_BUDGET = 500
@@ -115,9 +118,112 @@ async def session_block(
     seen = await r.cache.seen(bank_id, session_id)
     candidates = [facts.to_fact(row, now) for row in rows if row["id"] not in seen]
     candidates = [f for f in candidates if _injectable(f)]
-    block = assemble([(f.id, line_for(f)) for f in candidates], SESSION_BUDGET // share, bank)
+    budget = SESSION_BUDGET // share
+    recent = await _recent_section(r, bank_id, session_id, project, RECENT_BUDGET // share)
+    spent = estimate_tokens(recent) if recent else 0
+    block = assemble([(f.id, line_for(f)) for f in candidates], budget - spent, bank)
     await r.cache.mark_seen(bank_id, session_id, block.facts)
+    if recent:
+        block = Block(
+            text="\n".join(t for t in (block.text, recent) if t),
+            facts=block.facts,
+            tokens=block.tokens + spent,
+            skipped=block.skipped,
+        )
     return block
+
+
+# "Recently in this project" (issue 15): the timeline's part of the session block, inside the
+# session budget: open handoffs for this session (delivered once), the last few sessions by
+# other agents or members, live conflicts. Timeline rows, never facts. Empty: no section.
+RECENT_BUDGET = 300
+RECENT_HEADER = "[factbank] Recently in this project (timeline, not facts):"
+HANDOFF_CHARS = 300
+
+
+async def _recent_section(
+    r: Recall, bank_id: int, session_id: str, project: str | None, budget: int
+) -> str:
+    if not project:
+        return ""
+    try:
+        return await _recent(r, bank_id, session_id, project, budget)
+    except Exception:  # the briefing is optional: a timeline failure never costs the facts
+        log.exception("the timeline section of the session block failed")
+        return ""
+
+
+async def _recent(
+    r: Recall, bank_id: int, session_id: str, project: str, budget: int
+) -> str:
+    now = datetime.now(UTC)
+    pool = r.primary or r.pool  # delivering a handoff is a write; the session row is fresh
+    used = estimate_tokens(RECENT_HEADER)
+    lines: list[str] = []
+
+    def fits(line: str) -> bool:
+        nonlocal used
+        cost = estimate_tokens(line)
+        if used + cost > budget:
+            return False
+        used += cost
+        lines.append(line)
+        return True
+
+    async with pool.acquire() as conn:
+        me = await conn.fetchrow(
+            "SELECT agent, member FROM timeline_sessions WHERE bank_id = $1 AND session_key = $2",
+            bank_id,
+            session_id,
+        )
+        agent, member = (me["agent"], me["member"]) if me else ("", "")
+        async with conn.transaction():
+            taken = await timeline.take_handoffs(
+                conn, bank_id, project, session_id, agent=agent, member=member
+            )
+            undo = []
+            for h in taken:
+                text = " ".join(h["text"].split())
+                if len(text) > HANDOFF_CHARS:
+                    text = text[:HANDOFF_CHARS].rstrip() + "…"
+                refs = [", ".join(h["files"][:5])] if h["files"] else []
+                refs += [", ".join(f"#{i}" for i in h["fact_ids"][:5])] if h["fact_ids"] else []
+                who = h["author_member"] + (f" ({h['author_agent']})" if h["author_agent"] else "")
+                line = (
+                    f"- Handoff #{h['id']} from {who}, "
+                    f"{timeline.ago((now - h['created_at']).total_seconds())}: {text}"
+                    + (f" [{'; '.join(refs)}]" if refs else "")
+                )
+                if not fits(line):
+                    undo.append(h["id"])  # not shown: stays open for the next session
+            if undo:
+                await conn.execute(
+                    "UPDATE handoffs SET delivered_at = NULL, delivered_to_session = NULL "
+                    "WHERE id = ANY($1::bigint[])",
+                    undo,
+                )
+        for c in await timeline.live_conflicts(
+            conn, bank_id, project, window_minutes=timeline.configured_window(), limit=3
+        ):
+            fits(f"- Conflict: {c['detail']}")
+        for s in await timeline.recent_sessions(
+            conn, bank_id, project, session_id, agent=agent, member=member
+        ):
+            files = ", ".join(s["files"])
+            more = s["n_files"] - len(s["files"])
+            if more > 0:
+                files += f" (+{more} more)"
+            branch = f", branch {s['branch']}" if s["branch"] else ""
+            where = f" on {s['machine']}" if s["machine"] else ""
+            state = "ended" if s["ended_at"] else "last active"
+            fits(
+                f"- {s['member'] or 'someone'} with {s['agent'] or 'an agent'}{where}{branch}, "
+                f"{state} {timeline.ago((now - s['last_at']).total_seconds())}"
+                + (f": touched {files}" if files else "")
+            )
+    if not lines:
+        return ""
+    return "\n".join([RECENT_HEADER, *lines])
 
 
 VIA_REASON_CHARS = 200

@@ -13,7 +13,7 @@ import msgspec
 from litestar import Litestar, Request, delete, get, patch, post
 from litestar.params import FromPath, JSONBody, Parameter
 
-from factbank import categories, lifecycle, redaction, retain
+from factbank import categories, lifecycle, redaction, retain, timeline
 from factbank.banks import Principal
 from factbank.gate import Refused
 from factbank.models import Fact, NewFact, Strict
@@ -342,6 +342,67 @@ async def add_category(request: Request, data: JSONBody[NewCategory]) -> dict:
     )
 
 
+EXAMPLE_EVENT = {
+    "events": [
+        {
+            "session_id": "claude-5f2c",
+            "kind": "file",
+            "project": "github.com/acme/api",
+            "agent": "claude-code",
+            "machine": "laptop",
+            "branch": "main",
+            "path": "src/app.py",
+            "tool": "Edit",
+        }
+    ]
+}
+
+
+@post(
+    "/v1/timeline/events",
+    guards=[requires("write")],
+    status_code=201,
+    opt={"example": EXAMPLE_EVENT},
+)
+async def record_events(request: Request, data: JSONBody[timeline.EventBatch]) -> dict:
+    """Record what happened in a session (at most 500 events): session start/end, a file
+    touched (path relative to the repo root, tool), a command run (command, exit code). Every
+    text is redacted; nothing becomes a fact. A file another session of the project touched
+    within the conflict window comes back in `conflicts` (and is recorded as a conflict)."""
+    user, policy = await caller(request)
+    rt = runtime(request)
+    assert rt.pool is not None
+    return await timeline.record(
+        rt.pool,
+        user,
+        data.events,
+        policy,
+        window_minutes=rt.settings.conflict_window_minutes,
+        retention_days=rt.settings.timeline_retention_days,
+    )
+
+
+@post(
+    "/v1/handoffs",
+    guards=[requires("write")],
+    status_code=201,
+    opt={
+        "example": {
+            "text": "Half-way through the retry refactor; tests in tests/test_retry.py fail",
+            "project": "github.com/acme/api",
+            "files": ["src/retry.py"],
+        }
+    },
+)
+async def add_handoff(request: Request, data: JSONBody[timeline.NewHandoff]) -> dict:
+    """Leave a note for the next session in the project (any, or `to_agent`/`to_member`): it
+    appears once, in that session's start block, and is marked delivered. Redacted."""
+    user, policy = await caller(request)
+    rt = runtime(request)
+    assert rt.pool is not None
+    return await timeline.add_handoff(rt.pool, user, data, policy)
+
+
 ROUTES = [
     add_fact,
     import_facts,
@@ -353,6 +414,8 @@ ROUTES = [
     purge_fact,
     get_fact,
     add_category,
+    record_events,
+    add_handoff,
 ]
 
 

@@ -8,10 +8,11 @@ from typing import Any
 
 import msgspec
 from litestar import Litestar, Request, get, post
+from litestar.exceptions import ValidationException
 from litestar.params import JSONBody, Parameter
 from litestar.response import Stream
 
-from factbank import categories, facts, inject
+from factbank import categories, facts, inject, timeline
 from factbank.cache import Cache
 from factbank.models import FactPage, Injection, InjectRequest, SearchQuery, SearchResult
 from factbank.search import Recall, load_background, search
@@ -231,6 +232,71 @@ def cache_of(r: Recall, bank_id: int) -> dict[str, Any]:
     return {"backend": cache.backend}
 
 
+def _since(text: str | None):
+    try:
+        return timeline.parse_since(text)
+    except ValueError as exc:
+        raise ValidationException(str(exc)) from None
+
+
+@get("/v1/timeline", guards=[requires("read")])
+async def get_timeline(
+    request: Request,
+    project: str | None = Parameter(default=None, max_length=300),
+    since: str | None = Parameter(default=None, max_length=64, description="2h, 30m, ISO"),
+    limit: int = Parameter(default=200, ge=1, le=1000),
+) -> dict:
+    """This bank's timeline, newest first: sessions started and ended, files touched, commands
+    run, handoffs and conflicts (one project, since a time). Never facts."""
+    after = _since(since)
+    async with runtime(request).reader.acquire() as conn:
+        events = await timeline.list_timeline(
+            conn, request.user.bank_id, project=project, since=after, limit=limit
+        )
+    return {"events": events}
+
+
+@get("/v1/timeline/conflicts", guards=[requires("read")])
+async def get_conflicts(
+    request: Request,
+    project: str = Parameter(max_length=300),
+    path: str | None = Parameter(default=None, max_length=1000),
+    session_id: str | None = Parameter(default=None, max_length=200),
+    branch: str = Parameter(default="", max_length=200),
+) -> dict:
+    """Live conflicts in a project: with `path` (and `session_id`), the other sessions that
+    touched that file within the conflict window; without, the conflicts recorded in the
+    window (those involving `session_id` when given)."""
+    rt = runtime(request)
+    window = rt.settings.conflict_window_minutes
+    async with rt.reader.acquire() as conn:
+        if path:
+            found = await timeline.conflicts_for(
+                conn, request.user.bank_id, project, path, session_id or "", branch,
+                window_minutes=window,
+            )
+            return {"conflicts": [c.warning() for c in found]}
+        rows = await timeline.live_conflicts(
+            conn, request.user.bank_id, project, session_key=session_id, window_minutes=window
+        )
+    return {"conflicts": [r["detail"] for r in rows]}
+
+
+@get("/v1/handoffs", guards=[requires("read")])
+async def list_handoffs(
+    request: Request,
+    project: str | None = Parameter(default=None, max_length=300),
+    open_only: bool = Parameter(query="open", default=False),
+) -> dict:
+    """This bank's handoffs (one project; `open=true`: not yet delivered), newest first.
+    Listing does not deliver them."""
+    async with runtime(request).reader.acquire() as conn:
+        rows = await timeline.list_handoffs(
+            conn, request.user.bank_id, project, open_only=open_only
+        )
+    return {"handoffs": rows}
+
+
 async def _start(rt: Runtime) -> None:
     background = None
     if rt.model.embedder is not None:
@@ -247,6 +313,7 @@ async def _start(rt: Runtime) -> None:
 
 
 ROUTES = [search_facts, inject_block, list_facts, export_facts, list_categories, stats]
+ROUTES += [get_timeline, get_conflicts, list_handoffs]
 
 
 def create(settings: Settings | None = None, *, dsn: str | None = None) -> Litestar:

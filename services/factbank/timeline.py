@@ -1,0 +1,624 @@
+"""The timeline of a project: what just happened, on any machine, in any harness (issue 15).
+
+Sessions, file touches, commands, session start/end, handoffs and conflicts, per bank and
+project key. Every text is redacted (`redaction.clean_fields`, i.e. `redact_fields` under the
+bank's policy) before it is stored. Nothing here ever becomes a fact: these rows are not
+embedded, indexed, recalled or injected as facts (principle 1).
+
+Conflicts: a file event whose path another session touched in the same project within the
+window (default 30 minutes, `Settings.conflict_window_minutes`) is a conflict. "Another
+session" is any other session key: another agent, member or machine, or a second window of the
+same agent. The warning names the file, who, which agent, how long ago and the branch, and
+says when the branches differ. Each conflict is recorded on the timeline (kind `conflict`).
+
+Handoffs: a note for the next session start in the project (any, or one named agent and/or
+member); it is delivered once and marked delivered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, Literal
+
+import asyncpg
+import msgspec
+
+from factbank import redaction
+from factbank.banks import Principal
+from factbank.models import Strict
+
+DEFAULT_WINDOW_MINUTES = 30
+DEFAULT_RETENTION_DAYS = 30
+MAX_BATCH = 500
+# How far in the future a client clock may be before its `at` is taken as now.
+CLOCK_SKEW = timedelta(minutes=2)
+
+EventKind = Literal["session_start", "session_end", "file", "command", "handoff"]
+Short = Annotated[str, msgspec.Meta(max_length=200)]
+PathText = Annotated[str, msgspec.Meta(max_length=1000)]
+CommandText = Annotated[str, msgspec.Meta(max_length=4000)]
+
+
+class NewEvent(Strict):
+    """One thing that happened in a session. `session_id` is the harness's own session id;
+    `path` and `cwd` are relative to the repository root; `at` defaults to now (a buffered
+    event sent later carries the time it happened)."""
+
+    session_id: Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+    kind: EventKind
+    project: Annotated[str, msgspec.Meta(max_length=300)] | None = None
+    agent: Short | None = None
+    machine: Short | None = None
+    branch: Short | None = None
+    cwd: PathText | None = None
+    path: PathText | None = None
+    tool: Short | None = None
+    command: CommandText | None = None
+    exit_code: Annotated[int, msgspec.Meta(ge=-(2**31), le=2**31 - 1)] | None = None
+    at: datetime | None = None
+
+
+class EventBatch(Strict):
+    events: Annotated[list[NewEvent], msgspec.Meta(min_length=1, max_length=MAX_BATCH)]
+
+
+class NewHandoff(Strict):
+    text: Annotated[str, msgspec.Meta(min_length=1, max_length=2000)]
+    project: Annotated[str, msgspec.Meta(max_length=300)] | None = None
+    to_agent: Short | None = None
+    to_member: Short | None = None
+    files: Annotated[list[PathText], msgspec.Meta(max_length=50)] = msgspec.field(
+        default_factory=list
+    )
+    fact_ids: Annotated[list[int], msgspec.Meta(max_length=50)] = msgspec.field(
+        default_factory=list
+    )
+    session_id: Short | None = None
+    agent: Short | None = None
+
+
+@dataclass(frozen=True)
+class Conflict:
+    path: str
+    member: str
+    agent: str
+    machine: str
+    branch: str
+    other_branch: bool  # the other session is on a different branch than this one
+    seconds_ago: int
+    session: str
+
+    def warning(self) -> str:
+        return conflict_warning(self)
+
+
+@functools.cache
+def configured_window() -> int:
+    """The conflict window of this process's settings (for callers without a Settings)."""
+    from factbank.settings import Settings
+
+    try:
+        return Settings.from_env().conflict_window_minutes
+    except ValueError:
+        return DEFAULT_WINDOW_MINUTES
+
+
+def ago(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s ago"
+    if seconds < 3600:
+        return f"{seconds // 60} min ago"
+    if seconds < 86400:
+        return f"{seconds // 3600} h ago"
+    return f"{seconds // 86400} d ago"
+
+
+def conflict_warning(c: Conflict) -> str:
+    who = c.member or "someone"
+    where = f" on {c.machine}" if c.machine else ""
+    branch = c.branch or "?"
+    mark = f" (a DIFFERENT branch: {branch})" if c.other_branch else f" (branch {branch})"
+    return (
+        f"{c.path} was also touched by {who} with {c.agent or 'an agent'}{where} "
+        f"{ago(c.seconds_ago)}{mark}"
+    )
+
+
+def _clean(fields: dict[str, Any], policy: str) -> dict[str, Any]:
+    """Every text field redacted together (a secret in one is removed from the others), or
+    refused under the bank's `reject` policy (`gate.Refused` naming the field)."""
+    present = {k: v for k, v in fields.items() if isinstance(v, (str, list)) and v}
+    if not present:
+        return fields
+    clean = redaction.clean_fields(present, policy)
+    return {**fields, **clean}
+
+
+def _clean_event(e: NewEvent, agent: str, policy: str) -> dict[str, Any]:
+    return _clean(
+        {
+            "session_id": e.session_id,
+            "project": e.project,
+            "agent": e.agent or agent,
+            "machine": e.machine or "",
+            "branch": e.branch or "",
+            "cwd": (e.cwd or "").strip(),
+            "path": _rel(e.path),
+            "tool": e.tool,
+            "command": e.command,
+        },
+        policy,
+    )
+
+
+def _rel(path: str | None) -> str | None:
+    if path is None:
+        return None
+    path = path.strip().replace("\\", "/")
+    while path.startswith("./"):
+        path = path[2:]
+    return path
+
+
+def _when(at: datetime | None, now: datetime) -> datetime:
+    if at is None:
+        return now
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=UTC)
+    return min(at, now) if at > now + CLOCK_SKEW else at
+
+
+async def _session(conn: asyncpg.Connection, user: Principal, f: dict[str, Any], kind: str,
+                   at: datetime) -> int:
+    """The session row for this event (created on its first event), its details filled in."""
+    return await conn.fetchval(
+        """INSERT INTO timeline_sessions
+               (bank_id, session_key, project, agent, member_id, member, machine, branch, cwd,
+                started_at, ended_at, last_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::timestamptz,
+                   CASE WHEN $11::text = 'session_end' THEN $10::timestamptz END,
+                   $10::timestamptz)
+           ON CONFLICT (bank_id, session_key) DO UPDATE SET
+               project = COALESCE(EXCLUDED.project, timeline_sessions.project),
+               agent = COALESCE(NULLIF(EXCLUDED.agent, ''), timeline_sessions.agent),
+               machine = COALESCE(NULLIF(EXCLUDED.machine, ''), timeline_sessions.machine),
+               branch = COALESCE(NULLIF(EXCLUDED.branch, ''), timeline_sessions.branch),
+               cwd = COALESCE(NULLIF(EXCLUDED.cwd, ''), timeline_sessions.cwd),
+               started_at = CASE WHEN $11 = 'session_start'
+                                 THEN LEAST(EXCLUDED.started_at, timeline_sessions.started_at)
+                                 ELSE timeline_sessions.started_at END,
+               ended_at = CASE WHEN $11 = 'session_end' THEN $10
+                               ELSE timeline_sessions.ended_at END,
+               last_at = GREATEST(timeline_sessions.last_at, $10)
+           RETURNING id""",
+        user.bank_id,
+        f["session_id"],
+        f["project"],
+        f["agent"] or "",
+        user.member_id,
+        user.member_name,
+        f["machine"],
+        f["branch"],
+        f["cwd"],
+        at,
+        kind,
+    )
+
+
+async def conflicts_for(
+    conn: asyncpg.Connection,
+    bank_id: int,
+    project: str | None,
+    path: str,
+    session_key: str,
+    branch: str,
+    at: datetime | None = None,
+    window_minutes: int = DEFAULT_WINDOW_MINUTES,
+) -> list[Conflict]:
+    """Other sessions that touched `path` in `project` within the window around `at` (default
+    now; the latest touch of each), newest first."""
+    if not project or not path:
+        return []
+    at = at or datetime.now(UTC)
+    window = timedelta(minutes=window_minutes)
+    rows = await conn.fetch(
+        """SELECT DISTINCT ON (s.session_key) s.session_key, e.member, e.agent, e.machine,
+                  e.branch, e.at
+           FROM timeline_events e JOIN timeline_sessions s ON s.id = e.session_id
+           WHERE e.bank_id = $1 AND e.project = $2 AND e.kind = 'file' AND e.path = $3
+             AND s.session_key <> $4 AND e.at BETWEEN $5 AND $6
+           ORDER BY s.session_key, e.at DESC""",
+        bank_id,
+        project,
+        path,
+        session_key,
+        at - window,
+        at + window,
+    )
+    out = [
+        Conflict(
+            path=path,
+            member=r["member"],
+            agent=r["agent"],
+            machine=r["machine"],
+            branch=r["branch"],
+            other_branch=bool(branch and r["branch"] and branch != r["branch"]),
+            seconds_ago=int(abs((at - r["at"]).total_seconds())),
+            session=r["session_key"],
+        )
+        for r in rows
+    ]
+    out.sort(key=lambda c: c.seconds_ago)
+    return out
+
+
+async def record(
+    pool: asyncpg.Pool,
+    user: Principal,
+    events: list[NewEvent],
+    policy: str,
+    *,
+    window_minutes: int = DEFAULT_WINDOW_MINUTES,
+    retention_days: int = DEFAULT_RETENTION_DAYS,
+) -> dict[str, Any]:
+    """Store the events (redacted) in one transaction; for file events, find conflicts and
+    record each on the timeline. Returns how many were recorded and the conflicts found."""
+    cleaned = await asyncio.to_thread(
+        lambda: [_clean_event(e, user.agent, policy) for e in events]
+    )
+    now = datetime.now(UTC)
+    found: list[Conflict] = []
+    ids: list[int] = []
+    async with pool.acquire() as conn, conn.transaction():
+        for e, f in zip(events, cleaned, strict=True):
+            at = _when(e.at, now)
+            if at < now - timedelta(days=retention_days):
+                continue  # older than the timeline keeps: nothing to store
+            sid = await _session(conn, user, f, e.kind, at)
+            row = await conn.fetchrow(
+                "SELECT agent, machine, branch FROM timeline_sessions WHERE id = $1", sid
+            )
+            ids.append(
+                await conn.fetchval(
+                    """INSERT INTO timeline_events
+                           (bank_id, session_id, project, kind, at, agent, member, machine,
+                            branch, path, tool, command, exit_code)
+                       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+                       RETURNING id""",
+                    user.bank_id,
+                    sid,
+                    f["project"],
+                    e.kind,
+                    at,
+                    row["agent"],
+                    user.member_name,
+                    row["machine"],
+                    row["branch"],
+                    f["path"],
+                    f["tool"],
+                    f["command"],
+                    e.exit_code,
+                )
+            )
+            if e.kind != "file":
+                continue
+            hits = await conflicts_for(
+                conn, user.bank_id, f["project"], f["path"] or "", f["session_id"],
+                row["branch"], at, window_minutes,
+            )
+            for c in hits:
+                await conn.execute(
+                    """INSERT INTO timeline_events
+                           (bank_id, session_id, project, kind, at, agent, member, machine,
+                            branch, path, detail)
+                       VALUES ($1, $2, $3, 'conflict', $4, $5, $6, $7, $8, $9, $10)""",
+                    user.bank_id,
+                    sid,
+                    f["project"],
+                    at,
+                    row["agent"],
+                    user.member_name,
+                    row["machine"],
+                    row["branch"],
+                    c.path,
+                    c.warning(),
+                )
+            found.extend(hits)
+        if any(e.kind == "session_start" for e in events):
+            await cleanup(conn, retention_days, bank_id=user.bank_id)
+    return {
+        "recorded": len(ids),
+        "ids": ids,
+        "conflicts": [msgspec.structs.asdict(_conflict_out(c)) for c in found],
+    }
+
+
+class ConflictOut(msgspec.Struct, kw_only=True):
+    path: str
+    member: str
+    agent: str
+    machine: str
+    branch: str
+    other_branch: bool
+    seconds_ago: int
+    warning: str
+
+
+def _conflict_out(c: Conflict) -> ConflictOut:
+    return ConflictOut(
+        path=c.path,
+        member=c.member,
+        agent=c.agent,
+        machine=c.machine,
+        branch=c.branch,
+        other_branch=c.other_branch,
+        seconds_ago=c.seconds_ago,
+        warning=c.warning(),
+    )
+
+
+async def list_timeline(
+    conn: asyncpg.Connection,
+    bank_id: int,
+    *,
+    project: str | None = None,
+    since: datetime | None = None,
+    limit: int = 200,
+) -> list[dict[str, Any]]:
+    """This bank's events, newest first (optionally one project, since a time)."""
+    rows = await conn.fetch(
+        """SELECT e.id, e.kind, e.at, e.project, e.agent, e.member, e.machine, e.branch,
+                  e.path, e.tool, e.command, e.exit_code, e.detail, s.session_key AS session,
+                  s.cwd
+           FROM timeline_events e JOIN timeline_sessions s ON s.id = e.session_id
+           WHERE e.bank_id = $1 AND ($2::text IS NULL OR e.project = $2)
+             AND ($3::timestamptz IS NULL OR e.at >= $3)
+           ORDER BY e.at DESC, e.id DESC
+           LIMIT $4""",
+        bank_id,
+        project,
+        since,
+        limit,
+    )
+    return [{k: v for k, v in dict(r).items() if v is not None} for r in rows]
+
+
+async def live_conflicts(
+    conn: asyncpg.Connection,
+    bank_id: int,
+    project: str | None,
+    *,
+    session_key: str | None = None,
+    window_minutes: int = DEFAULT_WINDOW_MINUTES,
+    limit: int = 20,
+) -> list[dict[str, Any]]:
+    """Conflicts recorded in the project within the window, newest first; with `session_key`
+    only those that involve that session (recorded by it, or naming a file it touched)."""
+    if not project:
+        return []
+    rows = await conn.fetch(
+        """SELECT e.at, e.path, e.detail, e.agent, e.member, e.branch, s.session_key AS session
+           FROM timeline_events e JOIN timeline_sessions s ON s.id = e.session_id
+           WHERE e.bank_id = $1 AND e.project = $2 AND e.kind = 'conflict'
+             AND e.at >= now() - make_interval(mins => $3)
+             AND ($4::text IS NULL OR s.session_key = $4 OR EXISTS (
+                 SELECT 1 FROM timeline_events o JOIN timeline_sessions os
+                        ON os.id = o.session_id
+                 WHERE o.bank_id = $1 AND o.project = $2 AND o.kind = 'file'
+                   AND o.path = e.path AND os.session_key = $4))
+           ORDER BY e.at DESC LIMIT $5""",
+        bank_id,
+        project,
+        window_minutes,
+        session_key,
+        limit,
+    )
+    return [dict(r) for r in rows]
+
+
+async def add_handoff(
+    pool: asyncpg.Pool, user: Principal, h: NewHandoff, policy: str
+) -> dict[str, Any]:
+    """Store a handoff (redacted) and put it on the timeline."""
+    f = await asyncio.to_thread(
+        _clean,
+        {
+            "text": h.text,
+            "project": h.project,
+            "to_agent": h.to_agent,
+            "to_member": h.to_member,
+            "files": [_rel(p) or "" for p in h.files],
+            "session_id": h.session_id,
+            "agent": h.agent or user.agent,
+        },
+        policy,
+    )
+    now = datetime.now(UTC)
+    async with pool.acquire() as conn, conn.transaction():
+        row = await conn.fetchrow(
+            """INSERT INTO handoffs (bank_id, project, text, author_member, author_agent,
+                                     author_session, to_agent, to_member, files, fact_ids)
+               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+               RETURNING id, created_at""",
+            user.bank_id,
+            f["project"],
+            f["text"],
+            user.member_name,
+            f["agent"] or "",
+            f["session_id"],
+            f["to_agent"] or None,
+            f["to_member"] or None,
+            f["files"],
+            list(h.fact_ids),
+        )
+        session = f["session_id"] or f"handoff-{row['id']}"
+        sid = await _session(
+            conn,
+            user,
+            {"session_id": session, "project": f["project"], "agent": f["agent"] or "",
+             "machine": "", "branch": "", "cwd": ""},
+            "handoff",
+            now,
+        )
+        await conn.execute(
+            """INSERT INTO timeline_events (bank_id, session_id, project, kind, at, agent,
+                                            member, detail)
+               VALUES ($1, $2, $3, 'handoff', $4, $5, $6, $7)""",
+            user.bank_id,
+            sid,
+            f["project"],
+            now,
+            f["agent"] or "",
+            user.member_name,
+            f"handoff #{row['id']}" + (f" to {f['to_agent'] or f['to_member']}"
+                                       if f["to_agent"] or f["to_member"] else ""),
+        )
+    return {
+        "id": row["id"],
+        "project": f["project"],
+        "text": f["text"],
+        "to_agent": f["to_agent"] or None,
+        "to_member": f["to_member"] or None,
+        "files": f["files"],
+        "fact_ids": list(h.fact_ids),
+        "created_at": row["created_at"],
+        "delivered_at": None,
+    }
+
+
+async def take_handoffs(
+    conn: asyncpg.Connection,
+    bank_id: int,
+    project: str | None,
+    session_key: str,
+    *,
+    agent: str = "",
+    member: str = "",
+    limit: int = 3,
+) -> list[dict[str, Any]]:
+    """Deliver the open handoffs of `project` meant for this session (any, or its agent or
+    member): each is returned once, marked delivered to `session_key`."""
+    if not project:
+        return []
+    rows = await conn.fetch(
+        """UPDATE handoffs SET delivered_at = now(), delivered_to_session = $3
+           WHERE id IN (
+               SELECT id FROM handoffs
+               WHERE bank_id = $1 AND project = $2 AND delivered_at IS NULL
+                 AND (author_session IS NULL OR author_session <> $3)
+                 AND (to_agent IS NULL OR to_agent = $4)
+                 AND (to_member IS NULL OR to_member = $5)
+               ORDER BY created_at
+               LIMIT $6
+               FOR UPDATE SKIP LOCKED)
+           RETURNING id, text, author_member, author_agent, to_agent, to_member, files,
+                     fact_ids, created_at""",
+        bank_id,
+        project,
+        session_key,
+        agent,
+        member,
+        limit,
+    )
+    return sorted((dict(r) for r in rows), key=lambda r: r["created_at"])
+
+
+async def list_handoffs(
+    conn: asyncpg.Connection, bank_id: int, project: str | None, *, open_only: bool = False
+) -> list[dict[str, Any]]:
+    rows = await conn.fetch(
+        """SELECT id, project, text, author_member, author_agent, to_agent, to_member, files,
+                  fact_ids, created_at, delivered_at, delivered_to_session
+           FROM handoffs
+           WHERE bank_id = $1 AND ($2::text IS NULL OR project = $2)
+             AND (NOT $3 OR delivered_at IS NULL)
+           ORDER BY created_at DESC LIMIT 200""",
+        bank_id,
+        project,
+        open_only,
+    )
+    return [dict(r) for r in rows]
+
+
+async def recent_sessions(
+    conn: asyncpg.Connection,
+    bank_id: int,
+    project: str | None,
+    session_key: str,
+    *,
+    agent: str = "",
+    member: str = "",
+    limit: int = 3,
+    files_each: int = 5,
+) -> list[dict[str, Any]]:
+    """The last few sessions in the project by another agent or member than this session's
+    (any other session when this one is unknown), with the files each touched."""
+    if not project:
+        return []
+    rows = await conn.fetch(
+        """SELECT s.id, s.session_key, s.agent, s.member, s.machine, s.branch, s.started_at,
+                  s.ended_at, s.last_at,
+                  ARRAY(SELECT p FROM (SELECT e.path AS p, max(e.at) AS t
+                                       FROM timeline_events e
+                                       WHERE e.session_id = s.id AND e.kind = 'file'
+                                       GROUP BY e.path ORDER BY t DESC LIMIT $6) x) AS files,
+                  (SELECT count(DISTINCT e.path) FROM timeline_events e
+                   WHERE e.session_id = s.id AND e.kind = 'file') AS n_files
+           FROM timeline_sessions s
+           WHERE s.bank_id = $1 AND s.project = $2 AND s.session_key <> $3
+             AND NOT (s.agent = $4 AND s.member = $5 AND $4 <> '')
+             AND s.session_key NOT LIKE 'handoff-%'
+           ORDER BY s.last_at DESC LIMIT $7""",
+        bank_id,
+        project,
+        session_key,
+        agent,
+        member,
+        files_each,
+        limit,
+    )
+    return [dict(r) for r in rows]
+
+
+async def cleanup(
+    conn: asyncpg.Connection, retention_days: int, *, bank_id: int | None = None
+) -> dict[str, int]:
+    """Remove the timeline older than `retention_days` (one bank, or all): events, sessions
+    whose last activity is older, handoffs written before it. Returns the counts removed."""
+    cutoff = datetime.now(UTC) - timedelta(days=retention_days)
+    counts = {}
+    for table, column in (
+        ("timeline_events", "at"),
+        ("timeline_sessions", "last_at"),
+        ("handoffs", "created_at"),
+    ):
+        status = await conn.execute(
+            f"DELETE FROM {table} WHERE {column} < $1 AND ($2::bigint IS NULL OR bank_id = $2)",
+            cutoff,
+            bank_id,
+        )
+        counts[table] = int(status.split()[-1])
+    return counts
+
+
+def parse_since(text: str | None, now: datetime | None = None) -> datetime | None:
+    """`2h`, `30m`, `45s`, `3d`, `1w` ago, or an ISO 8601 time (UTC when no zone is given).
+    Raises ValueError naming what is accepted."""
+    if not text:
+        return None
+    text = text.strip()
+    now = now or datetime.now(UTC)
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+    if len(text) >= 2 and text[-1].lower() in units and text[:-1].isdigit():
+        return now - timedelta(seconds=int(text[:-1]) * units[text[-1].lower()])
+    try:
+        at = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(
+            f"since: {text!r} is neither a duration (30m, 2h, 3d, 1w) nor an ISO time"
+        ) from None
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
