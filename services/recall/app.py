@@ -256,7 +256,11 @@ async def get_timeline(
     return {"events": events}
 
 
-@get("/v1/timeline/conflicts", guards=[requires("read")])
+@get(
+    "/v1/timeline/conflicts",
+    guards=[requires("read")],
+    opt={"example": {"project": "github.com/acme/api", "path": "src/zircon.py"}},
+)
 async def get_conflicts(
     request: Request,
     project: str = Parameter(max_length=300),

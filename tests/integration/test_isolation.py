@@ -55,6 +55,22 @@ async def test_every_route_needs_a_token_and_keeps_banks_apart(stack, two_banks)
     r = await stack.ingest.post("/v1/facts", json=fact_body(SECRET_CONTENT), headers=auth(beta.rw))
     assert r.status_code == 201, r.text
     beta_fact = r.json()["fact"]["id"]
+    # Beta's timeline (events, a conflict, a handoff) naming the secret host: no route may
+    # show any of it to alpha.
+    for session in ("beta-1", "beta-2"):
+        r = await stack.ingest.post(
+            "/v1/timeline/events",
+            json={"events": [{"session_id": session, "kind": "file", "project":
+                              "github.com/acme/api", "path": "src/zircon.py",
+                              "command": None}]},
+            headers=auth(beta.rw),
+        )
+        assert r.status_code == 201, r.text
+    r = await stack.ingest.post(
+        "/v1/handoffs", json={"text": SECRET_CONTENT, "project": "github.com/acme/api"},
+        headers=auth(beta.rw),
+    )
+    assert r.status_code == 201, r.text
     walked = 0
     for client in (stack.ingest, stack.recall):
         for path, method, handler in _routes(client.app):
