@@ -476,6 +476,77 @@ class Client:
         data["bank_label" if "content" in data and "id" in data else "bank"] = label
         return data
 
+    # --- the timeline (issue 15): what just happened in a project, never facts -------------
+
+    def timeline_bank(self, bank: str | None = None) -> str:
+        """Where timeline events and handoffs go: the named bank, else the team bank when one
+        is configured (teammates coordinate there), else the personal bank."""
+        from factbank_client.config import TEAM
+
+        if bank:
+            return self._write_bank(None, bank)
+        if TEAM in self.banks:
+            return TEAM
+        return self._write_bank(None, None)
+
+    def record_events(self, events: Sequence[dict], *, bank: str | None = None,
+                      timeout: httpx.Timeout | float | None = None) -> dict:
+        """Record timeline events (session_start/end, file, command; see the ingest route):
+        answers `recorded` and the `conflicts` a file event ran into."""
+        label = self.timeline_bank(bank)
+        data = self._json("POST", INGEST, "/v1/timeline/events", label,
+                          json_body={"events": list(events)},
+                          timeout=httpx.Timeout(timeout) if isinstance(timeout, float | int)
+                          else timeout)
+        data["bank"] = label
+        return data
+
+    def handoff(self, text: str, *, project: str | None = None, to_agent: str | None = None,
+                to_member: str | None = None, files: Sequence[str] = (),
+                fact_ids: Sequence[int] = (), session_id: str | None = None,
+                bank: str | None = None) -> dict:
+        """Leave a note for the next session in the project (any, or one agent or member);
+        it appears once, in that session's start block."""
+        label = self.timeline_bank(bank)
+        body: dict[str, Any] = {"text": text, "files": list(files),
+                                "fact_ids": [int(i) for i in fact_ids], "agent": self.agent}
+        for key, value in (("project", project), ("to_agent", to_agent),
+                           ("to_member", to_member), ("session_id", session_id)):
+            if value:
+                body[key] = value
+        return self._labelled(label, self._json("POST", INGEST, "/v1/handoffs", label,
+                                                json_body=body))
+
+    def timeline(self, *, project: str | None = None, since: str | None = None,
+                 limit: int = 200, banks: Sequence[str] | None = None) -> list[dict]:
+        """Timeline events of every configured bank (or `banks`), newest first, each labelled
+        with its bank."""
+        events: list[dict] = []
+        for label in (banks or self.banks):
+            data = self._json("GET", RECALL, "/v1/timeline", label,
+                              params={"project": project, "since": since, "limit": limit})
+            events.extend({**e, "bank": label} for e in data.get("events", []))
+        events.sort(key=lambda e: str(e.get("at") or ""), reverse=True)
+        return events[:limit]
+
+    def conflicts(self, project: str, *, path: str | None = None,
+                  session_id: str | None = None, branch: str | None = None,
+                  bank: str | None = None) -> list[str]:
+        """Conflict warnings: for `path`, the other sessions that touched it within the window;
+        without, the conflicts recorded in the project's window."""
+        label = self.timeline_bank(bank)
+        return self._json("GET", RECALL, "/v1/timeline/conflicts", label,
+                          params={"project": project, "path": path,
+                                  "session_id": session_id, "branch": branch}
+                          ).get("conflicts", [])
+
+    def handoffs(self, *, project: str | None = None, open_only: bool = False,
+                 bank: str | None = None) -> list[dict]:
+        label = self.timeline_bank(bank)
+        params = {"project": project, "open": "true" if open_only else None}
+        return self._json("GET", RECALL, "/v1/handoffs", label, params=params
+                          ).get("handoffs", [])
+
 
 def merge_injections(blocks: Sequence[tuple[str, dict]]) -> dict:
     """Merge per-bank injection answers into one block: texts joined in bank order (personal

@@ -3,10 +3,14 @@ delivered once, the session briefing, redaction, scopes, bank isolation and rete
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 from factbank import banks, timeline
+from factbank_client.client import Client
 from tests.integration.conftest import auth, fact_body, make_bank
+from tests.integration.test_cli import env as cli_env  # noqa: F401 - test_cli's fixture
+from tests.integration.test_cli import login, ok, run
 
 PROJECT = "github.com/acme/api"
 GITHUB = "ghp_R7mK2xQ9vL4pT8wN3jH6sD1fG5aZ0cB4yE2u"
@@ -439,3 +443,55 @@ async def test_a_session_start_cleans_its_bank_and_old_events_are_not_stored(sta
     assert out["recorded"] == 1
     paths = [r["path"] for r in await conn.fetch("SELECT path FROM timeline_events")]
     assert paths == [None]  # only s2's session start
+
+
+# --- the CLI and the client library --------------------------------------------------------
+
+
+async def test_cli_handoff_and_timeline(cli_env, capsys):  # noqa: F811
+    login(capsys, cli_env, team=True)
+    (cli_env.repo / "src").mkdir()
+    (cli_env.repo / "src" / "retry.py").write_text("x = 1\n", "utf-8")
+    with Client(cli_env.config(), agent="codex") as client:
+        out = client.record_events([
+            {"session_id": "cx-1", "kind": "session_start", "project": cli_env.project,
+             "agent": "codex", "machine": "desk", "branch": "main"},
+            {"session_id": "cx-1", "kind": "file", "project": cli_env.project,
+             "path": "src/retry.py", "tool": "apply_patch"},
+            {"session_id": "cx-1", "kind": "command", "project": cli_env.project,
+             "command": "pytest -q tests/test_retry.py", "exit_code": 1},
+        ])
+        assert out["bank"] == "team" and out["recorded"] == 3
+    out = ok(capsys, "handoff", "Retry refactor half done; tests fail", "--to", "claude-code",
+             "--file", "src/retry.py", "--fact", "7")
+    assert "handoff #1 for claude-code in github.com/acme/api (team bank)" in out
+    out = ok(capsys, "timeline", "--since", "2h")
+    lines = out.splitlines()
+    assert lines[0].split() == ["WHEN", "WHO", "MACHINE", "BRANCH", "KIND", "WHAT"]
+    assert "handoff #1 to claude-code" in lines[1]
+    assert "$ pytest -q tests/test_retry.py  -> 1" in out
+    assert "src/retry.py (apply_patch)" in out and "alice/codex" in out
+    data = json.loads(ok(capsys, "timeline", "--json"))
+    assert data["project"] == cli_env.project
+    assert [e["kind"] for e in data["events"]] == ["handoff", "command", "file",
+                                                   "session_start"]
+    with Client(cli_env.config()) as client:
+        (h,) = client.handoffs(project=cli_env.project, open_only=True)
+        assert h["files"] == ["src/retry.py"] and h["fact_ids"] == [7]
+        assert h["to_agent"] == "claude-code"
+        assert client.conflicts(cli_env.project, path="src/retry.py", session_id="cc-1") == [
+            "src/retry.py was also touched by alice with codex on desk 0s ago (branch main)"]
+    code, _, err = run(capsys, "timeline", "--since", "soon")
+    assert code == 2 and "duration" in err
+    (cli_env.repo / "src" / "retry.py").unlink()
+
+
+async def test_cli_timeline_outside_a_repo_says_what_to_pass(
+    cli_env, capsys, tmp_path, monkeypatch  # noqa: F811
+):
+    login(capsys, cli_env)
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(capsys, "timeline")
+    assert code == 2 and "--project" in err
+    code, _, err = run(capsys, "timeline", "--all-projects")
+    assert code == 0 and "nothing on the timeline" in err

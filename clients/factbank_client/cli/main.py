@@ -14,7 +14,8 @@ import os
 import re
 import sys
 
-COMMAND_MODULES = ("server", "admin", "login", "facts", "mcp_command", "install", "evals")
+COMMAND_MODULES = ("server", "admin", "login", "facts", "mcp_command", "install", "evals",
+                   "timeline")
 
 
 class Parser(argparse.ArgumentParser):
