@@ -47,6 +47,8 @@ EVENTS = {
     "session-start": "SessionStart",
     "user-prompt-submit": "UserPromptSubmit",
     "stop": "Stop",
+    "post-tool-use": "PostToolUse",
+    "session-end": "SessionEnd",
 }
 
 REMINDER = (
@@ -192,6 +194,8 @@ def on_session_start(data: dict, deadline: float) -> dict | None:
     if not session_id:
         return None
     _state().prune()
+    if os.environ.get("FACTBANK_TIMELINE", "1") != "0":
+        record_session_start(data, deadline)
     text = inject("session", session_id, project_of(data), None, agent_name(data), deadline)
     return context_output("SessionStart", text)
 
@@ -249,10 +253,283 @@ def on_stop(data: dict, deadline: float) -> dict | None:
     return reminder
 
 
+# --- the timeline (issue 15): what this session touched, never facts ----------------------
+#
+# A recording hook never waits for the service: the event is appended to a local buffer
+# (JSONL, 0600, bounded at MAX_BUFFER_LINES: the oldest are dropped, and counted in hooks.log),
+# then ONE hook at a time (a non-blocking flock) sends the whole buffer with a short deadline
+# (FLUSH_BUDGET). What is not accepted stays buffered and goes with the next event, so a
+# service that is down loses nothing within the bound. A file event's answer carries the
+# conflicts (another session touched that file within the window): shown at once, in the
+# PostToolUse hook's additional context.
+
+FILE_TOOLS = {"Edit": "file_path", "Write": "file_path", "MultiEdit": "file_path",
+              "NotebookEdit": "notebook_path"}
+SHELL_TOOLS = {"Bash", "shell", "exec_command", "local_shell"}
+PATCH_TOOLS = {"apply_patch"}
+FLUSH_BUDGET = 0.3
+MAX_BUFFER_LINES = 2000
+MAX_BATCH = 500
+MAX_COMMAND_CHARS = 4000
+
+
+def buffer_path() -> str:
+    return os.path.join(_state().cache_dir(), "timeline-buffer.jsonl")
+
+
+def _now_iso() -> str:
+    t = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1e6):06d}+00:00"
+
+
+def _root(cwd: str) -> str | None:
+    from factbank_client.project import repo_root
+
+    try:
+        root = repo_root(__import__("pathlib").Path(cwd))
+    except OSError:
+        return None
+    return str(root) if root is not None else None
+
+
+def _relative(path: str, root: str | None, cwd: str) -> str:
+    full = path if os.path.isabs(path) else os.path.join(cwd, path)
+    full = os.path.normpath(full)
+    if root:
+        rel = os.path.relpath(full, root)
+        if not rel.startswith(".."):
+            return rel.replace(os.sep, "/")
+    return path
+
+
+def _branch(root: str | None) -> str:
+    """The checked-out branch, read from HEAD (no git subprocess); "" when detached."""
+    if not root:
+        return ""
+    git = os.path.join(root, ".git")
+    try:
+        if os.path.isfile(git):  # a worktree: "gitdir: <path>"
+            with open(git, encoding="utf-8") as fh:
+                target = fh.read().strip().removeprefix("gitdir:").strip()
+            git = os.path.normpath(os.path.join(root, target))
+        with open(os.path.join(git, "HEAD"), encoding="utf-8") as fh:
+            head = fh.read().strip()
+    except OSError:
+        return ""
+    return head.removeprefix("ref: refs/heads/") if head.startswith("ref: ") else ""
+
+
+def _base_event(data: dict, kind: str) -> tuple[dict, str | None, str]:
+    cwd = str(data.get("cwd") or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd())
+    root = _root(cwd)
+    event = {"session_id": str(data.get("session_id") or ""), "kind": kind,
+             "project": project_of(data), "agent": agent_name(data), "at": _now_iso()}
+    return event, root, cwd
+
+
+def _patch_paths(tool_input: Any) -> list[str]:
+    text = tool_input
+    if isinstance(tool_input, dict):
+        text = tool_input.get("input") or tool_input.get("patch") or tool_input.get("command")
+    if isinstance(text, list):
+        text = "\n".join(str(t) for t in text)
+    if not isinstance(text, str):
+        return []
+    import re
+
+    return re.findall(r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$", text, re.M)
+
+
+def _exit_code(response: Any) -> int | None:
+    if isinstance(response, dict):
+        for key in ("exit_code", "exitCode", "returncode", "code"):
+            value = response.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+    return None
+
+
+def tool_events(data: dict) -> list[dict]:
+    """The timeline events of one PostToolUse: a file touched (edit/write tools, a patch's
+    files) or a command run (shell tools). Other tools record nothing."""
+    tool = str(data.get("tool_name") or "")
+    tool_input = data.get("tool_input")
+    if not data.get("session_id"):
+        return []
+    events: list[dict] = []
+    if tool in FILE_TOOLS or tool in PATCH_TOOLS:
+        if tool in FILE_TOOLS:
+            path = tool_input.get(FILE_TOOLS[tool]) if isinstance(tool_input, dict) else None
+            paths = [path] if isinstance(path, str) and path else []
+        else:
+            paths = _patch_paths(tool_input)
+        for path in paths[:20]:
+            event, root, cwd = _base_event(data, "file")
+            event.update(path=_relative(path, root, cwd), tool=tool)
+            events.append(event)
+    elif tool in SHELL_TOOLS:
+        command = tool_input.get("command") if isinstance(tool_input, dict) else tool_input
+        if isinstance(command, list):
+            command = " ".join(str(c) for c in command)
+        if isinstance(command, str) and command.strip():
+            event, _, _ = _base_event(data, "command")
+            event.update(command=command[:MAX_COMMAND_CHARS], tool=tool)
+            code = _exit_code(data.get("tool_response"))
+            if code is not None:
+                event["exit_code"] = code
+            events.append(event)
+    return events
+
+
+def _timeline_bank(cfg: Any) -> str | None:
+    if "team" in cfg.tokens:
+        return "team"
+    if "personal" in cfg.tokens:
+        return "personal"
+    return next(iter(cfg.tokens), None)
+
+
+def _append(path: str, events: list[dict]) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    data = "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in events).encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        os.write(fd, data)  # one write: appends of concurrent hooks do not interleave
+    finally:
+        os.close(fd)
+
+
+def record(events: list[dict], deadline: float) -> list[str]:
+    """Buffer `events`, then send the buffer (this hook's and any earlier ones) within the
+    flush budget. Returns the conflict warnings the service answered ([] when none, when
+    another hook is sending, or when the service did not answer in time)."""
+    from factbank_client import config, minihttp
+
+    cfg = config.load()
+    bank = _timeline_bank(cfg)
+    if bank is None:
+        return []
+    path = buffer_path()
+    if events:
+        _append(path, events)
+    import fcntl
+
+    lock = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return []  # another hook is sending; this event goes with it or the next one
+        return _flush(cfg, bank, path, min(deadline, time.monotonic() + FLUSH_BUDGET),
+                      minihttp)
+    finally:
+        os.close(lock)
+
+
+def _flush(cfg: Any, bank: str, path: str, deadline: float, minihttp: Any) -> list[str]:
+    sending = path + ".sending"
+    if os.path.exists(path):
+        taken = path + ".taking"
+        os.replace(path, taken)  # later appends start a new buffer
+        with open(taken, "rb") as src:
+            new = src.read()
+        fd = os.open(sending, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            os.write(fd, new)
+        finally:
+            os.close(fd)
+        os.remove(taken)
+    try:
+        with open(sending, "rb") as fh:
+            lines = [ln for ln in fh.read().splitlines() if ln.strip()]
+    except FileNotFoundError:
+        return []
+    if len(lines) > MAX_BUFFER_LINES:
+        _log(f"timeline buffer over {MAX_BUFFER_LINES} events: dropped the oldest "
+             f"{len(lines) - MAX_BUFFER_LINES}")
+        lines = lines[-MAX_BUFFER_LINES:]
+    events = []
+    for ln in lines:
+        try:
+            events.append(json.loads(ln))
+        except ValueError:
+            _log("timeline buffer: dropped a line that is not JSON")
+    url = cfg.url + "/v1/timeline/events"
+    headers = {"Authorization": f"Bearer {cfg.tokens[bank]}",
+               "X-Factbank-Agent": str(events[0].get("agent") or "hook") if events else "hook"}
+    warnings: list[str] = []
+    sent = 0
+    try:
+        while sent < len(events):
+            batch = events[sent:sent + MAX_BATCH]
+            answer = minihttp.post_json(url, {"events": batch}, headers, deadline)
+            sent += len(batch)
+            for c in (answer.get("conflicts") or []) if isinstance(answer, dict) else []:
+                if isinstance(c, dict) and isinstance(c.get("warning"), str):
+                    warnings.append(c["warning"])
+    except Exception as exc:
+        status = str(exc)[5:8] if str(exc).startswith("HTTP ") else ""
+        if status.startswith("4") and status not in ("401", "403", "408", "429"):
+            _log(f"timeline: {len(events) - sent} events refused, dropped: {exc}")
+            sent = len(events)  # refused as malformed: retrying would fail forever
+        else:
+            _log(f"timeline: {len(events) - sent} events kept for later: {exc}")
+    rest = events[sent:]
+    tmp = sending + ".tmp"
+    if rest:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, "".join(json.dumps(e, ensure_ascii=False) + "\n"
+                                 for e in rest).encode("utf-8"))
+        finally:
+            os.close(fd)
+        os.replace(tmp, sending)
+    else:
+        os.remove(sending)
+    return warnings
+
+
+def conflict_text(warnings: list[str]) -> str:
+    if not warnings:
+        return ""
+    return "\n".join(["[factbank] Possible edit conflict (timeline, not facts):",
+                      *(f"- {w}" for w in warnings[:5])])
+
+
+def on_post_tool_use(data: dict, deadline: float) -> dict | None:
+    events = tool_events(data)
+    if not events:
+        return None
+    return context_output("PostToolUse", conflict_text(record(events, deadline)))
+
+
+def on_session_end(data: dict, deadline: float) -> dict | None:
+    if data.get("session_id"):
+        event, _, _ = _base_event(data, "session_end")
+        record([event], deadline)
+    return None
+
+
+def record_session_start(data: dict, deadline: float) -> None:
+    """The session's start (agent, machine, branch, cwd relative to the repo root), recorded
+    before the session block is asked for, so a handoff for this agent finds it."""
+    import socket
+
+    event, root, cwd = _base_event(data, "session_start")
+    event.update(machine=socket.gethostname()[:200], branch=_branch(root),
+                 cwd=_relative(cwd, root, cwd) if root else "")
+    try:
+        record([event], min(deadline, time.monotonic() + 0.2))
+    except Exception as exc:  # recording is optional; the session block is not
+        _log(f"timeline session start: {exc}")
+
+
 HANDLERS = {
     "SessionStart": on_session_start,
     "UserPromptSubmit": on_user_prompt_submit,
     "Stop": on_stop,
+    "PostToolUse": on_post_tool_use,
+    "SessionEnd": on_session_end,
 }
 
 

@@ -495,3 +495,54 @@ async def test_cli_timeline_outside_a_repo_says_what_to_pass(
     assert code == 2 and "--project" in err
     code, _, err = run(capsys, "timeline", "--all-projects")
     assert code == 0 and "nothing on the timeline" in err
+
+
+# --- the recording hooks against the real services -----------------------------------------
+
+
+async def test_hooks_record_and_tell_the_second_session_of_the_conflict(
+    cli_env, capsys, tmp_path, monkeypatch  # noqa: F811
+):
+    import asyncio
+    import time
+
+    from factbank_client import hooks
+
+    login(capsys, cli_env)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    (cli_env.repo / "src").mkdir(exist_ok=True)
+    target = str(cli_env.repo / "src" / "app.py")
+
+    def run(event: str, data: dict) -> dict | None:
+        return hooks.run(event, json.dumps(data).encode(), time.monotonic() + 5)
+
+    codex = {"session_id": "codex-1", "cwd": str(cli_env.repo), "turn_id": "t1",
+             "model": "m", "hook_event_name": "PostToolUse", "tool_name": "apply_patch",
+             "tool_input": {"input": "*** Begin Patch\n*** Update File: src/app.py\n"
+                                     "@@\n-a\n+b\n*** End Patch\n"},
+             "tool_response": "ok", "tool_use_id": "u1", "permission_mode": "default",
+             "transcript_path": None}
+    assert await asyncio.to_thread(run, "PostToolUse", codex) is None
+    monkeypatch.setenv("CLAUDECODE", "1")
+    await asyncio.to_thread(run, "SessionStart", {"session_id": "claude-1",
+                                                  "cwd": str(cli_env.repo),
+                                                  "hook_event_name": "SessionStart"})
+    out = await asyncio.to_thread(run, "PostToolUse", {
+        "session_id": "claude-1", "cwd": str(cli_env.repo), "hook_event_name": "PostToolUse",
+        "tool_name": "Write", "tool_input": {"file_path": target, "content": "x"},
+        "tool_response": {}})
+    context = out["hookSpecificOutput"]["additionalContext"]
+    assert "src/app.py was also touched by alice with codex" in context
+    secret = "ghp_R7mK2xQ9vL4pT8wN3jH6sD1fG5aZ0cB4yE2u"
+    await asyncio.to_thread(run, "PostToolUse", {
+        "session_id": "claude-1", "cwd": str(cli_env.repo), "hook_event_name": "PostToolUse",
+        "tool_name": "Bash", "tool_input": {"command": f"GH_TOKEN={secret} gh pr list"},
+        "tool_response": {"exit_code": 0}})
+    with Client(cli_env.config()) as client:
+        events = client.timeline(project=cli_env.project)
+    kinds = [(e["kind"], e.get("agent"), e.get("path") or e.get("command")) for e in events]
+    assert ("file", "codex", "src/app.py") in kinds and ("file", "claude", "src/app.py") in kinds
+    assert any(k == "conflict" for k, _, _ in kinds)
+    command = next(e["command"] for e in events if e["kind"] == "command")
+    assert secret not in command and "gh pr list" in command
+    assert not (tmp_path / "cache" / "factbank" / "timeline-buffer.jsonl.sending").exists()
