@@ -546,3 +546,64 @@ async def test_hooks_record_and_tell_the_second_session_of_the_conflict(
     command = next(e["command"] for e in events if e["kind"] == "command")
     assert secret not in command and "gh pr list" in command
     assert not (tmp_path / "cache" / "factbank" / "timeline-buffer.jsonl.sending").exists()
+
+
+# --- secrets planted in every string of the timeline routes --------------------------------
+
+TIMELINE_BODIES = {
+    "/v1/timeline/events": {"events": [
+        {"session_id": "s-plant", "kind": "session_start", "project": PROJECT,
+         "agent": "codex", "machine": "desk", "branch": "main", "cwd": "src"},
+        {"session_id": "s-plant", "kind": "file", "project": PROJECT, "path": "src/app.py",
+         "tool": "Edit"},
+        {"session_id": "s-plant", "kind": "command", "project": PROJECT,
+         "command": "make test", "exit_code": 0},
+    ]},
+    "/v1/handoffs": {"text": "finish the retry work", "project": PROJECT, "to_agent": "codex",
+                     "to_member": "alice", "files": ["src/retry.py"], "session_id": "s-h",
+                     "agent": "pi"},
+}
+TIMELINE_READS = {
+    "/v1/timeline": ["project", "since"],
+    "/v1/timeline/conflicts": ["project", "path", "session_id", "branch"],
+    "/v1/handoffs": ["project"],
+}
+
+
+async def test_no_secret_planted_in_a_timeline_route_lands_anywhere(stack, two_banks, conn):
+    from tests.integration.test_secrets_everywhere import SECRETS, dump_tables, leaks, plantings
+
+    alpha, _ = two_banks
+    responses: list[str] = []
+    # A file another session touched, so every planted file event also records a conflict.
+    await post_events(stack, alpha.rw, ev("other", path="src/app.py"))
+    for planted in SECRETS:
+        for path, body in TIMELINE_BODIES.items():
+            bodies = [body, *(mutated for _, mutated in plantings(body, planted))]
+            for i, sent in enumerate(bodies):
+                headers = {**auth(alpha.rw), "X-Factbank-Agent": planted if i == 0 else "x"}
+                r = await stack.ingest.post(path, json=sent, headers=headers)
+                assert r.status_code < 500, (path, r.status_code, r.text)
+                responses.append(r.text)
+        for path, params in TIMELINE_READS.items():
+            for name in params:
+                query = {"project": PROJECT, name: planted}
+                r = await stack.recall.get(path, params=query, headers=auth(alpha.ro))
+                assert r.status_code < 500, (path, name, r.status_code, r.text)
+                responses.append(r.text)
+    await post_events(stack, alpha.rw, ev("reader", "session_start", agent="codex"))
+    r = await stack.recall.post("/v1/inject", headers=auth(alpha.ro), json={
+        "kind": "session", "session_id": "reader", "project": PROJECT})
+    responses.append(r.text)
+    for path in TIMELINE_READS:
+        r = await stack.recall.get(path, params={"limit": 1000} if path == "/v1/timeline"
+                                   else {"project": PROJECT}, headers=auth(alpha.ro))
+        responses.append(r.text)
+    found = [f"response: {s}" for text in responses for s in leaks(text)]
+    tables = await dump_tables(conn)
+    for name in ("timeline_sessions", "timeline_events", "handoffs"):
+        found += [f"table {name}: {s}" for s in leaks(tables[name])]
+    assert not found, sorted(set(found))
+    assert "[REDACTED:" in tables["timeline_events"] and "[REDACTED:" in tables["handoffs"]
+    assert await conn.fetchval(
+        "SELECT count(*) FROM timeline_events WHERE kind = 'conflict'") > 0
