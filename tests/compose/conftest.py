@@ -74,12 +74,13 @@ def engine() -> Iterator[engine_mod.Engine]:
     except engine_mod.NoEngine as exc:
         pytest.skip(f"no Docker engine can be started here: {exc}")
     REPORT["engine"] = (
-        f"{'dockerd started' if eng.started else 'existing engine'} at {eng.host} "
-        f"in {time.monotonic() - start:.1f} s"
+        f"{'dockerd started (' + eng.storage + ')' if eng.started else 'existing engine'} "
+        f"at {eng.host} in {time.monotonic() - start:.1f} s"
     )
     try:
         yield eng
     finally:
+        eng.prune()
         eng.stop()
 
 

