@@ -96,6 +96,11 @@ async def test_every_route_needs_a_token_and_keeps_banks_apart(stack, two_banks)
             if needs & {"requires_write", "requires_admin"}:
                 r = await _call(client, method, url, handler, auth(alpha.ro))
                 assert r.status_code == 403, (method, path, r.status_code, r.text)
+            elif path == "/metrics":
+                # The operator's route: no bank token, not even an admin's, reads it (the
+                # counters span banks); it answered 401 to alpha's admin token above.
+                assert needs == {"metrics_guard"}, (method, path, needs)
+                assert r.status_code == 401, (method, path, r.status_code)
             else:  # every route is guarded: a route without a scope check is a bug
                 assert needs == {"requires_read"}, (method, path, needs)
     assert walked >= 3

@@ -62,6 +62,20 @@ BODIES: dict[tuple[str, str], Any] = {
         "project": "proj",
         "prompt": "which port does the service use",
     },
+    ("POST", "/v1/timeline/events"): {
+        "events": [
+            {"session_id": "s-plant", "kind": "session_start", "project": "proj",
+             "agent": "codex", "machine": "desk", "branch": "main", "cwd": "src"},
+            {"session_id": "s-plant", "kind": "file", "project": "proj", "path": "src/app.py",
+             "tool": "Edit"},
+            {"session_id": "s-plant", "kind": "command", "project": "proj",
+             "command": "make test", "exit_code": 0},
+        ]
+    },
+    ("POST", "/v1/handoffs"): {
+        "text": "finish the retry work", "project": "proj", "to_agent": "codex",
+        "to_member": "alice", "files": ["src/retry.py"], "session_id": "s-h", "agent": "pi",
+    },
 }
 
 
