@@ -126,23 +126,26 @@ def _gate_all(
     return prepared, errors
 
 
+async def _gated(
+    conn: asyncpg.Connection, deps: Deps, principal: Principal, items: Sequence[NewFact]
+) -> tuple[list[Prepared | None], list[dict]]:
+    """The write gate for a batch, under the bank's redaction policy and category registry.
+    The gate (redaction above all) is CPU work: in a thread, so a large import never holds
+    the event loop that both services' other callers share."""
+    policy = await _bank_policy(conn, principal.bank_id)
+    rows = await conn.fetch("SELECT name FROM categories WHERE bank_id = $1", principal.bank_id)
+    categories = {r["name"] for r in rows}
+    return await asyncio.to_thread(
+        _gate_all, items, deps.settings.max_fact_chars, policy, principal.agent, categories
+    )
+
+
 async def prepare(
     deps: Deps, principal: Principal, items: Sequence[NewFact]
 ) -> tuple[list[Prepared | None], list[dict], list[Vectors]]:
     """Gate and embed a batch outside any transaction; returns (prepared, errors, vectors)."""
     async with deps.pool.acquire() as conn:
-        policy = await _bank_policy(conn, principal.bank_id)
-        categories = {
-            r["name"]
-            for r in await conn.fetch(
-                "SELECT name FROM categories WHERE bank_id = $1", principal.bank_id
-            )
-        }
-        # The gate (redaction above all) is CPU work: in a thread, so a large import never
-        # holds the event loop that both services' other callers share.
-        prepared, errors = await asyncio.to_thread(
-            _gate_all, items, deps.settings.max_fact_chars, policy, principal.agent, categories
-        )
+        prepared, errors = await _gated(conn, deps, principal, items)
         vectors = [Vectors() for _ in items]
         if deps.embedder is not None and not errors:
             ok = [(i, p) for i, p in enumerate(prepared) if p is not None]
@@ -507,16 +510,7 @@ async def import_many(
     from factbank import redaction  # local: keeps this addition out of the module's imports
 
     async with deps.pool.acquire() as conn:
-        policy = await _bank_policy(conn, principal.bank_id)
-        categories = {
-            r["name"]
-            for r in await conn.fetch(
-                "SELECT name FROM categories WHERE bank_id = $1", principal.bank_id
-            )
-        }
-        prepared, errors = await asyncio.to_thread(
-            _gate_all, items, deps.settings.max_fact_chars, policy, principal.agent, categories
-        )
+        prepared, errors = await _gated(conn, deps, principal, items)
         if errors:
             raise BatchRefused(errors)
         keys = [(facts.content_hash(p.content), p.category, p.project) for p in prepared if p]
