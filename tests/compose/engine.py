@@ -25,6 +25,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,6 +37,32 @@ SOCKET = RUN_DIR / "docker.sock"
 PIDFILE = RUN_DIR / "dockerd.pid"
 STATEFILE = RUN_DIR / "host-state"
 LOG = DATA_ROOT.parent / "dockerd.log"
+
+
+LOCKFILE = Path(os.environ.get("FACTBANK_DOCKER_LOCK", "/run/lock/factbank-compose.lock"))
+
+
+@contextmanager
+def session_lock(wait: float = 3600) -> Iterator[None]:
+    """One compose session at a time on a machine: two runs would share (and one would stop)
+    the same engine, and publish on the same addresses. A second run waits for the first."""
+    import fcntl
+
+    LOCKFILE.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(LOCKFILE, os.O_RDWR | os.O_CREAT, 0o644)
+    deadline = time.monotonic() + wait
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"another compose session holds {LOCKFILE}") from None
+                time.sleep(2)
+        yield
+    finally:
+        os.close(fd)
 
 
 class NoEngine(Exception):
