@@ -33,6 +33,16 @@ BODIES: dict[tuple[str, str], Any] = {
     ("POST", "/v1/search"): {"query": "port", "project": "p", "category": "environment"},
     ("POST", "/v1/inject"): {"kind": "prompt", "session_id": "s", "project": "p",
                              "prompt": "deploy the API"},
+    ("POST", "/v1/timeline/events"): {"events": [
+        {"session_id": "s", "kind": "session_start", "project": "p", "agent": "codex",
+         "machine": "desk", "branch": "main", "cwd": "src"},
+        {"session_id": "s", "kind": "file", "project": "p", "path": "src/app.py", "tool": "Edit"},
+        {"session_id": "s", "kind": "command", "project": "p", "command": "make test",
+         "exit_code": 0},
+    ]},
+    ("POST", "/v1/handoffs"): {"text": "finish the retry work", "project": "p",
+                               "to_agent": "codex", "files": ["src/retry.py"], "fact_ids": [1],
+                               "session_id": "s", "agent": "pi"},
 }
 
 

@@ -98,11 +98,15 @@ async def test_no_answer_returns_nothing(stack, two_banks):
         assert (await inject(stack, alpha.ro, "prompt", prompt=query))["text"] == ""
 
 
-async def test_the_gate_decides_and_companions_come_only_with_search(stack, two_banks, monkeypatch):
+async def test_the_gate_decides_and_the_prompt_block_keeps_only_hits_near_the_best(
+    stack, two_banks, monkeypatch
+):
     """With the companion floor at 0, a search whose best hit clears the gate returns every
-    candidate after it; the prompt injection still shows only facts that clear the gate
-    themselves; a query whose best hit is under the gate gets nothing from either."""
+    candidate after it; the prompt block holds the best hit and only the hits within
+    PROMPT_MARGIN of it (on the ranking score); a query whose best hit is under the gate gets
+    nothing from either."""
     from factbank import fusion
+    from factbank import inject as inject_mod
 
     alpha, _ = two_banks
     ids = await fill(stack, alpha.rw)
@@ -111,11 +115,18 @@ async def test_the_gate_decides_and_companions_come_only_with_search(stack, two_
     assert res["results"][0]["fact"]["id"] == ids[3]
     assert len(res["results"]) > 1
     assert min(h["relevance"] for h in res["results"]) < fusion.floor_for("zh")
-    gated = [h["fact"]["id"] for h in res["results"] if h["relevance"] >= fusion.floor_for("zh")]
+    best = res["results"][0]["score"]
+    near = [
+        h["fact"]["id"]
+        for h in res["results"]
+        if h["score"] >= best - inject_mod.PROMPT_MARGIN
+    ]
     block = await inject(stack, alpha.ro, "prompt", prompt="E0502 是什么错误")
-    assert block["facts"] == gated and len(gated) < len(res["results"])
+    assert block["facts"] == near[: inject_mod.PROMPT_TOP]
+    assert block["facts"][0] == ids[3] and len(near) < len(res["results"])
     for query in ["What is the capital of Mongolia?", "巴黎的天气怎么样"]:
         assert (await search(stack, alpha.ro, query, limit=10))["results"] == []
+        assert (await inject(stack, alpha.ro, "prompt", prompt=query))["facts"] == []
 
 
 async def test_category_names_never_match(stack, two_banks):
