@@ -350,6 +350,27 @@ async def _retain_one(
     return "stored", fact_id, possible, note
 
 
+async def _recorded(
+    conn: asyncpg.Connection,
+    principal: Principal,
+    status: str,
+    fact_id: int,
+    p: Prepared,
+    possible: list[int],
+) -> None:
+    """Count and audit one retained fact (the audit keeps redaction kinds, never text)."""
+    WRITES.labels(status=status).inc()
+    for finding in p.redacted:
+        REDACTIONS.labels(kind=finding.kind).inc()
+    await audit.append(
+        conn,
+        principal.actor(),
+        f"fact.{status}",
+        str(fact_id),
+        {"redacted": [f.kind for f in p.redacted], "possible_duplicate_of": possible},
+    )
+
+
 async def add_many(deps: Deps, principal: Principal, items: Sequence[NewFact]) -> list[Outcome]:
     """Retain facts in ONE transaction: any refusal refuses the whole batch, per-item reasons."""
     prepared, errors, vectors = await prepare(deps, principal, items)
@@ -361,16 +382,7 @@ async def add_many(deps: Deps, principal: Principal, items: Sequence[NewFact]) -
             assert p is not None
             status, fact_id, possible, note = await _retain_one(conn, principal, p, v, _model(deps))
             done.append((status, fact_id, possible, note, p))
-            WRITES.labels(status=status).inc()
-            for finding in p.redacted:
-                REDACTIONS.labels(kind=finding.kind).inc()
-            await audit.append(
-                conn,
-                principal.actor(),
-                f"fact.{status}",
-                str(fact_id),
-                {"redacted": [f.kind for f in p.redacted], "possible_duplicate_of": possible},
-            )
+            await _recorded(conn, principal, status, fact_id, p, possible)
         await facts.bump_version(conn, principal.bank_id)
         return [
             Outcome(
@@ -573,16 +585,7 @@ async def import_many(
                 status, possible, note = "stored", [], f"restored as {r.status}"
             present[key] = fact_id  # a repeat later in the same import is "present"
             done.append((status, fact_id, possible, note, p))
-            WRITES.labels(status=status).inc()
-            for finding in p.redacted:
-                REDACTIONS.labels(kind=finding.kind).inc()
-            await audit.append(
-                conn,
-                principal.actor(),
-                f"fact.{status}",
-                str(fact_id),
-                {"redacted": [f.kind for f in p.redacted], "possible_duplicate_of": possible},
-            )
+            await _recorded(conn, principal, status, fact_id, p, possible)
         if any(d[0] != "present" for d in done):  # nothing written: caches stay valid
             await facts.bump_version(conn, principal.bank_id)
         return [
