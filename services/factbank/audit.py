@@ -78,6 +78,9 @@ async def append(
     target, clean_detail = await asyncio.to_thread(
         redaction.clean_value, [str(target), dict(detail or {})], "audit"
     )
+    if bank is not None:
+        # The bank row before the chain's lock, as every writer takes them (facts.lock_bank).
+        await conn.execute("SELECT 1 FROM banks WHERE id = $1 FOR NO KEY UPDATE", bank)
     await conn.execute(
         "SELECT pg_advisory_xact_lock($1, $2)", _LOCK_NAMESPACE, (bank or 0) & 0x7FFFFFFF
     )

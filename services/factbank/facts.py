@@ -152,6 +152,15 @@ def _clean_event_text(reason: str, agent: str) -> tuple[str, str]:
     return redaction.clean_text("reason", reason), redaction.clean_text("agent", agent)
 
 
+async def lock_bank(conn: asyncpg.Connection, bank_id: int) -> None:
+    """Take the bank's row lock first, in every write transaction. Writers touch the bank row
+    (BM25 statistics, the version), the audit chain's lock and fact rows; taking the bank row
+    before anything else gives all of them one order, so two writers take turns instead of
+    deadlocking (a judge holding the audit lock while an add held the bank row: 5xx under
+    the load drill's concurrent confirms and adds)."""
+    await conn.execute("SELECT 1 FROM banks WHERE id = $1 FOR NO KEY UPDATE", bank_id)
+
+
 async def bump_version(conn: asyncpg.Connection, bank_id: int) -> None:
     """Every write bumps the bank's version; recall caches key on it, so reads see the write."""
     await conn.execute("UPDATE banks SET version = version + 1 WHERE id = $1", bank_id)

@@ -22,6 +22,7 @@ from factbank.trust import DEFAULT as POLICY
 
 
 async def _locked(conn: asyncpg.Connection, principal: Principal, fact_id: int):
+    await facts.lock_bank(conn, principal.bank_id)
     row = await facts.get_row(conn, principal.bank_id, fact_id, lock=True)
     if row["status"] == "deleted":
         raise Refused([{"field": "id", "reason": f"fact #{fact_id} is deleted"}])
@@ -238,6 +239,7 @@ async def purge(deps: Deps, principal: Principal, fact_id: int) -> dict:
 
     The audit log keeps that a purge happened, by whom, of which id, never the content."""
     async with deps.pool.acquire() as conn, conn.transaction():
+        await facts.lock_bank(conn, principal.bank_id)
         row = await facts.get_row(conn, principal.bank_id, fact_id, lock=True)
         if row["indexed"]:
             await lexicon.unindex_fact(conn, principal.bank_id, fact_id)

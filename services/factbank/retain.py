@@ -378,6 +378,7 @@ async def add_many(deps: Deps, principal: Principal, items: Sequence[NewFact]) -
         raise BatchRefused(errors)
     done: list[tuple[str, int, list[int], str, Prepared]] = []
     async with deps.pool.acquire() as conn, conn.transaction():
+        await facts.lock_bank(conn, principal.bank_id)
         for p, v in zip(prepared, vectors, strict=True):
             assert p is not None
             status, fact_id, possible, note = await _retain_one(conn, principal, p, v, _model(deps))
@@ -425,6 +426,7 @@ async def supersede(
     p = prepared[0]
     assert p is not None
     async with deps.pool.acquire() as conn, conn.transaction():
+        await facts.lock_bank(conn, principal.bank_id)
         olds = []
         for old_id in dict.fromkeys(replaces):
             row = await conn.fetchrow(
@@ -561,6 +563,7 @@ async def import_many(
         )
     done: list[tuple[str, int, list[int], str, Prepared]] = []
     async with deps.pool.acquire() as conn, conn.transaction():
+        await facts.lock_bank(conn, principal.bank_id)
         for i, (p, v, r) in enumerate(zip(prepared, vectors, restores, strict=True)):
             assert p is not None
             key = keys[i]
