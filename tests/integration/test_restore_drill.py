@@ -168,11 +168,19 @@ async def test_backup_during_concurrent_writes_restores_consistently(
             await retain.add(deps, principal, item)
             written += 1
 
+    async def until(enough: int, seconds: float = 120.0) -> None:
+        """Wait for the writers by count, not by the clock: a busy machine (or the first
+        write's model and scanner load) must not leave the backup without writers around it."""
+        for _ in range(int(seconds / 0.05)):
+            if written >= enough:
+                return
+            await asyncio.sleep(0.05)
+
     try:
         tasks = [asyncio.create_task(write_loop()) for _ in range(2)]
-        await asyncio.sleep(1.0)
+        await until(2)
         r = await asyncio.to_thread(ops, "backup", dsn=dsn, backup_dir=tmp_path)
-        await asyncio.sleep(0.5)
+        await until(written + 2)
         stop.set()
         await asyncio.gather(*tasks)
     finally:
