@@ -1,7 +1,7 @@
 """The recall cache: Redis when configured, in-process otherwise, and never a reason to fail.
 
 Keys (all under `fb:`):
-- `qe:<model>:<sha256(text)>`        a query embedding (float32 bytes), 7 days;
+- `qe:<bank>:<model>:<sha256(text)>` a query embedding (float32 bytes), 7 days, per bank;
 - `r:<bank>:<version>:<sha256(req)>`  a recall result, 10 minutes; the bank version is bumped by
                                       every write, so a write is visible to the next recall;
 - `s:<bank>:<session>`                a set of fact ids already injected in a session, 1 day.
