@@ -371,6 +371,25 @@ async def _recorded(
     )
 
 
+Done = tuple[str, int, list[int], str, Prepared]  # (status, fact id, possible, note, fact)
+
+
+async def _outcomes(
+    conn: asyncpg.Connection, bank_id: int, done: Sequence[Done]
+) -> list[Outcome]:
+    """What a batch answers: each fact as stored now, with its duplicates, redactions, note."""
+    return [
+        Outcome(
+            status,
+            await facts.get_fact(conn, bank_id, fact_id),
+            possible,
+            [{"field": f.field, "kind": f.kind} for f in p.redacted],
+            note,
+        )
+        for status, fact_id, possible, note, p in done
+    ]
+
+
 async def add_many(deps: Deps, principal: Principal, items: Sequence[NewFact]) -> list[Outcome]:
     """Retain facts in ONE transaction: any refusal refuses the whole batch, per-item reasons."""
     prepared, errors, vectors = await prepare(deps, principal, items)
@@ -385,16 +404,7 @@ async def add_many(deps: Deps, principal: Principal, items: Sequence[NewFact]) -
             done.append((status, fact_id, possible, note, p))
             await _recorded(conn, principal, status, fact_id, p, possible)
         await facts.bump_version(conn, principal.bank_id)
-        return [
-            Outcome(
-                status,
-                await facts.get_fact(conn, principal.bank_id, fact_id),
-                possible,
-                [{"field": f.field, "kind": f.kind} for f in p.redacted],
-                note,
-            )
-            for status, fact_id, possible, note, p in done
-        ]
+        return await _outcomes(conn, principal.bank_id, done)
 
 
 async def add(deps: Deps, principal: Principal, item: NewFact) -> Outcome:
@@ -591,16 +601,7 @@ async def import_many(
             await _recorded(conn, principal, status, fact_id, p, possible)
         if any(d[0] != "present" for d in done):  # nothing written: caches stay valid
             await facts.bump_version(conn, principal.bank_id)
-        return [
-            Outcome(
-                status,
-                await facts.get_fact(conn, principal.bank_id, fact_id),
-                possible,
-                [{"field": f.field, "kind": f.kind} for f in p.redacted],
-                note,
-            )
-            for status, fact_id, possible, note, p in done
-        ]
+        return await _outcomes(conn, principal.bank_id, done)
 
 
 async def _restore_one(
