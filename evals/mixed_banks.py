@@ -56,7 +56,7 @@ def _bank(zh: fs.BeirSet, en: fs.BeirSet, lang_of) -> tuple[list[str], list[str]
 
 def _runs(corpus: fs.Corpus, langs: list[str], qids, qtexts, bg) -> list[fs.QueryRun]:
     """Both legs per query, the dense leg taking its candidates per language group."""
-    from factbank.fusion import LegHit
+    from factbank.read.fusion import LegHit
 
     runs = fs.run_legs(corpus, qids, qtexts, bg, k=CANDIDATES)
     qvecs = fs.embed_cached(list(qtexts), "query")
@@ -84,7 +84,7 @@ def _r5(corpus: fs.Corpus, runs, qlang, qrels, gold_lang, method) -> dict[str, f
 
 def _ranked(run: fs.QueryRun, corpus: fs.Corpus) -> list[int]:
     """The recall service's ranking score (`fusion.raw_scores` with the language cohorts)."""
-    from factbank.fusion import DEFAULT, cohort_means, raw_scores
+    from factbank.read.fusion import DEFAULT, cohort_means, raw_scores
 
     langs = dict(enumerate(corpus.langs))
     scored = raw_scores(

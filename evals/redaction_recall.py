@@ -2,7 +2,7 @@
 
     python -m factbank_evals.redaction_recall [--json] [--families] [--corpus PATH]
 
-Every row of ``evals/sets/secrets/corpus.jsonl`` goes through ``factbank.redaction.
+Every row of ``evals/sets/secrets/corpus.jsonl`` goes through ``factbank.write.redaction.
 redact_text``, the same call the write gate makes for every field. A **secret** row is
 *caught* when the credential no longer appears in the output (when the fixture does not say
 which part is the credential, when the text changed at all) and a finding was reported. A
@@ -25,7 +25,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
-from factbank.redaction import redact_text
+from factbank.write.redaction import redact_text
 
 CORPUS = Path(__file__).resolve().parent / "sets" / "secrets" / "corpus.jsonl"
 TARGET_CAUGHT = 0.95

@@ -11,7 +11,7 @@ Definitions used here, so the verdict can be checked by hand:
 - "equal" = not more than 2 points worse than grep (EQUAL_POINTS);
 - tokens = mean tokens per query: for hybrid the real `/v1/inject` prompt block where the set
   ran it (agent-memory), else the same block assembled from the top 5 results by the same
-  code (`factbank.inject`); for grep every line grep printed;
+  code (`factbank.read.inject`); for grep every line grep printed;
 - latency = p50 wall time per query on this machine: HTTP round trip on loopback for factbank
   (the query embedding is cold on this call), the grep subprocess plus ranking for grep.
 """

@@ -43,12 +43,12 @@ UNANSWERABLE_PER_SET = 200
 def database() -> Iterator[str | None]:
     """DATABASE_URL if set (None: running_stack reads it), else one embedded cluster for the
     whole run, so every set's services share it and its passage-embedding cache."""
-    from factbank.settings import Settings
+    from factbank.runtime.settings import Settings
 
     if Settings.from_env().database_url:
         yield None
         return
-    from factbank.embedded import EmbeddedPostgres
+    from factbank.runtime.embedded import EmbeddedPostgres
 
     home = Path(tempfile.mkdtemp(prefix="factbank-evalall-"))
     os.chmod(home, 0o755)
@@ -271,6 +271,6 @@ def code_state() -> dict | None:
 
 
 def _embedder_name() -> str | None:
-    from factbank.settings import Settings
+    from factbank.runtime.settings import Settings
 
     return getattr(Settings.from_env(), "embedder", None)

@@ -30,7 +30,7 @@ class Stack:
 
 
 async def _setup(dsn: str, bank: str) -> str:
-    from factbank import banks, db, migrations
+    from factbank.store import banks, db, migrations
 
     conn = await db.connect(dsn)
     try:
@@ -43,7 +43,7 @@ async def _setup(dsn: str, bank: str) -> str:
 
 
 async def _drop(dsn: str, bank: str) -> None:
-    from factbank import db
+    from factbank.store import db
 
     conn = await db.connect(dsn)
     try:
@@ -56,15 +56,15 @@ async def _drop(dsn: str, bank: str) -> None:
 @contextmanager
 def running_stack(**overrides: object) -> Iterator[Stack]:
     """Start everything; tear down the bank (and the embedded cluster) afterwards."""
-    from factbank.runner import serve_in_thread
-    from factbank.settings import Settings
+    from factbank.runtime.runner import serve_in_thread
+    from factbank.runtime.settings import Settings
 
     settings = Settings.from_env(**overrides)
     home = None
     embedded = None
     dsn = settings.database_url
     if not dsn:
-        from factbank.embedded import EmbeddedPostgres
+        from factbank.runtime.embedded import EmbeddedPostgres
 
         home = Path(tempfile.mkdtemp(prefix="factbank-eval-"))
         os.chmod(home, 0o755)

@@ -1,1 +1,1 @@
-"""Numbered SQL migrations, applied in order by factbank.migrations."""
+"""Numbered SQL migrations, applied in order by factbank.store.migrations."""

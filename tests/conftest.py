@@ -18,7 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 import pytest
 
-from factbank import db, migrations
+from factbank.store import db, migrations
 
 _counter = itertools.count()
 
@@ -68,7 +68,7 @@ def pg_server() -> Iterator[str]:
     if os.environ.get("FACTBANK_TEST_DOCKER") == "1":
         yield from _docker_pg()
         return
-    from factbank.embedded import EmbeddedPostgres
+    from factbank.runtime.embedded import EmbeddedPostgres
 
     home = Path(tempfile.mkdtemp(prefix="factbank-test-"))
     os.chmod(home, 0o755)

@@ -13,13 +13,14 @@ import msgspec
 from litestar import Litestar, Request, delete, get, patch, post
 from litestar.params import FromPath, JSONBody, Parameter
 
-from factbank import categories, lifecycle, redaction, retain, timeline
-from factbank.banks import Principal
-from factbank.gate import Refused
 from factbank.models import Fact, NewFact, Strict
-from factbank.retain import BatchRefused, Outcome
-from factbank.settings import Settings
-from factbank.web import create_app, requires, runtime
+from factbank.runtime.settings import Settings
+from factbank.runtime.web import create_app, requires, runtime
+from factbank.store import timeline
+from factbank.store.banks import Principal
+from factbank.write import categories, lifecycle, redaction, retain
+from factbank.write.gate import Refused
+from factbank.write.retain import BatchRefused, Outcome
 
 MAX_IMPORT_BYTES = 32 * 1024 * 1024
 # Facts per import request: one transaction, gated and embedded as one batch. A bigger import

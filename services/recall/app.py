@@ -12,12 +12,14 @@ from litestar.exceptions import ValidationException
 from litestar.params import JSONBody, Parameter
 from litestar.response import Stream
 
-from factbank import categories, facts, inject, timeline
-from factbank.cache import Cache
 from factbank.models import FactPage, Injection, InjectRequest, SearchQuery, SearchResult
-from factbank.search import Recall, load_background, search
-from factbank.settings import Settings
-from factbank.web import Runtime, create_app, requires, runtime
+from factbank.read import inject
+from factbank.read.cache import Cache
+from factbank.read.search import Recall, load_background, search
+from factbank.runtime.settings import Settings
+from factbank.runtime.web import Runtime, create_app, requires, runtime
+from factbank.store import facts, timeline
+from factbank.write import categories
 
 # The text /v1/inject and /v1/search work on: the head of a prompt (a hook sends all of it, up
 # to 20,000 characters) or of a query (up to 4,000). The embedder reads 512 tokens at most

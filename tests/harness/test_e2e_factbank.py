@@ -32,7 +32,7 @@ from typing import Any
 import httpx
 import pytest
 
-from factbank.runner import free_port
+from factbank.runtime.runner import free_port
 
 from .fake_model import FakeModel, Text, ToolCall, tool_names
 from .npm import Harnesses

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from factbank import audit
+from factbank.store import audit
 from tests.integration.conftest import auth, fact_body
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import logging
 
-from factbank.cache import digest
-from factbank.observability import JsonFormatter
+from factbank.read.cache import digest
+from factbank.runtime.observability import JsonFormatter
 from tests.integration.conftest import auth, fact_body
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncpg
 import pytest
 
-from factbank import audit, banks
+from factbank.store import audit, banks
 from tests.integration.conftest import auth, fact_body
 
 

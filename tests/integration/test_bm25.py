@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from rank_bm25 import BM25Okapi
 
-from factbank import lexicon
-from factbank.tokenizer import tokenize
+from factbank.read import lexicon
+from factbank.read.tokenizer import tokenize
 from tests.integration.conftest import auth, fact_body
 
 FACTS = [
@@ -128,7 +128,7 @@ async def test_index_statistics_match_postings(bank, conn):
 
 async def test_upgrading_a_database_backfills_term_df(bank, conn):
     """A database indexed before 0002 existed gets every term's df from its postings."""
-    from factbank import migrations
+    from factbank.store import migrations
 
     expected = await conn.fetch("SELECT bank_id, term, df FROM term_df ORDER BY 1, 2")
     await conn.execute("DROP TABLE term_df")

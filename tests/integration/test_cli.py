@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from factbank.runner import free_port, serve_in_thread
-from factbank.settings import Settings
+from factbank.runtime.runner import free_port, serve_in_thread
+from factbank.runtime.settings import Settings
 from factbank_client import config as client_config
 from factbank_client.cli.main import main
 from factbank_client.client import Client, FactbankError, to_import_item

@@ -16,7 +16,7 @@ import os
 import hypothesis
 import pytest
 
-from factbank.runner import serve_in_thread
+from factbank.runtime.runner import serve_in_thread
 from tests.integration.conftest import auth, fact_body, make_bank
 
 schemathesis = pytest.importorskip("schemathesis")

@@ -9,7 +9,7 @@ import json
 import pytest
 from litestar.testing import AsyncTestClient
 
-from factbank import embedder
+from factbank.read import embedder
 from factbank_ingest import app as ingest_app
 from tests.integration.conftest import auth, fact_body, make_bank
 
@@ -104,7 +104,7 @@ async def test_secrets_are_redacted_before_storing_or_embedding(stack, two_banks
 
 
 async def test_reject_policy_refuses_secrets(stack, conn):
-    from factbank import banks
+    from factbank.store import banks
 
     tokens = await make_bank(conn, "strict")
     await banks.set_redaction_policy(conn, "strict", "reject")
@@ -159,7 +159,7 @@ async def test_corrections_never_reinforce(stack, two_banks, old, new, same):
 
 async def test_reinforce_by_another_member_counts_double(stack, conn):
     tokens = await make_bank(conn, "crew", "team")
-    from factbank import banks
+    from factbank.store import banks
 
     _, bob = await banks.issue_token(conn, "crew", "bob", "read,write")
     await add(stack, tokens.rw, fact_body("Builds run on runner-7", origin="inferred"))

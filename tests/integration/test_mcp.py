@@ -15,7 +15,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from factbank.runner import serve_apps_in_thread
+from factbank.runtime.runner import serve_apps_in_thread
 from factbank_client import config as client_config
 from factbank_client import mcp_server
 from factbank_client.client import Client as FactbankClient
@@ -257,7 +257,7 @@ async def test_http_refuses_a_wrong_or_missing_token(env: Env):
 
 
 async def test_http_tool_call_fails_when_the_token_is_revoked_meanwhile(env: Env, conn):
-    from factbank import banks
+    from factbank.store import banks
 
     _, token = await banks.issue_token(conn, "alice", "alice", "read,write")
     with mcp_http(env) as url:

@@ -7,7 +7,7 @@ import asyncio
 import asyncpg
 import pytest
 
-from factbank import db, migrations
+from factbank.store import db, migrations
 from tests.conftest import with_database
 
 

@@ -105,8 +105,8 @@ async def test_the_gate_decides_and_the_prompt_block_keeps_only_hits_near_the_be
     candidate after it; the prompt block holds the best hit and only the hits within
     PROMPT_MARGIN of it (on the ranking score); a query whose best hit is under the gate gets
     nothing from either."""
-    from factbank import fusion
-    from factbank import inject as inject_mod
+    from factbank.read import fusion
+    from factbank.read import inject as inject_mod
 
     alpha, _ = two_banks
     ids = await fill(stack, alpha.rw)
@@ -330,7 +330,7 @@ async def own_redis():
     """A throwaway redis-server on a free port, so the test can stop it for real."""
     import shutil
 
-    from factbank.runner import free_port
+    from factbank.runtime.runner import free_port
 
     binary = shutil.which("redis-server")
     if binary is None:

@@ -25,8 +25,8 @@ import asyncpg
 import pytest
 from litestar.testing import AsyncTestClient
 
-from factbank import migrations
-from factbank.embedded import bin_dir
+from factbank.runtime.embedded import bin_dir
+from factbank.store import migrations
 from factbank_ingest import app as ingest_app
 from factbank_recall import app as recall_app
 from tests.integration.conftest import auth, fact_body, make_bank

@@ -17,10 +17,12 @@ import msgspec
 import pytest
 from litestar.testing import AsyncTestClient
 
-from factbank import audit, banks, db, embedder, retain
-from factbank.embedded import bin_dir
 from factbank.models import NewFact
-from factbank.retain import Deps
+from factbank.read import embedder
+from factbank.runtime.embedded import bin_dir
+from factbank.store import audit, banks, db
+from factbank.write import retain
+from factbank.write.retain import Deps
 from factbank_ingest import app as ingest_app
 from tests.conftest import with_database
 from tests.integration.conftest import auth, fact_body, make_bank

@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 
-from factbank import banks, redaction
-from factbank.observability import JsonFormatter
+from factbank.runtime.observability import JsonFormatter
+from factbank.store import banks
+from factbank.write import redaction
 from tests.integration.conftest import auth, fact_body
 
 # Three families, each recognised on its own: a provider key id, a provider token, a named
@@ -327,7 +328,7 @@ async def test_member_names_and_token_labels_hold_no_secret(conn, two_banks):
 
 
 def test_the_helper_redacts_or_refuses():
-    from factbank.gate import Refused
+    from factbank.write.gate import Refused
 
     assert AWS not in redaction.clean_text("reason", f"moved; key {AWS}")
     with pytest.raises(Refused) as exc:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
-from factbank import banks, timeline
+from factbank.store import banks, timeline
 from factbank_client.client import Client
 from tests.integration.conftest import auth, fact_body, make_bank
 from tests.integration.test_cli import env as cli_env  # noqa: F401 - test_cli's fixture
@@ -199,7 +199,7 @@ async def test_conflict_window_edges_29_59_and_30_01(stack, two_banks, conn):
 async def test_conflict_window_is_configurable(dsn, tmp_path, conn):
     from litestar.testing import AsyncTestClient
 
-    from factbank.settings import Settings
+    from factbank.runtime.settings import Settings
     from factbank_ingest import app as ingest_app
 
     tokens = await make_bank(conn, "gamma")

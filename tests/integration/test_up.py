@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from factbank.runner import free_port
+from factbank.runtime.runner import free_port
 
 pytestmark = pytest.mark.slow
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 
-from factbank.gate import MAX_QUESTION_CHARS, MAX_QUESTIONS
+from factbank.write.gate import MAX_QUESTION_CHARS, MAX_QUESTIONS
 from factbank_evals import agent_memory as am
 
 CJK = re.compile(r"[\u3400-\u9fff]")

@@ -12,7 +12,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from factbank.fusion import (
+from factbank.read.fusion import (
     DEFAULT,
     Background,
     BackgroundEntry,
@@ -29,8 +29,8 @@ from factbank.fusion import (
     relevance,
     tagged_text,
 )
-from factbank.lexicon import indexed_text
-from factbank.tokenizer import cjk_share, language
+from factbank.read.lexicon import indexed_text
+from factbank.read.tokenizer import cjk_share, language
 
 
 def dense(*pairs: tuple[int, float]) -> list[LegHit]:
@@ -356,7 +356,7 @@ def test_cohort_means_are_per_language_group_over_the_nearest_vectors():
     params = dataclasses.replace(DEFAULT, bank_cohort=2)
     hits = [LegHit(1, 0.9, lang="zh"), LegHit(2, 0.8, lang="zh"), LegHit(3, 0.1, lang="zh"),
             LegHit(4, 0.7, lang="en"), LegHit(5, 0.5, lang="mixed")]
-    from factbank.fusion import cohort_means
+    from factbank.read.fusion import cohort_means
 
     assert cohort_means(hits, params=params) == {
         True: pytest.approx(0.85), False: pytest.approx(0.6)
@@ -374,7 +374,7 @@ def test_the_cohort_keeps_same_language_answers_above_the_other_languages_neighb
     en_rest = [LegHit(30 + i, 0.80 - 0.002 * i, lang="en") for i in range(20)]
     hits = [answer, *zh_neighbours, *en_rest]
     langs = {h.fact_id: h.lang for h in hits}
-    from factbank.fusion import cohort_means
+    from factbank.read.fusion import cohort_means
 
     plain = raw_scores([], hits, 4, "en", langs, background=bg)
     ranked = raw_scores([], hits, 4, "en", langs, background=bg, cohort=cohort_means(hits))

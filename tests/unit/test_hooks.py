@@ -24,7 +24,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from factbank.runner import free_port
+from factbank.runtime.runner import free_port
 
 SHARED_DIR = Path(
     os.environ.get("FACTBANK_SHARED_DIR") or Path(__file__).resolve().parents[3] / "shared"

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from factbank.redaction import redact_text, warm_up
+from factbank.write.redaction import redact_text, warm_up
 from factbank_evals.redaction_recall import (
     TARGET_CAUGHT,
     TARGET_KEPT,

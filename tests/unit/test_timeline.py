@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import msgspec
 import pytest
 
-from factbank import timeline
+from factbank.store import timeline
 from factbank_client.cli.main import build_parser
 from factbank_client.cli.timeline import relative_to_repo
 
@@ -105,7 +105,7 @@ def test_event_shapes_are_strict():
 
 
 def test_settings_default_to_30_days_and_30_minutes(monkeypatch):
-    from factbank.settings import Settings
+    from factbank.runtime.settings import Settings
 
     s = Settings()
     assert s.timeline_retention_days == 30 and s.conflict_window_minutes == 30

@@ -20,7 +20,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from factbank.runner import free_port
+from factbank.runtime.runner import free_port
 from factbank_client import hooks
 
 SHARED_DIR = Path(

@@ -1,7 +1,7 @@
 
 import pytest
 
-from factbank.tokenizer import (
+from factbank.read.tokenizer import (
     STOPWORDS,
     cjk_share,
     content_words,

@@ -85,9 +85,9 @@ def register(sub) -> None:
 @asynccontextmanager
 async def _connection():
     try:
-        from factbank import db
-        from factbank.embedded import EmbeddedPostgres
-        from factbank.settings import Settings
+        from factbank.runtime.embedded import EmbeddedPostgres
+        from factbank.runtime.settings import Settings
+        from factbank.store import db
     except ImportError as exc:
         raise CommandError("admin needs the server extra: pip install 'factbank[server]'") from exc
     settings = Settings.from_env()
@@ -108,7 +108,7 @@ async def _connection():
 def _run(fn: Callable[[Any, Any], Awaitable[int | None]]) -> Callable[[Any], int]:
     def command(args) -> int:
         async def go() -> int:
-            from factbank import banks
+            from factbank.store import banks
 
             async with _connection() as conn:
                 try:
@@ -122,7 +122,7 @@ def _run(fn: Callable[[Any, Any], Awaitable[int | None]]) -> Callable[[Any], int
 
 
 async def bank_create(conn, args) -> None:
-    from factbank import banks
+    from factbank.store import banks
 
     bank = await banks.create_bank(conn, args.name, args.kind)
     if args.policy:
@@ -131,7 +131,7 @@ async def bank_create(conn, args) -> None:
 
 
 async def bank_list(conn, args) -> None:
-    from factbank import banks
+    from factbank.store import banks
 
     rows = [vars(b) for b in await banks.list_banks(conn)]
     if args.json:
@@ -141,14 +141,14 @@ async def bank_list(conn, args) -> None:
 
 
 async def bank_policy(conn, args) -> None:
-    from factbank import banks
+    from factbank.store import banks
 
     await banks.set_redaction_policy(conn, args.name, args.policy)
     print(f"bank '{args.name}' now uses redaction policy '{args.policy}'")
 
 
 async def member_add(conn, args) -> None:
-    from factbank import banks
+    from factbank.store import banks
 
     member_id = await banks.add_member(conn, args.bank, args.name)
     print(f"added member '{args.name}' to bank '{args.bank}' (id {member_id})")
@@ -164,14 +164,14 @@ def _show_token(info, token: str, as_json: bool) -> None:
 
 
 async def token_issue(conn, args) -> None:
-    from factbank import banks
+    from factbank.store import banks
 
     info, token = await banks.issue_token(conn, args.bank, args.member, args.scopes, args.label)
     _show_token(info, token, args.json)
 
 
 async def token_list(conn, args) -> None:
-    from factbank import banks
+    from factbank.store import banks
 
     rows = [vars(t) for t in await banks.list_tokens(conn, args.bank)]
     if args.json:
@@ -182,14 +182,14 @@ async def token_list(conn, args) -> None:
 
 
 async def token_revoke(conn, args) -> None:
-    from factbank import banks
+    from factbank.store import banks
 
     info = await banks.revoke_token(conn, args.id)
     print(f"revoked token {info.id} ({info.prefix}... of {info.member}@{info.bank})")
 
 
 async def token_rotate(conn, args) -> None:
-    from factbank import banks
+    from factbank.store import banks
 
     info, token = await banks.rotate_token(conn, args.id)
     if not args.json:
@@ -198,7 +198,7 @@ async def token_rotate(conn, args) -> None:
 
 
 async def audit_verify(conn, args) -> int:
-    from factbank import audit, banks
+    from factbank.store import audit, banks
 
     bank_id = (await banks.get_bank(conn, args.bank)).id if args.bank else None
     problems = await audit.verify(conn, bank_id)
@@ -217,7 +217,7 @@ async def audit_verify(conn, args) -> int:
 
 
 async def audit_export(conn, args) -> None:
-    from factbank import audit, banks
+    from factbank.store import audit, banks
 
     bank_id = (await banks.get_bank(conn, args.bank)).id if args.bank else None
     out = sys.stdout if args.out == "-" else open(args.out, "w", encoding="utf-8", newline="")  # noqa: ASYNC230

@@ -35,7 +35,7 @@ def register(sub) -> None:
 
 def _server_imports():
     try:
-        from factbank.settings import Settings
+        from factbank.runtime.settings import Settings
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise CommandError("this needs the server extra: pip install 'factbank[server]'") from exc
     return Settings
@@ -48,7 +48,7 @@ def _dsn_or_fail(settings) -> str:
 
 
 async def _migrate(dsn: str) -> list[str]:
-    from factbank import db, migrations
+    from factbank.store import db, migrations
 
     conn = await db.connect(dsn)
     try:
@@ -68,7 +68,7 @@ def cmd_serve(args) -> int:
     Settings = _server_imports()
     overrides = {"host": args.host} if args.host else {}
     settings = Settings.from_env(**overrides)
-    from factbank.runner import run_services
+    from factbank.runtime.runner import run_services
 
     port = args.port or (settings.ingest_port if args.service == "ingest" else settings.recall_port)
     asyncio.run(run_services(settings, _dsn_or_fail(settings), (args.service,),
@@ -83,7 +83,7 @@ def _bank_name() -> str:
 
 async def _first_run(dsn: str) -> tuple[str, str] | None:
     """On an empty database, create the personal bank and its owner token."""
-    from factbank import banks, db
+    from factbank.store import banks, db
 
     conn = await db.connect(dsn)
     try:
@@ -177,8 +177,8 @@ def _banner(settings, where: str, created: tuple[str, str] | None) -> str:
 
 def cmd_up(args) -> int:
     settings = _server_imports().from_env()
-    from factbank.embedded import EmbeddedPostgres
-    from factbank.runner import run_services
+    from factbank.runtime.embedded import EmbeddedPostgres
+    from factbank.runtime.runner import run_services
 
     _refuse_if_running(settings)
     embedded = None

@@ -26,9 +26,9 @@ from typing import Annotated, Any, Literal
 import asyncpg
 import msgspec
 
-from factbank import redaction
-from factbank.banks import Principal
 from factbank.models import Strict
+from factbank.store.banks import Principal
+from factbank.write import redaction
 
 DEFAULT_WINDOW_MINUTES = 30
 DEFAULT_RETENTION_DAYS = 30
@@ -98,7 +98,7 @@ class Conflict:
 @functools.cache
 def configured_window() -> int:
     """The conflict window of this process's settings (for callers without a Settings)."""
-    from factbank.settings import Settings
+    from factbank.runtime.settings import Settings
 
     try:
         return Settings.from_env().conflict_window_minutes

@@ -14,11 +14,12 @@ import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from factbank import facts, redaction, timeline
 from factbank.models import Fact, Hit
-from factbank.search import Recall, search
-from factbank.tokenizer import cjk_share
+from factbank.read.search import Recall, search
+from factbank.read.tokenizer import cjk_share
+from factbank.store import facts, timeline
 from factbank.trust import DEFAULT as POLICY
+from factbank.write import redaction
 
 log = logging.getLogger("factbank.inject")
 

@@ -9,9 +9,10 @@ from datetime import UTC, datetime
 
 import asyncpg
 
-from factbank import redaction, trust
-from factbank.banks import NotFound
+from factbank import trust
 from factbank.models import Author, Fact, Source
+from factbank.store.banks import NotFound
+from factbank.write import redaction
 
 FACT_SELECT = """
 SELECT f.*, b.name AS bank, m.name AS member, c.decays

@@ -35,12 +35,13 @@ from litestar.openapi.spec import Components, SecurityScheme
 from litestar.plugins.prometheus import PrometheusConfig, PrometheusController
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
-from factbank import banks, db, embedder
-from factbank.banks import Principal
-from factbank.gate import Refused
-from factbank.observability import REFUSALS, AccessLog
-from factbank.retain import BatchRefused, Deps
-from factbank.settings import Settings
+from factbank.read import embedder
+from factbank.runtime.observability import REFUSALS, AccessLog
+from factbank.runtime.settings import Settings
+from factbank.store import banks, db
+from factbank.store.banks import Principal
+from factbank.write.gate import Refused
+from factbank.write.retain import BatchRefused, Deps
 
 log = logging.getLogger("factbank.web")
 
@@ -268,7 +269,7 @@ class InputGuard:
 
 def redact_error_body(body: bytes) -> bytes:
     """An error answer with every secret it echoes redacted (JSON kept JSON)."""
-    from factbank import redaction
+    from factbank.write import redaction
 
     try:
         value = msgspec.json.decode(body)
@@ -432,7 +433,7 @@ Hook = Callable[[Runtime], Any]
 def _warm_up(model: embedder.Loaded) -> None:
     """Load jieba's dictionary and run the embedder once before serving, so the first prompt
     after a start is not the one that pays for it (a hook gives up after ~1 s)."""
-    from factbank.tokenizer import warm_up
+    from factbank.read.tokenizer import warm_up
 
     warm_up()
     if model.embedder is not None:
@@ -440,7 +441,7 @@ def _warm_up(model: embedder.Loaded) -> None:
 
 
 def _warm_up_redaction() -> None:
-    from factbank import redaction
+    from factbank.write import redaction
 
     try:
         redaction.warm_up()

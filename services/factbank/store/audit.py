@@ -18,7 +18,7 @@ from typing import Any
 
 import asyncpg
 
-from factbank import redaction
+from factbank.write import redaction
 
 GENESIS = b"\x00" * 32
 _LOCK_NAMESPACE = 0x61756474  # "audt"

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from factbank import redaction
 from factbank.models import NewFact
+from factbank.write import redaction
 
 MAX_QUOTE_CHARS = 2000
 MAX_TAGS = 12

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncpg
 from pgvector.asyncpg import register_vector
 
-from factbank.migrations import require_current
+from factbank.store.migrations import require_current
 
 
 async def _init_connection(conn: asyncpg.Connection) -> None:

@@ -13,12 +13,14 @@ from collections.abc import Sequence
 
 import asyncpg
 
-from factbank import audit, embedder, facts, lexicon, redaction, retain
-from factbank.banks import Principal
-from factbank.gate import MAX_TAG_CHARS, MAX_TAGS, Refused, clean_questions
 from factbank.models import Fact
-from factbank.retain import Deps
+from factbank.read import embedder, lexicon
+from factbank.store import audit, facts
+from factbank.store.banks import Principal
 from factbank.trust import DEFAULT as POLICY
+from factbank.write import redaction, retain
+from factbank.write.gate import MAX_TAG_CHARS, MAX_TAGS, Refused, clean_questions
+from factbank.write.retain import Deps
 
 
 async def _locked(conn: asyncpg.Connection, principal: Principal, fact_id: int):

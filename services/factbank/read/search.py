@@ -23,12 +23,13 @@ import asyncpg
 import msgspec
 import numpy as np
 
-from factbank import cache as cache_mod
-from factbank import embedder as embedder_mod
-from factbank import facts, fusion, lexicon
 from factbank.models import Hit, SearchResult, Via
-from factbank.observability import EMBEDDER_FALLBACKS, RECALL_BELOW_FLOOR, RECALL_RESULTS
-from factbank.tokenizer import language, tokenize
+from factbank.read import cache as cache_mod
+from factbank.read import embedder as embedder_mod
+from factbank.read import fusion, lexicon
+from factbank.read.tokenizer import language, tokenize
+from factbank.runtime.observability import EMBEDDER_FALLBACKS, RECALL_BELOW_FLOOR, RECALL_RESULTS
+from factbank.store import facts
 
 log = logging.getLogger(__name__)
 CANDIDATES = 50  # per leg

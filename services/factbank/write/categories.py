@@ -6,9 +6,10 @@ import asyncio
 
 import asyncpg
 
-from factbank import audit, facts, redaction
-from factbank.banks import Conflict, Principal
-from factbank.gate import Refused
+from factbank.store import audit, facts
+from factbank.store.banks import Conflict, Principal
+from factbank.write import redaction
+from factbank.write.gate import Refused
 
 
 async def list_all(conn: asyncpg.Connection, bank_id: int) -> list[dict]:

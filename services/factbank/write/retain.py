@@ -16,14 +16,16 @@ from dataclasses import dataclass, field
 import asyncpg
 import numpy as np
 
-from factbank import audit, claims, embedder, facts, gate, lexicon
-from factbank.banks import NotFound, Principal
-from factbank.gate import Prepared, Refused
 from factbank.models import Fact, NewFact
-from factbank.observability import REDACTIONS, WRITES
-from factbank.settings import Settings
-from factbank.tokenizer import language
+from factbank.read import embedder, lexicon
+from factbank.read.tokenizer import language
+from factbank.runtime.observability import REDACTIONS, WRITES
+from factbank.runtime.settings import Settings
+from factbank.store import audit, facts
+from factbank.store.banks import NotFound, Principal
 from factbank.trust import DEFAULT as POLICY
+from factbank.write import claims, gate
+from factbank.write.gate import Prepared, Refused
 
 NEAR = 0.90  # cosine of e5-small passages: "port 8080" vs "port 8081" 0.988, unrelated ~0.86
 
@@ -531,7 +533,7 @@ async def import_many(
     carries a `Restore` is stored as it was exported (status, trust, supersede link); one
     without is retained like `add_many` (a repeat in other words still reinforces). Only the
     facts to store are embedded."""
-    from factbank import redaction  # local: keeps this addition out of the module's imports
+    from factbank.write import redaction  # local: keeps this addition out of the module's imports
 
     async with deps.pool.acquire() as conn:
         prepared, errors = await _gated(conn, deps, principal, items)

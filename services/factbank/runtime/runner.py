@@ -20,7 +20,7 @@ from typing import Any
 
 import uvicorn
 
-from factbank.settings import Settings
+from factbank.runtime.settings import Settings
 
 
 class _Server(uvicorn.Server):
@@ -56,7 +56,7 @@ async def run_services(
 ) -> None:
     """Serve until Ctrl-C. `on_ready` is called once, after every service answers /readyz
     with 200 (`factbank up` prints its banner then, not before)."""
-    from factbank.observability import configure_logging
+    from factbank.runtime.observability import configure_logging
 
     configure_logging(settings.log_level)
     ports = ports or {"ingest": settings.ingest_port, "recall": settings.recall_port}

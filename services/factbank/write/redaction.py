@@ -414,7 +414,7 @@ def redact_fields(
 
 
 def _refuse(findings: list[Finding]) -> None:
-    from factbank.gate import Refused  # the gate imports this module
+    from factbank.write.gate import Refused  # the gate imports this module
 
     raise Refused(
         [

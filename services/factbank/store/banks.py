@@ -14,8 +14,9 @@ from datetime import datetime
 
 import asyncpg
 
-from factbank import audit, redaction
-from factbank.audit import Actor
+from factbank.store import audit
+from factbank.store.audit import Actor
+from factbank.write import redaction
 
 SCOPES = ("read", "write", "admin")
 TOKEN_PREFIX = "fb_"

