@@ -16,7 +16,7 @@ from litestar.params import FromPath, JSONBody, Parameter
 from factbank.models import Fact, NewFact, Strict
 from factbank.runtime.settings import Settings
 from factbank.runtime.web import create_app, requires, runtime
-from factbank.store import timeline
+from factbank.store import facts, timeline
 from factbank.store.banks import Principal
 from factbank.write import categories, lifecycle, redaction, retain
 from factbank.write.gate import Refused
@@ -437,9 +437,7 @@ class WriteVersion:
             user = scope.get("user")
             if message["type"] == "http.response.start" and message["status"] < 400 and user:
                 async with runtime(scope["app"]).pool.acquire() as conn:
-                    version = await conn.fetchval(
-                        "SELECT version FROM banks WHERE id = $1", user.bank_id
-                    )
+                    version = await facts.bank_version(conn, user.bank_id)
                 message["headers"] = [
                     *message.get("headers", []),
                     (b"x-factbank-version", str(version).encode()),

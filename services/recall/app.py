@@ -206,20 +206,9 @@ async def stats(request: Request) -> dict:
     rt = runtime(request)
     r = recall_of(request)
     async with rt.reader.acquire() as conn:
-        by_status = await conn.fetch(
-            "SELECT status, count(*) AS n FROM facts WHERE bank_id = $1 GROUP BY status",
-            request.user.bank_id,
-        )
-        bank = await conn.fetchrow(
-            "SELECT name, kind, version, doc_count, total_len FROM banks WHERE id = $1",
-            request.user.bank_id,
-        )
+        counts = await facts.bank_stats(conn, request.user.bank_id)
     return {
-        "bank": bank["name"],
-        "kind": bank["kind"],
-        "version": bank["version"],
-        "facts": {r["status"]: r["n"] for r in by_status},
-        "index": {"documents": bank["doc_count"], "tokens": bank["total_len"]},
+        **counts,
         "embedder": r.embedder.name if r.embedder else None,
         "embedder_error": r.embedder_error,
         "cache": cache_of(r, request.user.bank_id),

@@ -62,7 +62,7 @@ class Recall:
         if not min_version or self.primary is None or self.primary is self.pool:
             return self.pool
         async with self.pool.acquire() as conn:
-            version = await conn.fetchval("SELECT version FROM banks WHERE id = $1", bank_id)
+            version = await facts.bank_version(conn, bank_id)
         return self.pool if (version or 0) >= min_version else self.primary
 
 
@@ -210,7 +210,7 @@ async def search(
         return SearchResult(results=[], degraded=degraded)
     pool = await r.pool_for(bank_id, min_version)
     async with pool.acquire() as conn:
-        version = await conn.fetchval("SELECT version FROM banks WHERE id = $1", bank_id)
+        version = await facts.bank_version(conn, bank_id)
         key = f"r:{bank_id}:{version}:" + cache_mod.digest(
             query, project, limit, mode, category, use_floor, companions
         )

@@ -35,6 +35,7 @@ from litestar.openapi.spec import Components, SecurityScheme
 from litestar.plugins.prometheus import PrometheusConfig, PrometheusController
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
+from factbank.errors import BadInput
 from factbank.read import embedder
 from factbank.runtime.observability import REFUSALS, AccessLog
 from factbank.runtime.settings import Settings
@@ -100,10 +101,6 @@ class BearerAuth(AbstractAuthenticationMiddleware):
         if principal is None:
             raise NotAuthorizedException("invalid or revoked token")
         return AuthenticationResult(user=principal, auth=token)
-
-
-class BadInput(ValueError):
-    """A request value no route can store: a NUL, an integer beyond int64, nesting too deep."""
 
 
 def check_value(value: Any, where: str = "body") -> None:

@@ -14,20 +14,13 @@ from datetime import datetime
 
 import asyncpg
 
+from factbank.errors import Conflict, NotFound
 from factbank.store import audit
 from factbank.store.audit import Actor
 from factbank.write import redaction
 
 SCOPES = ("read", "write", "admin")
 TOKEN_PREFIX = "fb_"
-
-
-class NotFound(LookupError):
-    """A bank, member or token does not exist (or is not visible to the caller)."""
-
-
-class Conflict(ValueError):
-    """The thing already exists."""
 
 
 @dataclass(frozen=True)

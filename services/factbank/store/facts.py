@@ -167,6 +167,28 @@ async def bump_version(conn: asyncpg.Connection, bank_id: int) -> None:
     await conn.execute("UPDATE banks SET version = version + 1 WHERE id = $1", bank_id)
 
 
+async def bank_version(conn: asyncpg.Connection, bank_id: int) -> int | None:
+    """The bank's version as `bump_version` left it (None: no such bank)."""
+    return await conn.fetchval("SELECT version FROM banks WHERE id = $1", bank_id)
+
+
+async def bank_stats(conn: asyncpg.Connection, bank_id: int) -> dict:
+    """A bank's name, kind and version, its facts by status and its lexical index size."""
+    by_status = await conn.fetch(
+        "SELECT status, count(*) AS n FROM facts WHERE bank_id = $1 GROUP BY status", bank_id
+    )
+    bank = await conn.fetchrow(
+        "SELECT name, kind, version, doc_count, total_len FROM banks WHERE id = $1", bank_id
+    )
+    return {
+        "bank": bank["name"],
+        "kind": bank["kind"],
+        "version": bank["version"],
+        "facts": {r["status"]: r["n"] for r in by_status},
+        "index": {"documents": bank["doc_count"], "tokens": bank["total_len"]},
+    }
+
+
 async def events(conn: asyncpg.Connection, bank_id: int, fact_id: int) -> list[dict]:
     rows = await conn.fetch(
         """SELECT e.id, e.kind, e.trust_before, e.trust_after, m.name AS member, e.agent,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from factbank.errors import Refused
 from factbank.models import NewFact
 from factbank.write import redaction
 
@@ -39,14 +40,6 @@ _LOG_LINE = re.compile(
 )
 _SHA = re.compile(r"^[0-9a-f]{7,40}$", re.IGNORECASE)
 _URL = re.compile(r"^https?://\S+$", re.IGNORECASE)
-
-
-class Refused(ValueError):
-    """The fact was refused: `reasons` lists each problem as {field, reason}."""
-
-    def __init__(self, reasons: list[dict[str, str]]) -> None:
-        self.reasons = reasons
-        super().__init__("; ".join(f"{r['field']}: {r['reason']}" for r in reasons))
 
 
 @dataclass

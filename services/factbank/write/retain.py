@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import asyncpg
 import numpy as np
 
+from factbank.errors import BatchRefused
 from factbank.models import Fact, NewFact
 from factbank.read import embedder, lexicon
 from factbank.read.tokenizer import language
@@ -414,14 +415,6 @@ async def add(deps: Deps, principal: Principal, item: NewFact) -> Outcome:
         return (await add_many(deps, principal, [item]))[0]
     except BatchRefused as exc:
         raise Refused(exc.errors[0]["reasons"]) from None
-
-
-class BatchRefused(ValueError):
-    """Some items of a batch were refused; nothing was stored. `errors` has index + reasons."""
-
-    def __init__(self, errors: list[dict]) -> None:
-        self.errors = errors
-        super().__init__(f"{len(errors)} item(s) refused; nothing was stored")
 
 
 async def supersede(
