@@ -29,8 +29,9 @@ The method: a confidence in cosine units, one squash, one gate.
    zh>zh 0 (the reference), zh>en +0.0134, en>zh +0.0235, en>en -0.0416 (English answers
    score higher); facts with tags +0.0303. Before centring the cross-language offsets had to
    be +0.1175 / +0.14, and they wrecked bilingual banks (below).
-5. relevance = logistic((confidence - 0.0774) / 0.01): 0.5 at the gate (`floor_for`).
-6. Gate and companions (`apply_floor`; the recall service counts what it removes). The gate
+5. relevance = logistic((confidence - 0.0774) / 0.01): 0.5 at the gate (`FusionParams.floor`).
+6. Gate and companions (`apply_floor`, the one gate: the recall service runs it as the evals
+   do, and counts what it removes). The gate
    decides for the whole query: if its best hit is below relevance 0.5, nothing at all is
    returned. A search whose best hit clears it also returns the hits within 0.02 of the gate
    (confidence >= 0.0574, relevance >= 0.12); what is injected into a prompt unasked, and any
@@ -210,10 +211,11 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Container, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
+from typing import NamedTuple
 
 import numpy as np
 
@@ -238,6 +240,31 @@ class LegHit:
     # fact's language (`doc_lang`).
     lang: str | None = None
     form: str | None = None
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """What fusion needs for one query: both legs' hits and what is known of the query and of
+    each fact. `raw_scores` and `fuse` take this one object (the recall service builds it in
+    its legs step, the evals from their own legs), so the two can never be fed differently.
+
+    `query_terms` is the number of distinct query tokens (factbank.read.tokenizer.tokenize);
+    `query_lang` and `doc_lang` are factbank.read.tokenizer.language labels ("zh", "en",
+    "mixed") of the query and of each fact's content; a fact missing from `doc_lang` is
+    treated as mixed. `doc_tagged` says which facts were saved with tags (they are embedded
+    with them, so they are compared with the tagged background). `background` is
+    `Background.for_query(query vector, background vectors)`; without one, fixed typical
+    means are used (`fallback_mean_*`): it still works, but cannot remove the query's own
+    hubness.
+    """
+
+    lexical: Sequence[LegHit]
+    dense: Sequence[LegHit]
+    query_terms: int
+    query_lang: str
+    doc_lang: Mapping[int, str] = field(default_factory=dict)
+    doc_tagged: Mapping[int, bool] = field(default_factory=dict)
+    background: Background | None = None
 
 
 # --- the background ---------------------------------------------------------------------------
@@ -489,27 +516,17 @@ def cohort_means(dense: Sequence[LegHit], doc_lang: Mapping[int, str] | None = N
             for g, v in groups.items()}
 
 
-def raw_scores(
-    lexical: Sequence[LegHit],
-    dense: Sequence[LegHit],
-    query_terms: int,
-    query_lang: str,
-    doc_lang: Mapping[int, str] | None = None,
-    params: FusionParams = DEFAULT,
-    *,
-    background: Background | None = None,
-    doc_tagged: Mapping[int, bool] | None = None,
-    cohort: Mapping[bool, float] | None = None,
-) -> list[tuple[int, float]]:
+def raw_scores(c: Candidates, params: FusionParams = DEFAULT, *,
+               cohort: Mapping[bool, float] | None = None) -> list[tuple[int, float]]:
     """Every candidate's confidence (cosine units, 0 = as close as unrelated text), best first,
-    ties by fact id. This is the scale the floor was measured on; `fuse` squashes it to [0, 1].
+    ties by fact id. This is the scale the gate was measured on; `fuse` squashes it to [0, 1].
 
     With `cohort` (`cohort_means` of the same dense hits) it is the ranking score instead:
     each dense hit's level blends its language group's cohort mean with its background level
     (`bank_share`). Rank by it; gate by the plain confidence.
     """
-    langs = doc_lang or {}
-    tags = doc_tagged or {}
+    lexical, dense, query_terms, query_lang = c.lexical, c.dense, c.query_terms, c.query_lang
+    langs, tags, background = c.doc_lang, c.doc_tagged, c.background
     cos: dict[int, float] = {}
     for h in dense:
         cos[h.fact_id] = max(cos.get(h.fact_id, -math.inf), h.score)
@@ -570,44 +587,14 @@ def relevance(raw: float, params: FusionParams = DEFAULT) -> float:
     return 1.0 / (1.0 + math.exp(-z))
 
 
-def fuse(
-    lexical: Sequence[LegHit],
-    dense: Sequence[LegHit],
-    query_terms: int,
-    query_lang: str,
-    doc_lang: Mapping[int, str] | None = None,
-    params: FusionParams = DEFAULT,
-    *,
-    background: Background | None = None,
-    doc_tagged: Mapping[int, bool] | None = None,
-) -> list[tuple[int, float]]:
+def fuse(c: Candidates, params: FusionParams = DEFAULT) -> list[tuple[int, float]]:
     """Fuse both legs into [(fact_id, relevance in [0, 1])], best first, ties by fact id.
 
-    `query_terms` is the number of distinct query tokens (factbank.read.tokenizer.tokenize);
-    `query_lang` and `doc_lang` are factbank.read.tokenizer.language labels ("zh", "en",
-    "mixed") of the query and of each fact's content. A fact missing from `doc_lang` (or no
-    map at all) is treated as mixed.
-
-    `background` is `Background.for_query(query vector, background vectors)` for this query;
-    `doc_tagged` says which facts were saved with tags (they are embedded with them, so they
-    are compared with the tagged background). Without a background, fixed typical means are
-    used (`fallback_mean_*`): it still works, but cannot remove the query's own hubness.
-
-    Every candidate is returned, so the caller can count what the floor removed; apply the
-    floor with `apply_floor` or compare with `floor_for`. Relevance is comparable across
-    queries, language pairs and bank sizes, which is what lets one floor serve them all.
+    Every candidate is returned, so the gate (`apply_floor`) can count what it removes.
+    Relevance is comparable across queries, language pairs and bank sizes, which is what lets
+    one gate serve them all.
     """
-    raw = raw_scores(lexical, dense, query_terms, query_lang, doc_lang, params,
-                     background=background, doc_tagged=doc_tagged)
-    return [(fid, relevance(score, params)) for fid, score in raw]
-
-
-def floor_for(query_lang: str, params: FusionParams = DEFAULT) -> float:
-    """The relevance the best hit of a query must reach (the gate). One value for every
-    language: the language pair is already folded into each score, so the query language is
-    accepted only so callers need not change if a pair ever needs its own floor."""
-    del query_lang
-    return params.floor
+    return [(fid, relevance(score, params)) for fid, score in raw_scores(c, params)]
 
 
 def companion_floor(params: FusionParams = DEFAULT) -> float:
@@ -616,19 +603,55 @@ def companion_floor(params: FusionParams = DEFAULT) -> float:
     return relevance(gate - params.companion_drop, params)
 
 
-def thresholds(companions: bool = True, params: FusionParams = DEFAULT) -> tuple[float, float]:
-    """(gate, after): the relevance a query's best hit must reach, and what the hits after it
-    need: the companion floor, or with `companions=False` (what is injected unasked) the gate
-    itself. `apply_floor` and the recall service both read them here."""
-    return params.floor, (companion_floor(params) if companions else params.floor)
+class Passed(NamedTuple):
+    """A hit the gate let through: `companion` when it is below the gate itself and came
+    only because a better hit of the same query cleared it."""
+
+    fact_id: int
+    relevance: float
+    companion: bool
 
 
-def apply_floor(fused: Sequence[tuple[int, float]], params: FusionParams = DEFAULT,
-                *, companions: bool = True) -> list[tuple[int, float]]:
-    """Nothing when the best hit is below the gate (principle 5: nothing rather than noise);
-    otherwise the hits at or above the companion floor, or with `companions=False` (what is
-    injected unasked) only the hits that clear the gate themselves. `fused` is best first."""
-    gate, after = thresholds(companions, params)
-    if not fused or fused[0][1] < gate:
-        return []
-    return [(fid, rel) for fid, rel in fused if rel >= after]
+@dataclass(frozen=True)
+class Gated:
+    """What the gate let through, best first, and how many candidates it refused."""
+
+    passed: list[Passed]
+    below: int
+
+
+def apply_floor(fused: Sequence[tuple[int, float]], params: FusionParams = DEFAULT, *,
+                companions: bool = True, lexical_only: bool = False,
+                eligible: Container[int] | None = None, use_floor: bool = True) -> Gated:
+    """The gate: nothing unless the best eligible hit reaches `params.floor` (principle 5:
+    nothing rather than noise); after it, the hits at or above the companion floor.
+
+    One number for every language: the language pair is already folded into each score
+    (the `offset_*`), so the gate takes no query language.
+
+    `fused` is `fuse`'s output, best first. `eligible` (the recall service's: facts that
+    still hold, in the asked category, superseded ones standing for their successor) says
+    which candidates may be returned at all; an ineligible hit neither passes nor opens the
+    gate for the others, and is not counted as refused. Every hit must clear the gate itself
+    with `companions=False` (what is injected unasked) and with `lexical_only` (no dense leg:
+    companions were calibrated on fused scores, and with the lexical leg alone only strong
+    matches reach the gate, `lexical_only_min_evidence`). `use_floor=False`: no gate, every
+    eligible hit passes (the evals' unfloored runs). `below` counts the candidates under the
+    floor that applied to them: the gate before the first hit passed, the companion floor
+    after it.
+    """
+    if use_floor:
+        gate = params.floor
+        after = companion_floor(params) if companions and not lexical_only else gate
+    else:
+        gate = after = -math.inf
+    passed: list[Passed] = []
+    below = 0
+    for fact_id, rel in fused:
+        if rel < (after if passed else gate):
+            below += 1
+            continue
+        if eligible is not None and fact_id not in eligible:
+            continue
+        passed.append(Passed(fact_id, rel, bool(passed) and rel < gate))
+    return Gated(passed, below)
