@@ -364,7 +364,7 @@ class AgentMemory:
 
 def load_agent_memory(path: Path = AGENT_MEMORY) -> AgentMemory:
     """All 180 facts, indexed as the product does (content + tags), languages of the content."""
-    from factbank.read.fusion import tagged_text
+    from factbank.read.lexicon import indexed_text
 
     with (path / "facts.jsonl").open(encoding="utf-8") as fh:
         facts = [json.loads(line) for line in fh if line.strip()]
@@ -373,7 +373,7 @@ def load_agent_memory(path: Path = AGENT_MEMORY) -> AgentMemory:
     pos = {f["id"]: i for i, f in enumerate(facts)}
     return AgentMemory(
         ids=[f["id"] for f in facts],
-        texts=[tagged_text(f["content"], f["tags"]) for f in facts],
+        texts=[indexed_text(f["content"], f["tags"]) for f in facts],
         langs=[text_language(f["content"]) for f in facts],
         query_ids=[q["id"] for q in queries],
         query_texts=[q["text"] for q in queries],
@@ -591,9 +591,10 @@ def am_calibration_items(am: AgentMemory, corpus: Corpus, runs: list[QueryRun], 
 
 def six_fact_report(bg, params) -> list[dict]:
     """The issue's six-fact bank: what each query gets above the floor."""
-    from factbank.read.fusion import apply_floor, relevance, tagged_text
+    from factbank.read.fusion import apply_floor, relevance
+    from factbank.read.lexicon import indexed_text
 
-    texts = [tagged_text(c, t) for c, t in SIX_FACTS]
+    texts = [indexed_text(c, t) for c, t in SIX_FACTS]
     corpus = index_corpus([str(i) for i in range(len(texts))], texts,
                           langs=[text_language(c) for c, _ in SIX_FACTS],
                           tagged=[True] * len(texts))

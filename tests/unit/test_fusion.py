@@ -29,9 +29,7 @@ from factbank.read.fusion import (
     load_background,
     raw_scores,
     relevance,
-    tagged_text,
 )
-from factbank.read.lexicon import indexed_text
 from factbank.read.tokenizer import cjk_share, language
 
 GATE = DEFAULT.floor  # one gate for every language: the pair is folded into each score
@@ -94,12 +92,6 @@ def test_shipped_background_is_bilingual_parallel_and_tagged():
     both = [e for e in entries if any(cjk_share(t) > 0.5 for t in e.tags)
             and any(cjk_share(t) == 0 for t in e.tags)]
     assert len(both) >= 0.8 * len(entries)
-
-
-def test_tagged_text_is_what_the_index_embeds():
-    # The tagged background must be embedded exactly as facts are, or its mean is off.
-    assert tagged_text("port 8080", ["api", "端口"]) == indexed_text("port 8080", ["api", "端口"])
-    assert tagged_text("port 8080", []) == indexed_text("port 8080", [])
 
 
 def test_background_texts_are_plain_then_tagged():

@@ -68,6 +68,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from factbank.read.lexicon import indexed_text
+
 BACKGROUND_FILE = "background.jsonl"
 
 
@@ -140,17 +142,13 @@ def load_background() -> tuple[BackgroundEntry, ...]:
     return tuple(out)
 
 
-def tagged_text(content: str, tags: Sequence[str]) -> str:
-    """The text a fact is embedded as: `lexicon.indexed_text` (a test keeps the two equal)."""
-    return content if not tags else content + "\n" + " ".join(tags)
-
-
 def background_texts(entries: Sequence[BackgroundEntry] | None = None) -> list[str]:
     """The passages to embed, in `BackgroundVectors` order: every sentence plain, then every
-    sentence with its tags (the form of a fact saved with tags). Embed them as passages with
+    sentence with its tags, exactly as a fact saved with tags is embedded
+    (`lexicon.indexed_text`: a different form would put the tagged mean off). Embed them with
     the bank's own embedder (`embedder.embed_passages`, so they are cached like facts)."""
     entries = load_background() if entries is None else entries
-    return [e.text for e in entries] + [tagged_text(e.text, e.tags) for e in entries]
+    return [e.text for e in entries] + [indexed_text(e.text, e.tags) for e in entries]
 
 
 @dataclass(frozen=True)
