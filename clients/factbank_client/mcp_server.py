@@ -23,7 +23,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import httpx
 from mcp.server.mcpserver import Context, MCPServer
@@ -40,6 +40,7 @@ from factbank_client.client import (
     matched_question,
 )
 from factbank_client.project import project_key, repo_root
+from factbank_client.schema import Origin, SourceKind
 
 log = logging.getLogger("factbank.mcp")
 
@@ -137,9 +138,6 @@ ADD_CATEGORY_DESCRIPTION = """\
 Add a category to a bank's registry, only when no existing category fits a whole class of \
 facts (check `list_categories` first). Names: lowercase letters, digits, '-' or '_'.\
 """
-
-SourceKind = Literal["file", "url", "commit", "command", "user", "doc"]
-Origin = Literal["user", "verified", "inferred"]
 
 Content = Annotated[str, Field(description="The fact: one atomic claim, a sentence or two, "
                                            "self-contained (name the system it is about).")]

@@ -23,9 +23,7 @@ from factbank_client.client import (
     to_import_item,
 )
 from factbank_client.project import project_key, repo_root
-
-SOURCE_KINDS = ("file", "url", "commit", "command", "user", "doc")
-ORIGINS = ("user", "verified", "inferred")
+from factbank_client.schema import ORIGINS, SOURCE_KINDS
 
 
 def register(sub) -> None:
