@@ -31,15 +31,15 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from factbank_client import config as client_config
+from factbank_client import render
 from factbank_client.client import (
     AGENT_HEADER,
     DEFAULT_TIMEOUT,
     Client,
     FactbankError,
-    check_file_quote,
-    matched_question,
+    new_fact,
 )
-from factbank_client.project import project_key, repo_root
+from factbank_client.project import project_key
 from factbank_client.schema import Origin, SourceKind
 
 log = logging.getLogger("factbank.mcp")
@@ -181,47 +181,9 @@ def _fail(exc: FactbankError) -> ToolError:
     return ToolError(str(exc))
 
 
-def _fact_line(fact: dict, bank: str | None = None, match: float | None = None,
-               companion: bool = False) -> str:
-    src = fact.get("source") or {}
-    where = f"{src.get('kind', '?')} {src.get('location') or ''}".strip()
-    label = f"{bank}, " if bank else ""
-    flags = " tentative" if fact.get("tentative") else ""
-    flags += f", match {match:.2f}" if match is not None else ""
-    flags += ", below the gate" if companion else ""
-    status = "" if fact.get("status") == "active" else f" {fact.get('status')}"
-    return (f"#{fact['id']} [{label}trust {fact.get('effective_trust', fact.get('trust', 0)):.2f}"
-            f"{status}{flags}] {fact['content']} (source: {where}; "
-            f"tags: {', '.join(fact.get('tags') or []) or '-'})")
-
-
-def _when(value: Any) -> str:
-    return str(value or "-")[:16].replace("T", " ")
-
-
 NO_QUESTIONS = ("It has no questions, so only searches worded like it will find it: call add "
                 "again with the same content plus 2-4 `questions` (English and Chinese); a "
                 "repeat adds them to this fact.")
-
-
-def _outcome_text(outcome: dict) -> str:
-    fact = outcome["fact"]
-    verb = "Reinforced existing" if outcome["status"] == "reinforced" else "Stored"
-    lines = [f"{verb} fact #{fact['id']} in {outcome.get('bank', fact.get('bank'))} "
-             f"(trust {fact['trust']:.2f})."]
-    for item in outcome.get("redacted") or []:
-        lines.append(f"Redacted a {item.get('kind', 'secret')} from {item.get('field', '?')}; "
-                     "never send secrets.")
-    if outcome.get("possible_duplicate_of"):
-        ids = [int(i) for i in outcome["possible_duplicate_of"]]
-        lines.append(f"Similar but different claim(s) already stored: "
-                     f"{', '.join(f'#{i}' for i in ids)}. If they no longer hold, call supersede "
-                     f"with replaces={[*ids, fact['id']]}; if they still hold, nothing to do.")
-    elif outcome.get("note"):
-        lines.append(str(outcome["note"]))
-    if not fact.get("questions"):
-        lines.append(NO_QUESTIONS)
-    return "\n".join(lines)
 
 
 def build_server(client_for: ClientFor, *, local_files: bool,
@@ -242,24 +204,13 @@ def build_server(client_for: ClientFor, *, local_files: bool,
                 "tags is required: give 3-8 short tags naming the topic, the systems and their "
                 "aliases, in English and Chinese, e.g. tags=[\"pnpm\", \"包管理器\", "
                 "\"package manager\", \"node\"]; nothing was saved")
-        location = source_location
-        if source_kind == "file" and local_files:
-            cwd = Path.cwd()
-            try:
-                location = check_file_quote(source_location, quote, cwd=cwd,
-                                            root=repo_root(cwd)).location
-            except FactbankError as exc:
-                raise ToolError(f"refused: {exc}") from None
-        fact: dict[str, Any] = {"content": content, "category": category,
-                                "source": {"kind": source_kind, "location": location},
-                                "quote": quote, "tags": tags, "origin": origin,
-                                "tentative": tentative}
-        if questions:
-            fact["questions"] = questions
-        project = default_project() if project is None else project
-        if project:
-            fact["project"] = project
-        return fact
+        try:
+            return new_fact(content, category, source_kind, source_location, quote, tags=tags,
+                            questions=questions, origin=origin, tentative=tentative,
+                            project=default_project() if project is None else project,
+                            check_files=local_files)
+        except FactbankError as exc:
+            raise ToolError(f"refused: {exc}") from None
 
     @server.tool(description=ADD_DESCRIPTION, structured_output=False)
     def add(content: Content, category: Category, source_kind: Kind, source_location: Location,
@@ -270,7 +221,7 @@ def build_server(client_for: ClientFor, *, local_files: bool,
         fact = build_fact(content, category, source_kind, source_location, quote, tags,
                           questions, origin, tentative, project)
         try:
-            return _outcome_text(client_for(ctx).add(fact))
+            return render.outcome_text(client_for(ctx).add(fact), str, NO_QUESTIONS)
         except FactbankError as exc:
             raise _fail(exc) from None
 
@@ -285,19 +236,7 @@ def build_server(client_for: ClientFor, *, local_files: bool,
             data = client_for(ctx).search(query, project=project or None, limit=limit)
         except FactbankError as exc:
             raise _fail(exc) from None
-        lines = []
-        for r in data["results"]:
-            lines.append(_fact_line(r["fact"], r["bank"], r.get("relevance"),
-                                    bool(r.get("companion"))))
-            if matched_question(r):
-                lines.append(f"    (matched its question: {matched_question(r)!r})")
-            if r.get("via"):
-                lines.append(f"    (found via outdated #{r['via']['superseded']}, replaced "
-                             f"because: {r['via'].get('reason') or '-'})")
-        for bank, why in (data.get("degraded") or {}).items():
-            lines.append(f"(note: {bank} search degraded: {why})")
-        return "\n".join(lines) if data["results"] else \
-            "\n".join(["No stored fact matches; proceed, and add what you learn.", *lines[0:]])
+        return render.search_text(data)
 
     @server.tool(description=GET_DESCRIPTION, structured_output=False)
     def get(id: FactId, ctx: Context) -> str:
@@ -305,28 +244,7 @@ def build_server(client_for: ClientFor, *, local_files: bool,
             data = client_for(ctx).history(id)
         except FactbankError as exc:
             raise _fail(exc) from None
-        fact = data["fact"]
-        by = fact.get("created_by") or {}
-        lines = [_fact_line(fact, data["bank"]),
-                 f"quote: {fact['quote']!r}",
-                 f"questions: {' | '.join(fact.get('questions') or []) or '-'}",
-                 f"category: {fact['category']}; project: {fact.get('project') or '-'}; "
-                 f"origin: {fact['origin']}; by {by.get('member', '?')}/{by.get('agent') or '-'}"
-                 f" at {_when(fact['created_at'])}"]
-        for e in data.get("events") or []:
-            before, after = e.get("trust_before"), e.get("trust_after")
-            trust = f"{after}" if before is None else f"{before} -> {after}"
-            lines.append(f"  {_when(e['created_at'])} {e['kind']} (trust {trust})"
-                         f" by {e.get('member') or '?'}/{e.get('agent') or '-'}"
-                         + (f": {e['reason']}" if e.get("reason") else ""))
-        for old in data.get("supersedes") or []:
-            lines.append(f"replaced #{old['id']}: {old['content']} "
-                         f"(because: {old.get('supersede_reason') or '-'})")
-        current = data.get("current")
-        if current and current["id"] != fact["id"]:
-            lines.append(f"OUTDATED: superseded ({fact.get('supersede_reason') or '-'}); current:"
-                         f" {_fact_line(current)}")
-        return "\n".join(lines)
+        return render.history_text(data)
 
     @server.tool(description=SUPERSEDE_DESCRIPTION, structured_output=False)
     def supersede(replaces: Annotated[list[int], Field(min_length=1, description="Ids of the "
@@ -344,15 +262,14 @@ def build_server(client_for: ClientFor, *, local_files: bool,
             outcome = client_for(ctx).supersede(fact, replaces, reason)
         except FactbankError as exc:
             raise _fail(exc) from None
-        return (f"Stored fact #{outcome['fact']['id']} in {outcome['bank']}; it supersedes "
-                f"{', '.join(f'#{i}' for i in replaces)} ({reason}).")
+        return render.superseded_text(outcome, replaces, reason)
 
     def judge(method: str, verb: str, fact_id: int, reason: str, ctx: Context) -> str:
         try:
             fact = getattr(client_for(ctx), method)(fact_id, reason)
         except FactbankError as exc:
             raise _fail(exc) from None
-        return f"{verb} #{fact['id']}: status {fact['status']}, trust now {fact['trust']:.2f}."
+        return render.judged_text(verb, fact)
 
     @server.tool(description=CONFIRM_DESCRIPTION, structured_output=False)
     def confirm(id: FactId, reason: Reason, ctx: Context) -> str:
@@ -372,13 +289,7 @@ def build_server(client_for: ClientFor, *, local_files: bool,
             data = client_for(ctx).categories()
         except FactbankError as exc:
             raise _fail(exc) from None
-        lines = []
-        for bank, cats in data.items():
-            lines.append(f"{bank}:")
-            lines.extend(f"  {c['name']} ({c.get('facts', 0)} facts"
-                         + (", injected at session start" if c.get("auto_inject") else "")
-                         + f"): {c.get('description') or ''}" for c in cats)
-        return "\n".join(lines)
+        return render.categories_text(data)
 
     @server.tool(description=ADD_CATEGORY_DESCRIPTION, structured_output=False)
     def add_category(name: Annotated[str, Field(description="lowercase, e.g. runbooks")],
