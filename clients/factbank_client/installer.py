@@ -140,20 +140,21 @@ def hook_command(event: str, python: str | None = None, script: str | None = Non
 
 
 @dataclass(frozen=True)
-class Runtime:
-    """What the installed entries run: this interpreter and this copy of hooks.py (tests
+class Launcher:
+    """What the installed entries launch: this interpreter and this copy of hooks.py (tests
     pass another, to install "from another path")."""
 
     python: str = ""
     script: str = ""
 
     @classmethod
-    def current(cls) -> Runtime:
+    def current(cls) -> Launcher:
         return cls(python_exe(), hook_script())
 
 
-def hook_handlers(rt: Runtime) -> dict[str, dict]:
-    return {event: {"type": "command", "command": hook_command(arg, rt.python, rt.script),
+def hook_handlers(launcher: Launcher) -> dict[str, dict]:
+    return {event: {"type": "command",
+                    "command": hook_command(arg, launcher.python, launcher.script),
                     "timeout": HOOK_TIMEOUT}
             for event, arg in HOOK_EVENTS.items()}
 
@@ -324,10 +325,10 @@ def _copy(data: dict) -> dict:
 # --- pieces shared by the harnesses -----------------------------------------------------------
 
 
-def install_hooks(edits: Edits, entry: dict, path: Path, rt: Runtime) -> None:
+def install_hooks(edits: Edits, entry: dict, path: Path, launcher: Launcher) -> None:
     data, style = _json(edits, path)
     before, created = _copy(data), []
-    files.set_hooks(data, hook_handlers(rt), created)
+    files.set_hooks(data, hook_handlers(launcher), created)
     _record(entry, path, created_file=not edits.existed(path), containers=created)
     _write_json(edits, entry, path, before, data, style)
 
@@ -364,10 +365,10 @@ def uninstall_block(edits: Edits, entry: dict, path: Path) -> None:
 # --- Claude Code -------------------------------------------------------------------------------
 
 
-def install_claude(edits: Edits, entry: dict, paths: Paths, rt: Runtime,
+def install_claude(edits: Edits, entry: dict, paths: Paths, launcher: Launcher,
                    notes: list[str]) -> None:
     settings = paths.claude_settings()
-    install_hooks(edits, entry, settings, rt)
+    install_hooks(edits, entry, settings, launcher)
     data, style = _json(edits, settings)
     before, created = _copy(data), []
     allow = files.ensure(data, ("permissions", "allow"), list, created)
@@ -383,7 +384,7 @@ def install_claude(edits: Edits, entry: dict, paths: Paths, rt: Runtime,
     if MCP_NAME in servers and not files.is_our_mcp(servers[MCP_NAME]):
         notes.append(f"replaced a '{MCP_NAME}' MCP server in {cj} that was not factbank's "
                      "stdio server")
-    servers[MCP_NAME] = {"type": "stdio", "command": rt.python,
+    servers[MCP_NAME] = {"type": "stdio", "command": launcher.python,
                          "args": mcp_args(MCP_AGENT["claude"]), "env": {}}
     _record(entry, cj, created_file=not edits.existed(cj), containers=created)
     _write_json(edits, entry, cj, before, data, style)
@@ -420,9 +421,9 @@ def uninstall_claude(edits: Edits, entry: dict, paths: Paths) -> None:
 # --- Codex -------------------------------------------------------------------------------------
 
 
-def _codex_server(rt: Runtime) -> dict[str, Any]:
+def _codex_server(launcher: Launcher) -> dict[str, Any]:
     return {
-        "command": rt.python,
+        "command": launcher.python,
         "args": mcp_args(MCP_AGENT["codex"]),
         # The server reads the factbank client config itself; these only pass overrides on.
         "env_vars": list(CODEX_ENV_VARS),
@@ -438,9 +439,9 @@ def _toml_doc(edits: Edits, path: Path) -> dict:
         raise InstallError(f"{path} is not valid TOML ({exc}); nothing was changed") from exc
 
 
-def install_codex(edits: Edits, entry: dict, paths: Paths, rt: Runtime,
+def install_codex(edits: Edits, entry: dict, paths: Paths, launcher: Launcher,
                   notes: list[str]) -> None:
-    install_hooks(edits, entry, paths.codex_hooks(), rt)
+    install_hooks(edits, entry, paths.codex_hooks(), launcher)
 
     path = paths.codex_config()
     doc = _toml_doc(edits, path)
@@ -450,7 +451,7 @@ def install_codex(edits: Edits, entry: dict, paths: Paths, rt: Runtime,
     if (doc.get("features") or {}).get("hooks") is False:
         notes.append(f"{path} has [features] hooks = false: Codex will not run factbank's "
                      "hooks until that is removed")
-    server = _codex_server(rt)
+    server = _codex_server(launcher)
     _record(entry, path, created_file=not edits.existed(path))
     if current != server:
         try:
@@ -492,9 +493,9 @@ def uninstall_codex(edits: Edits, entry: dict, paths: Paths) -> None:
 # --- Pi ----------------------------------------------------------------------------------------
 
 
-def install_pi(edits: Edits, entry: dict, paths: Paths, rt: Runtime,
+def install_pi(edits: Edits, entry: dict, paths: Paths, launcher: Launcher,
                notes: list[str]) -> None:
-    del rt, notes
+    del launcher, notes
     ext = paths.pi_extension()
     text = edits.read(ext)
     if text is not None and PI_MARKER not in text:
@@ -563,13 +564,13 @@ def expand(names: list[str] | tuple[str, ...]) -> list[str]:
 
 
 def plan_install(names: list[str] | tuple[str, ...], paths: Paths,
-                 rt: Runtime | None = None) -> Plan:
-    rt = rt or Runtime.current()
+                 launcher: Launcher | None = None) -> Plan:
+    launcher = launcher or Launcher.current()
     manifest = load_manifest(paths)
     edits, notes = Edits(), []
     for h in expand(names):
         entry = manifest["harnesses"].setdefault(h, {})
-        INSTALL[h](edits, entry, paths, rt, notes)
+        INSTALL[h](edits, entry, paths, launcher, notes)
     changes = edits.changes()
     for c in changes:
         if c.old is None and c.new is not None:
