@@ -11,7 +11,10 @@ What each harness gets (all in the user's home, never in a project):
   `env_vars` passes FACTBANK_* through), the block in `~/.codex/AGENTS.md`. Codex runs a hook
   only once the user trusted it (`/hooks` in Codex, or `--trust` here).
 * Pi: the extension `~/.pi/agent/extensions/factbank.ts` (Pi has no command hooks and no MCP)
-  and the block in `~/.pi/agent/AGENTS.md`.
+  and the block in `~/.pi/agent/AGENTS.md`. The extension is written from the package's
+  `assets/pi/factbank.ts` with the tool texts of `assets/tools.toml` and the constants of
+  `schema.py` filled in (`pi_extension_text`), so Pi describes its tools in the MCP server's
+  words; a re-install after an upgrade rewrites it with the new texts.
 
 Why it is built like this (principle 8): every edit is computed first as (path, old text, new
 text), so `--dry-run` prints exactly the diff that would be written; entries are found again by
@@ -36,6 +39,7 @@ from typing import Any
 
 from factbank_client import installer_files as files
 from factbank_client import installer_toml as toml
+from factbank_client import tools
 from factbank_client.config import create_private_temp
 
 HARNESSES = ("claude", "codex", "pi")
@@ -52,6 +56,8 @@ CODEX_ENV_VARS = ("FACTBANK_CONFIG", "FACTBANK_URL", "FACTBANK_RECALL_URL", "FAC
                   "FACTBANK_TEAM_TOKEN")
 PI_EXTENSION = "factbank.ts"
 PI_MARKER = "factbank-extension"
+# Where the extension's SHARED constant gets its value (see pi_extension_text).
+PI_SHARED = "/* factbank:shared */ null as unknown as Shared"
 MANIFEST_VERSION = 1
 
 
@@ -165,6 +171,16 @@ def mcp_args(agent: str) -> list[str]:
 
 def asset_text(*parts: str) -> str:
     return resources.files("factbank_client").joinpath("assets", *parts).read_text("utf-8")
+
+
+def pi_extension_text() -> str:
+    """The Pi extension as installed: the asset with `tools.pi_shared()` (the tool texts and
+    the wire constants) written in as a JSON literal where SHARED is declared."""
+    text = asset_text("pi", PI_EXTENSION)
+    if text.count(PI_SHARED) != 1:
+        raise InstallError(f"the packaged {PI_EXTENSION} lacks its SHARED declaration")
+    shared = json.dumps(tools.pi_shared(), ensure_ascii=False, indent=2)
+    return text.replace(PI_SHARED, "/* factbank:shared */ " + shared)
 
 
 # --- pending edits ---------------------------------------------------------------------------
@@ -500,7 +516,7 @@ def install_pi(edits: Edits, entry: dict, paths: Paths, launcher: Launcher,
     text = edits.read(ext)
     if text is not None and PI_MARKER not in text:
         raise InstallError(f"{ext} exists and is not factbank's extension; move it away first")
-    new = asset_text("pi", PI_EXTENSION)
+    new = pi_extension_text()
     _record(entry, ext, created_file=text is None)
     if new != text:
         edits.write(ext, new)

@@ -219,6 +219,9 @@ def test_install_all_into_existing_config(home: Path) -> None:
 
     ext = home / ".pi" / "agent" / "extensions" / "factbank.ts"
     assert installer.PI_MARKER in ext.read_text()
+    # Written with the tool texts and constants filled in, never as the bare asset.
+    assert ext.read_text() == installer.pi_extension_text()
+    assert installer.PI_SHARED not in ext.read_text() and '"factbank_search"' in ext.read_text()
     assert (home / ".pi" / "agent" / "extensions" / "other.ts").read_text() == PI_OTHER_EXT
 
 
