@@ -5,7 +5,8 @@ render.py writes that text)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -60,6 +61,13 @@ def project(args) -> str | None:
     if getattr(args, "no_project", False):
         return None
     return args.project or project_key(Path.cwd())
+
+
+def bank_notes(notes: Mapping[str, str] | None, what: str) -> None:
+    """What happened to some banks on the way (a degraded search, a bank skipped), on stderr:
+    `factbank: <bank><what>: <why>`, one line each."""
+    for bank, why in (notes or {}).items():
+        print(f"factbank: {bank}{what}: {why}", file=sys.stderr)
 
 
 def show(args, data: Any, lines: Callable[[], Iterable[str]]) -> int:

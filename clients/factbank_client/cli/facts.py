@@ -224,8 +224,7 @@ def cmd_search(args) -> int:
     if args.json:
         print_json(data)
         return 0
-    for bank, why in (data.get("degraded") or {}).items():
-        print(f"factbank: {bank}: degraded: {why}", file=sys.stderr)
+    common.bank_notes(data.get("degraded"), ": degraded")
     if not data["results"]:
         print("no facts above the recall floor")
         return 0
@@ -408,8 +407,7 @@ def cmd_inject_preview(args) -> int:
     if args.json:
         print_json(data)
         return 0
-    for bank, why in (data.get("errors") or {}).items():
-        print(f"factbank: {bank} skipped: {why}", file=sys.stderr)
+    common.bank_notes(data.get("errors"), " skipped")
     if not data["text"]:
         print(f"(nothing would be injected: no facts above the floor; {kind})", file=sys.stderr)
         return 0
