@@ -507,23 +507,12 @@ def table(result: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from factbank_evals.cli import bench_arguments
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_arguments(parser)
+    bench_arguments(parser)
     args = parser.parse_args(argv)
     return run_cli(args)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--sizes", default="1000,10000,100000",
-                        help="bank sizes, comma-separated (default 1000,10000,100000)")
-    parser.add_argument("--queries", type=int, default=40, help="queries per size and kind")
-    parser.add_argument(
-        "--ingest-n", type=int, default=50, help="single adds (0: skip the ingest rows)"
-    )
-    parser.add_argument("--ingest-batch", type=int, default=200, help="facts in the batch import")
-    parser.add_argument("--hook-runs", type=int, default=20, help="runs per hook (0: skip)")
-    parser.add_argument("--out", default=None, help="also write bench.json and bench.md here")
-    parser.add_argument("--json", action="store_true", help="print JSON for scripts")
 
 
 def run_cli(args) -> int:
