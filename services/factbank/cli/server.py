@@ -1,4 +1,9 @@
-"""Server-side commands: `up` (the embedded default), `migrate`, `serve`."""
+"""Server-side commands: `up` (the embedded default), `migrate`, `serve`.
+
+Registered through the `factbank.commands` entry points; this package's `__init__` leaves
+them out of a light client install. The store and the runner are imported when a command
+runs, not when `factbank` builds its parser (they pull in asyncpg, litestar and numpy).
+"""
 
 from __future__ import annotations
 
