@@ -5,9 +5,9 @@ egg-info never lands in the checkout) and the `[project] dependencies` of pyproj
 nothing else: no --system-site-packages, so no asyncpg, litestar or numpy. Every module of
 `factbank_client` must import there without importing server or eval code, `factbank --help`
 must list exactly the client commands and name the extra, and a server command must say how to
-get it. Creating the venv takes about half a minute on a quiet machine (more with the shared
-cores busy): `slow`, but in the default run. Without a package index pip cannot install the
-dependencies: then it skips, saying so.
+get it. Creating the venv costs about 45 s of CPU (pip, from its cache; 2-3 minutes of wall
+time with the shared cores busy): `slow`, but in the default run. Without a package index pip
+cannot install the dependencies: then it skips, saying so.
 """
 
 from __future__ import annotations
