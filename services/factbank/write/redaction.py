@@ -88,8 +88,14 @@ from detect_secrets.plugins.high_entropy_strings import (
     HexHighEntropyString,
 )
 from detect_secrets.plugins.jwt import JwtTokenDetector
+from detect_secrets.plugins.keyword import (
+    C_PLUS_PLUS_REGEX_TO_GROUP,
+    COMMON_C_DENYLIST_REGEX_TO_GROUP,
+    FOLLOWED_BY_COLON_EQUAL_SIGNS_REGEX,
+    QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP,
+    KeywordDetector,
+)
 from detect_secrets.plugins.keyword import DENYLIST as KEYWORD_DENYLIST
-from detect_secrets.plugins.keyword import KeywordDetector
 from detect_secrets.plugins.mailchimp import MailchimpDetector
 from detect_secrets.plugins.openai import OpenAIDetector
 from detect_secrets.plugins.private_key import PrivateKeyDetector
@@ -102,6 +108,8 @@ from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 from kingfisher_sdk import Rules as _KingfisherRules
 from kingfisher_sdk import Scanner as _KingfisherScanner
+
+from factbank.write import gitleaks_rules
 
 __all__ = [
     "PLUGINS",
@@ -155,6 +163,17 @@ _REGEX_PLUGINS: tuple[tuple[RegexBasedDetector, str], ...] = (
 _VALUE_GROUP_PLUGINS = (AWSKeyDetector, BasicAuthDetector)
 _PRIVATE_KEY = PrivateKeyDetector()
 _KEYWORD = KeywordDetector()
+# detect-secrets' keyword regexes of every language it knows, each searched on a line: quoted
+# ``name = "v"``, ``name: "v"``, ``"v" == name``, ``name => "v"`` (Python, JS, Java, Swift,
+# Terraform), Go's ``name := v``, C and Objective-C's ``name[25] = @"v"``, C++'s
+# ``name("v")`` and ``name.assign("v")``. Its unquoted config forms are left to the
+# assignment rule, which knows placeholders and YAML better.
+_KEYWORD_REGEXES = {
+    **QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP,
+    FOLLOWED_BY_COLON_EQUAL_SIGNS_REGEX: 4,
+    **COMMON_C_DENYLIST_REGEX_TO_GROUP,
+    **C_PLUS_PLUS_REGEX_TO_GROUP,
+}
 # KeywordDetector's regexes are slow (~1 ms for a 500-char line); each of its quote-requiring
 # patterns needs one of its keywords and a quote, so lines without both are skipped up front.
 _KEYWORD_GATE = re.compile("|".join(KEYWORD_DENYLIST), re.IGNORECASE)
@@ -196,7 +215,8 @@ def _scanner() -> _KingfisherScanner:
     if scanner is None:
         with _scanner_lock:
             if _scanner_rules is None:
-                _scanner_rules = _KingfisherRules(confidence="low")
+                gitleaks_rules.warm_up()
+                _scanner_rules = _KingfisherRules([gitleaks_rules.path()], confidence="low")
             rules = _scanner_rules
         # base64=False: decoding every base64-looking run costs time on every write and finds
         # secrets inside blobs that the entropy rule redacts whole anyway.
@@ -261,7 +281,8 @@ _PUTTY_END = re.compile(r"Private-MAC: *[0-9a-fA-F]+")
 # ``scheme://[user]:password@host`` (user may be empty: ``redis://:pw@host``). The password
 # runs to the last ``@`` before the host, so ``p@ss`` inside a password is covered.
 _URL_PASSWORD = re.compile(
-    r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*:(?P<v>[^\s/@]+(?:@[^\s/@]+)*)@"
+    r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@\"'`]*:"
+    r"(?P<v>[^\s/@\"'`]+(?:@[^\s/@\"'`]+)*)@"
 )
 
 _USER_FLAG = re.compile(r"(?<!\S)(?:-u|--user)[ =][\"']?[^\s:\"']+:(?P<v>[^\s\"']+)")
@@ -270,7 +291,10 @@ _USER_FLAG = re.compile(r"(?<!\S)(?:-u|--user)[ =][\"']?[^\s:\"']+:(?P<v>[^\s\"'
 
 _SECRET_WORDS = (
     r"password|passwd|passphrase|pwd|pass|secret|token|credentials?|"
-    r"api[_\-]?key|apikey|key"
+    r"api[_\-]?key|apikey|key|"
+    # the same words in other languages (de, es, pt, fr, nl, sv, fi, pl, cs, tr, ru)
+    r"passwort|kennwort|geheimnis|contrase[ñn]a|clave|senha|segredo|secreto|"
+    r"mot_?de_?passe|wachtwoord|l[öo]senord|salasana|has[łl]o|heslo|[şs]ifre|пароль"
 )
 _ASSIGNMENT = re.compile(
     r"(?<![A-Za-z0-9_\-.])(?P<q>[\"']?)(?P<name>-{0,2}[A-Za-z0-9_.\-]*?(?:"
@@ -282,9 +306,24 @@ _ASSIGNMENT = re.compile(
     r"|(?P<uv>[^\s\"'`,;&<>()\[\]{}，。；：、（）「」]{1,512}))",
     re.IGNORECASE,
 )
-_SECRET_NAME_END = re.compile(r"(?:" + _SECRET_WORDS + r"|contrase[ñn]a)$", re.IGNORECASE)
+_SECRET_NAME_END = re.compile(r"(?:" + _SECRET_WORDS + r")$", re.IGNORECASE)
+# The secret words anywhere in a name (``db_password_prod``, ``apikey_myservice``).
+_SECRET_WORD = re.compile(_SECRET_WORDS, re.IGNORECASE)
+# What a name says *about* a secret rather than holding it, after its secret word:
+# ``password_hash``, ``PASSWORD_MIN_LENGTH``, ``token_url``, ``secretName``, ``key_id``.
+_METADATA_TAIL = re.compile(
+    r"(?:hash|digest|salt|name|id|ids|length|len|size|min|max|count|url|uri|endpoint|host"
+    r"|path|file|dir|env|var|type|kind|field|label|header|param|policy|rule|regex|pattern"
+    r"|format|prompt|hint|question|reset|expiry|expires?|ttl|timeout|age|rotation|version"
+    r"|enabled|required|optional|valid|strength|manager|store|provider|ref|arn|location"
+    r"|content|input|error|message|placeholder|changed|updated|created|date|at|budget"
+    r"|limit|mode|scope|alias|prefix|suffix|template|source|config|settings|example)"
+    r"(?![a-z])",
+    re.IGNORECASE,
+)
 _NAME_BEFORE = re.compile(
-    r"([A-Za-z0-9_.\-]+)[\"'\]]*\s*(?::=|=>|[!=]==?|=|:|\(|\.assign\()?\s*@?[\"'`]$"
+    r"([A-Za-z0-9_.\-]+)(?:\[[0-9]*\])?[\"'\]]*\s*(?::=|=>|[!=]==?|=|:|\(|\.assign\()?\s*@?"
+    r"[\"'`]$"
 )
 _NAME_AFTER = re.compile(r"[\"'`]\s*[!=]==?\s*([A-Za-z0-9_.\-]+)")
 # "the password is hunter2", "api key was ..."; needs a secret-shaped value.
@@ -296,9 +335,20 @@ _PROSE = re.compile(
     r"(?:(?P<q>[\"'`])(?P<qv>[^\"'`\n]{1,200})(?P=q)|(?P<uv>[^\s\"'`,;<>()\[\]{}，。；：、（）]+))",
     re.IGNORECASE,
 )
-# Chinese: 密码是 hunter2 / 密钥：AKIA... / 令牌为 xyz
+# Other languages: "das Passwort ist ...", "la contraseña es ...", "o segredo é ...".
+_PROSE_INTL = re.compile(
+    r"(?<![A-Za-z])(?P<name>passwort|kennwort|contrase[ñn]a|clave|senha|segredo|secreto"
+    r"|mot de passe|wachtwoord|l[öo]senord|salasana|has[łl]o|heslo|[şs]ifre|пароль)"
+    r"\s+(?:ist|lautet|es|est|é|is|är|on|jest|je|:|—|-)\s+"
+    r"(?:(?P<q>[\"'`«„“])(?P<qv>[^\"'`»“”\n]{1,200})[\"'`»“”]"
+    r"|(?P<uv>[^\s\"'`,;<>()\[\]{}]+))",
+    re.IGNORECASE,
+)
+# Chinese, Japanese, Korean: 密码是 hunter2 / 密钥：AKIA... / パスワードは ... / 비밀번호: ...
 _ZH = re.compile(
-    r"(?:(?:密码|口令|密钥|秘钥|私钥|令牌|凭证|凭据)\s*(?:是|为|：|:|=)?"
+    r"(?:(?:密码|口令|密钥|秘钥|私钥|令牌|凭证|凭据|密碼|金鑰|密鑰|憑證|權杖|パスワード|暗証番号"
+    r"|秘密鍵|アクセスキー|トークン|비밀번호|암호|토큰|비밀\s?키)"
+    r"\s*(?:是|为|為|は|が|는|은|:|：|=)?"
     r"|(?<![A-Za-z])(?:token|api ?key|secret|password|access ?key)\s*(?:是|为))"
     r"\s*[「“\"'`]?(?P<uv>[!-~]+?)(?=[\s」”\"'`，。；、）]|[^\x00-\x7f]|$)",
     re.IGNORECASE,
@@ -519,8 +569,14 @@ def _example_span(text: str, span: _Span) -> bool:
     value = text[start:end]
     if _example_value(value):
         return True
+    if kind in _GENERIC_PRIORITY:
+        return False
+    # A provider shape that starts inside a longer number is not that provider's token
+    # (a Telegram ``<8-10 digits>:<35>`` inside ``arn:aws:sns:...:111122223333:...``).
+    if value[:1].isdigit() and start > 0 and text[start - 1].isdigit():
+        return True
     # A provider-shaped match (not a named value) must have a random body.
-    return kind not in _GENERIC_PRIORITY and kind != "jwt" and _identifier_token(value)
+    return kind != "jwt" and _identifier_token(value)
 
 
 def _scanner_spans(text: str) -> list[_Span]:
@@ -538,6 +594,8 @@ def _scanner_spans(text: str) -> list[_Span]:
             end = len(data[:end].decode("utf-8", "ignore"))
         value = text[start:end]
         if not value.strip() or _scanner_placeholder(value):
+            continue
+        if not gitleaks_rules.kept(finding.rule_id, text, start, end):
             continue
         out.append((start, end, _scanner_kind(finding.rule_id)))
     return out
@@ -574,6 +632,8 @@ def _plugin_spans(text: str) -> list[_Span]:
                         text[start:end].rstrip(".")
                     ):
                         end = m.end()
+                        if not _json_segment(text[start:end].split(".", 1)[0]):
+                            continue  # eyJAAAA.eyJBBB: JWT-shaped, but no JSON header
                 if kind == "aws_access_key" and not value_group_match(m):
                     # an access key id is a whole word: not TODAYINASIAASACKOFRICEFELLOVER
                     if _alnum_at(text, start - 1) or _alnum_at(text, end):
@@ -617,6 +677,17 @@ def _identifier_token(value: str) -> bool:
         return False
     if all(_HEX_RUN.match(p) for p in words):
         return False  # hex words (cafebabe:deadbeef) are valid hex credentials
+    letters = "".join(words)
+    if (
+        len(words) >= 2
+        and letters.islower()
+        and len(letters) >= 16
+        and sum(c in "aeiouy" for c in letters) >= 0.3 * len(letters)
+    ):
+        # snake_case words (``hf_servingcell..._h_prio``): several lowercase parts with the
+        # vowels of words; a random base62 or [a-z0-9] body of 16+ characters has a digit or
+        # a capital in all but ~1 in 200,000 cases, and random letters are ~23% vowels.
+        return True
     longest = max(words, key=len)
     if len(longest) < 6:
         return False
@@ -739,6 +810,8 @@ def _assignment_spans(text: str) -> list[_Span]:
         group = "qv" if quoted else "uv"
         value = m.group(group)
         start = m.start(group)
+        if quoted and m.group("qq") == "`" and " " in value.strip():
+            continue  # a shell command substitution: KEY=`vault read -field=x secret/app`
         if not quoted:
             if value.endswith(("..", "…")):
                 continue  # elided: OP_SERVICE_ACCOUNT_TOKEN=ops_eyJzaWdu...
@@ -757,7 +830,7 @@ def _assignment_spans(text: str) -> list[_Span]:
             standalone=at_line_end,
         ):
             out.append((start, start + len(value), "assignment"))
-    for pattern in (_PROSE, _ZH):
+    for pattern in (_PROSE, _PROSE_INTL, _ZH):
         for m in pattern.finditer(text):
             group = "qv" if m.groupdict().get("qv") is not None else "uv"
             value = m.group(group) if group == "qv" else _trim_unquoted(m.group(group))
@@ -783,8 +856,7 @@ def _keyword_plugin_spans(text: str) -> list[_Span]:
         # (heuristic.is_indirect_reference is not applied: it is quadratic in the line length,
         # and every pattern used here requires a quoted literal, which a call is not.)
         if ("'" in line or '"' in line) and _KEYWORD_GATE.search(line):
-            for secret in _KEYWORD.analyze_line(filename="fact.py", line=line):
-                value = secret.secret_value or ""
+            for value in set(_KEYWORD.analyze_string(line, _KEYWORD_REGEXES)):
                 if not _keyword_value_ok(value, line):
                     continue
                 for m in re.finditer(re.escape(value), line):
@@ -796,11 +868,27 @@ def _keyword_plugin_spans(text: str) -> list[_Span]:
 
 def _named_secret_literal(line: str, start: int, end: int) -> bool:
     """KeywordDetector matches any name *containing* a keyword (``SECRET_CONTENT``,
-    ``password_hash``, ``secretName``); keep only literals whose name ends in one."""
+    ``password_hash``, ``secretName``): keep literals whose name ends in one, and, behind a
+    qualified name (``password_super_secure``), only values shaped like a key."""
     before = _NAME_BEFORE.search(line, 0, start)
     after = _NAME_AFTER.match(line, end)
-    names = [m.group(1) for m in (before, after) if m]
-    return any(_SECRET_NAME_END.search(n) and _is_secret_name(n) for n in names)
+    strengths = {_secret_name(m.group(1)) for m in (before, after) if m}
+    if "strong" in strengths:
+        return True
+    return "weak" in strengths and _key_like(line[start:end])
+
+
+def _key_like(value: str) -> bool:
+    """A value that could only be key material, whatever names it: no spaces, 8+ characters
+    of two or more symbol classes, and not an identifier made of words."""
+    return (
+        len(value) >= 8
+        and not any(c.isspace() for c in value)
+        and _secretish(value)
+        and not _PLAIN_IDENTIFIER.match(value)
+        and not _name_like(value)
+        and not _camel_identifier(value)
+    )
 
 
 def _keyword_value_ok(value: str, line: str) -> bool:
@@ -817,6 +905,8 @@ def _keyword_value_ok(value: str, line: str) -> bool:
         )
     ):
         return False
+    if re.fullmatch(r"[\w.$]+\(.*\)", value):
+        return False  # a call: ``token := getToken()``
     # ``secretName: "db-credentials"`` names a secret; only password-ish lines take plain words.
     if re.fullmatch(r"[a-z]+(?:[-_.][a-z]+)*", value):
         return bool(re.search(r"pass|pwd|contrase", line, re.IGNORECASE))
@@ -985,17 +1075,37 @@ def _url_component(text: str, start: int) -> bool:
 
 def _is_secret_name(name: str) -> bool:
     """The name must *end* in a secret word (``DB_PASSWORD`` yes, ``PASSWORD_MIN_LENGTH`` no),
-    and a bare ``key``/``pass`` must be its own word (``AWS_KEY``, ``apiKey``; not ``monkey``,
-    ``bypass``)."""
-    bare = name.lstrip("-")
-    low = bare.lower()
-    for word in ("key", "pass"):
-        if low.endswith(word) and not low.endswith(("apikey", "passkey")):
-            head = bare[: -len(word)]
-            camel = bare[-len(word)].isupper() and head[-1:].islower()
-            if head and head[-1] not in "_.-" and not camel:
-                return False
-    return True
+    and a bare ``key``/``pass`` glued to what precedes it must not be an English word that
+    merely ends so (``monkey``, ``hotkey``, ``bypass``, ``compass``); config compounds
+    (``dbpass``, ``sshkey``, ``GITHUBKEY``, ``rootpass``) are names."""
+    low = name.lstrip("-").lower()
+    return not _WORD_NOT_NAME.search(low)
+
+
+# English words ending in "key" or "pass" that are not secret names.
+_WORD_NOT_NAME = re.compile(
+    r"(?:monkey|donkey|turkey|hockey|jockey|whiskey|lackey|turnkey|hotkey"
+    r"|bypass|compass|impass|overpass|surpass|trespass|underpass)$"
+)
+
+
+def _secret_name(name: str) -> str | None:
+    """``"strong"`` when the name ends in a secret word (``DB_PASSWORD``); ``"weak"`` when a
+    secret word is followed by a qualifier that is not metadata (``password_super_secure``,
+    ``apikey_myservice``, ``db_pass_prod``); None otherwise (``password_hash``,
+    ``PASSWORD_MIN_LENGTH``, ``token_url``, ``secretName``)."""
+    bare = name.lstrip("-@$")
+    if _SECRET_NAME_END.search(bare) and _is_secret_name(bare):
+        return "strong"
+    last = None
+    for m in _SECRET_WORD.finditer(bare):
+        last = m
+    if last is None:
+        return None
+    tail = bare[last.end() :].lstrip("_.-")
+    if not tail or _METADATA_TAIL.match(tail) or not re.match(r"[A-Za-z0-9]", tail):
+        return None
+    return "weak"
 
 
 def _accept_assignment(
@@ -1010,6 +1120,8 @@ def _accept_assignment(
 ) -> bool:
     if len(value) < 4 or _is_placeholder(value) or _looks_like_path_or_url(value):
         return False
+    if not any(c.isalnum() for c in value):
+        return False  # punctuation only: ``password = ",.:-?!"`` is a separator or a mask
     if value.isdigit() and len(value) < 12:
         return False
     low = re.sub(r"[_.\-]", "", name.lower())
