@@ -118,8 +118,14 @@ def kept(rule_id: str, text: str, start: int, end: int) -> bool:
     line_start = text.rfind("\n", 0, start) + 1
     line_end = text.find("\n", end)
     line = text[line_start : len(text) if line_end < 0 else line_end]
-    match = _match_around(rule.regex, text, start, end) or secret
-    return not any(a.allows(secret, match, line) for a in rule.allowlists)
+    whole = match(rule_id, text, start, end) or secret
+    return not any(a.allows(secret, whole, line) for a in rule.allowlists)
+
+
+def match(rule_id: str, text: str, start: int, end: int) -> str | None:
+    """The whole match of one of these rules whose secret is ``text[start:end]``."""
+    rule = _rules().get(rule_id)
+    return _match_around(rule.regex, text, start, end) if rule else None
 
 
 def _match_around(regex: re.Pattern[str], text: str, start: int, end: int) -> str | None:

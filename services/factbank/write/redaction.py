@@ -109,7 +109,7 @@ from detect_secrets.plugins.twilio import TwilioKeyDetector
 from kingfisher_sdk import Rules as _KingfisherRules
 from kingfisher_sdk import Scanner as _KingfisherScanner
 
-from factbank.write import gitleaks_rules
+from factbank.write import gitleaks_rules, pairs
 
 __all__ = [
     "PLUGINS",
@@ -330,8 +330,11 @@ _NAME_AFTER = re.compile(r"[\"'`]\s*[!=]==?\s*([A-Za-z0-9_.\-]+)")
 _PROSE = re.compile(
     r"(?<![A-Za-z])(?P<name>password|passphrase|passwd|secret|token|api[ _\-]?key|access key"
     r"|secret key|credentials?|key)"
-    r"(?:\s+(?:in|for|on|of|from|at)\s+[\w.\-/]{1,40}){0,2}"  # "credential in Vault is"
+    r"(?:(?:\s+(?:in|for|on|of|from|at)\s+[\w.\-/]{1,40}){0,2}"  # "credential in Vault is"
     r"\s+(?:is|was|are)\s+"
+    # "the password for the admin user: ..." (a colon only after such a phrase: "cache key:
+    # user123" is a field, not a secret)
+    r"|(?:\s+(?:in|for|on|of|from|at)(?:\s+[\w.\-/]{1,40}){1,3}){1,2}\s*:\s+)"
     r"(?:(?P<q>[\"'`])(?P<qv>[^\"'`\n]{1,200})(?P=q)|(?P<uv>[^\s\"'`,;<>()\[\]{}，。；：、（）]+))",
     re.IGNORECASE,
 )
@@ -546,6 +549,7 @@ def _detect(text: str) -> list[_Span]:
     spans += _user_flag_spans(text)
     spans += _bearer_spans(text)
     spans += _assignment_spans(text)
+    spans += _pair_spans(text)
     spans += _keyword_plugin_spans(text)
     spans = [s for s in spans if not _example_span(text, s)]
     # Kingfisher adds what the layers above missed. Where they found something too, their
@@ -597,8 +601,23 @@ def _scanner_spans(text: str) -> list[_Span]:
             continue
         if not gitleaks_rules.kept(finding.rule_id, text, start, end):
             continue
+        if finding.rule_id == _GITLEAKS_GENERIC and _prose_name(text, start, end):
+            continue
         out.append((start, end, _scanner_kind(finding.rule_id)))
     return out
+
+
+_GITLEAKS_GENERIC = gitleaks_rules.PREFIX + "generic-api-key"
+
+
+def _prose_name(text: str, start: int, end: int) -> bool:
+    """gitleaks' generic rule lets up to 20 characters of words and spaces sit between its
+    keyword and the separator (``api key =``), which in prose reads a sentence as a name:
+    ``The key is a UUID: 123e...``. Two or more spaces in that name make it a sentence;
+    prose that names a secret is the prose rule's to judge."""
+    whole = gitleaks_rules.match(_GITLEAKS_GENERIC, text, start, end) or ""
+    name = whole[: max(0, whole.rfind(text[start:end]))].rstrip(" \t'\"`=:>,|?")
+    return name.strip().count(" ") >= 2
 
 
 def _scanner_kind(rule_id: str) -> str:
@@ -845,6 +864,28 @@ def _assignment_spans(text: str) -> list[_Span]:
             # horse battery staple'"); bare, it must look like one (not "the token is expired").
             if group == "qv" or _secretish(value) or value.isdigit():
                 out.append((m.start(group), m.start(group) + len(value), "assignment"))
+    return out
+
+
+def _pair_spans(text: str) -> list[_Span]:
+    """Values whose name is a tag, a sibling field, an argument or the command
+    (``factbank.write.pairs``), judged as an assignment would be. A value with a space in it
+    is not taken from such a pair (``t("api_key", "API key")`` is a label)."""
+    out: list[_Span] = []
+    for name, value, start, quoted in pairs.pairs(text):
+        strength = _secret_name(name)
+        if strength is None:
+            continue
+        if not quoted:
+            value = _trim_unquoted(value)
+        if not value or any(c.isspace() for c in value):
+            continue
+        if strength == "weak" and not _key_like(value):
+            continue
+        if _accept_assignment(
+            name, value, "=", quoted=True, spaced=False, spaced_after=False, standalone=True
+        ):
+            out.append((start, start + len(value), "assignment"))
     return out
 
 

@@ -1,0 +1,121 @@
+"""Name/value pairs whose name and value are apart: the shapes of config files and commands.
+
+The assignment rule in ``redaction`` reads ``NAME=value``, ``name: value`` and ``"name":
+"value"``, where the name sits right before its value. Config formats and command lines also
+put a credential where the name is a tag, a sibling field, an earlier argument or the command
+itself:
+
+* XML elements and key/value attributes: ``<password>v</password>``,
+  ``<entry key="api.token">v</entry>``, ``<add key="DbPassword" value="v"/>``,
+  ``<property name="password" value="v"/>`` (Java, .NET, Maven, Spring configs);
+* name/value siblings: ``- name: DB_PASSWORD`` then ``value: v`` (Kubernetes env, Helm),
+  ``{"name": "API_TOKEN", "value": "v"}``, ``ParameterKey``/``ParameterValue``
+  (CloudFormation);
+* call arguments: ``getenv("DB_PASSWORD", "v")`` (a default), ``define('DB_PASSWORD', 'v')``,
+  ``setProperty("password", "v")``, ``headers.put("X-Api-Key", "v")``;
+* Dockerfile's legacy ``ENV DB_PASSWORD v``;
+* SQL: ``IDENTIFIED BY 'v'``, ``WITH PASSWORD 'v'``;
+* password flags of common commands: ``mysql -u root -pv``, ``sshpass -p v``,
+  ``redis-cli -a v``, ``docker login -u bot -p v`` (and podman, nerdctl, helm, oras).
+
+Each yields ``(name, value, start, quoted)``; ``redaction`` decides, with the same tests as for
+an assignment (placeholders, templates, paths, the name's strength), whether the value is a
+secret. Every pattern starts with a literal or is gated by one, so a text without ``<``,
+``",``, ``ENV``, ``value`` or the command names costs a few substring checks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+Pair = tuple[str, str, int, bool]  # name, value, start of value, quoted
+
+_XML_ELEMENT = re.compile(
+    r"<(?P<tag>[A-Za-z_][\w.:\-]{0,60})(?P<attrs>\s[^<>]{0,300})?>"
+    r"(?P<v>[^<>\n]{1,300})</(?P=tag)\s*>"
+)
+_XML_NAME_ATTR = re.compile(r"\b(?:key|name|id)\s*=\s*[\"']([^\"'<>\n]{1,80})[\"']", re.I)
+_XML_KEY_VALUE = re.compile(
+    r"\b(?:key|name)\s*=\s*(?P<q>[\"'])(?P<name>[^\"'<>\n]{1,80})(?P=q)\s+"
+    r"value\s*=\s*(?P<q2>[\"'])(?P<v>[^\"'\n]{0,300})(?P=q2)",
+    re.I,
+)
+_SIBLINGS = re.compile(
+    r"[\"']?(?:name|key|parameterkey)[\"']?\s*:\s*(?P<q>[\"']?)(?P<name>[\w.\-]{1,80})(?P=q)"
+    r"\s*(?:,\s*|\n[ \t]*-?[ \t]*)[\"']?(?:value|parametervalue)[\"']?\s*:[ \t]*"
+    r"(?:(?P<q2>[\"'])(?P<qv>[^\"'\n]{0,300})(?P=q2)|(?P<uv>[^\s\"'#,}][^\n,}#]{0,300}))",
+    re.I,
+)
+_CALL_ARGS = re.compile(
+    r"(?P<q>[\"'])(?P<name>[\w.\-]{1,80})(?P=q)\s*,\s*(?P<q2>[\"'])(?P<v>[^\"'\n]{1,300})(?P=q2)"
+)
+_DOCKER_ENV = re.compile(
+    r"(?m)^[ \t]*ENV[ \t]+(?P<name>[A-Za-z_]\w*)[ \t]+"
+    r"(?:(?P<q>[\"'])(?P<qv>[^\"'\n]{1,300})(?P=q)|(?P<uv>[^\s=\"'][^\s]*))[ \t]*$"
+)
+_SQL = re.compile(
+    r"(?i)\b(?:identified[ \t]+by|(?:with[ \t]+)?(?:encrypted[ \t]+)?password)[ \t]+"
+    r"'(?P<v>[^'\n]{1,200})'"
+)
+_QV = r"(?P<q>[\"']?)(?P<v>[^\s\"']+)(?P=q)"
+_FLAGS = (
+    # mysql/mysqldump: -p glued to the password, next to a -u user
+    (
+        re.compile(r"(?<!\S)-p(?P<q>[\"']?)(?P<v>[^\s\"'\-][^\s\"']*)(?P=q)"),
+        re.compile(r"(?<!\S)-u"),
+    ),
+    (re.compile(r"(?<!\S)sshpass[ \t]+-p[ \t]*" + _QV), None),
+    (re.compile(r"(?<!\S)redis-cli\b[^\n]*?[ \t]-a[ \t]+" + _QV), None),
+    (
+        re.compile(
+            r"(?<!\S)(?:docker|podman|nerdctl|buildah|skopeo|helm(?:[ \t]+registry)?|oras)"
+            r"[ \t]+login\b[^\n]*?[ \t](?:-p|--password)[ \t]+" + _QV
+        ),
+        None,
+    ),
+)
+
+
+def pairs(text: str) -> Iterator[Pair]:
+    if "<" in text and ">" in text:
+        yield from _xml(text)
+    low = text.lower()
+    if "value" in low:
+        for m in _SIBLINGS.finditer(text):
+            quoted = m.group("qv") is not None
+            value = m.group("qv") if quoted else m.group("uv").rstrip()
+            yield m.group("name"), value, m.start("qv" if quoted else "uv"), quoted
+    if "\"," in text or "'," in text:
+        for m in _CALL_ARGS.finditer(text):
+            yield m.group("name"), m.group("v"), m.start("v"), True
+    if "ENV" in text:
+        for m in _DOCKER_ENV.finditer(text):
+            quoted = m.group("qv") is not None
+            group = "qv" if quoted else "uv"
+            yield m.group("name"), m.group(group), m.start(group), quoted
+    if "password" in low or "identified" in low:
+        for m in _SQL.finditer(text):
+            yield "password", m.group("v"), m.start("v"), True
+    if "-p" in text or "-a" in text:
+        for pattern, needs in _FLAGS:
+            for m in pattern.finditer(text):
+                line = text[text.rfind("\n", 0, m.start()) + 1 : m.start()]
+                if needs is not None and not needs.search(line):
+                    continue
+                yield "password", m.group("v"), m.start("v"), bool(m.group("q"))
+
+
+def _xml(text: str) -> Iterator[Pair]:
+    for m in _XML_ELEMENT.finditer(text):
+        raw = m.group("v")
+        value = raw.strip()
+        if not value:
+            continue
+        start = m.start("v") + (len(raw) - len(raw.lstrip()))
+        yield m.group("tag"), value, start, True
+        attrs = m.group("attrs") or ""
+        for a in _XML_NAME_ATTR.finditer(attrs):
+            yield a.group(1), value, start, True
+    for m in _XML_KEY_VALUE.finditer(text):
+        yield m.group("name"), m.group("v"), m.start("v"), True
