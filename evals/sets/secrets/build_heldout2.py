@@ -65,8 +65,16 @@ _COMMENT_ONLY = re.compile(r"^\s*(?:#|//|<!--|;|/\*|\*)")
 _STRUCTURAL = re.compile(r"^\s*[\[\]{}(),<>/\\\"'`:-]*\s*$|^\s*</?[A-Za-z_:.\-]+>\s*$")
 
 
-def _row(text: str, expected: str, value: str | None, family: str, rule: str, fixture: str,
-         src: Source, path: str) -> dict:
+def _row(
+    text: str,
+    expected: str,
+    value: str | None,
+    family: str,
+    rule: str,
+    fixture: str,
+    src: Source,
+    path: str,
+) -> dict:
     label, note = _label(expected, value, text)
     return {
         "text": text,
@@ -161,8 +169,9 @@ def build_secretlint(src: Source) -> tuple[list[dict], dict]:
             first = next(u for u in units if u[0] <= s < u[1])
             last = next(u for u in units if u[0] < e <= u[1])
             text = content[first[0] : last[1]].rstrip("\r\n")
-            rows.append(_row(text, "secret", value, family, msg.get("messageId", case), "ng",
-                             src, folder))
+            rows.append(
+                _row(text, "secret", value, family, msg.get("messageId", case), "ng", src, folder)
+            )
     return rows, stats
 
 
@@ -251,8 +260,9 @@ def build_whispers(src: Source) -> tuple[list[dict], dict]:
         stats["files"] += 1
         stem = Path(name).name.lstrip(".")
         for _ in range(2):  # beans.xml.dist -> beans
-            stem = re.sub(r"\.(?:json|xml|yml|dist|template|py2?|go|js|java|php|html|sh|txt)$",
-                          "", stem)
+            stem = re.sub(
+                r"\.(?:json|xml|yml|dist|template|py2?|go|js|java|php|html|sh|txt)$", "", stem
+            )
         family = f"whispers:{stem}"
         section: str | None = None
         floor = -1
@@ -267,8 +277,7 @@ def build_whispers(src: Source) -> tuple[list[dict], dict]:
                 continue
             row_text = _with_context(lines, i, floor)
             if section == "ok":
-                rows.append(_row(row_text, "lookalike", None, family, name, "compliant", src,
-                                 path))
+                rows.append(_row(row_text, "lookalike", None, family, name, "compliant", src, path))
                 continue
             value = _hardcoded_value(line)
             km = _KEY_OF_LINE.match(line)
@@ -276,14 +285,14 @@ def build_whispers(src: Source) -> tuple[list[dict], dict]:
             if value is None and key in keys and km:
                 after = line[km.end() :].strip().strip("\"'\\ ")
                 if len(after) >= 8:
-                    rows.append(_row(row_text, "secret", None, family, name, "noncompliant",
-                                     src, path))
+                    rows.append(
+                        _row(row_text, "secret", None, family, name, "noncompliant", src, path)
+                    )
                     continue
             if value is None:
                 stats["unlabelled_lines"] += 1
                 continue
-            rows.append(_row(row_text, "secret", value, family, name, "noncompliant", src,
-                             path))
+            rows.append(_row(row_text, "secret", value, family, name, "noncompliant", src, path))
     return rows, stats
 
 
@@ -303,8 +312,18 @@ def build_ripsecrets(src: Source) -> tuple[list[dict], dict]:
         family = f"ripsecrets:{Path(name).name}"
         for line in text.splitlines():
             if line.strip():
-                rows.append(_row(line, expected, None, family, name,
-                                 "fp" if expected == "lookalike" else "tp", src, path))
+                rows.append(
+                    _row(
+                        line,
+                        expected,
+                        None,
+                        family,
+                        name,
+                        "fp" if expected == "lookalike" else "tp",
+                        src,
+                        path,
+                    )
+                )
     return rows, {}
 
 
@@ -314,7 +333,7 @@ _TRIVY_CONFIGS = {"skip-test.yaml", "config.yaml"}
 # Built-in rules whose match trivy itself calls public, not a credential (factbank keeps it).
 _TRIVY_PUBLIC = {"stripe-publishable-token"}
 _GO_STR = r'"(?:\\.|[^"\\])*"|`[^`]*`'
-_GO_REPEAT = re.compile(r'strings\.Repeat\((' + _GO_STR + r'),\s*(\d+)\)')
+_GO_REPEAT = re.compile(r"strings\.Repeat\((" + _GO_STR + r"),\s*(\d+)\)")
 
 
 def _go_string(lit: str) -> str:
@@ -329,7 +348,7 @@ def _go_concat(expr: str, env: dict[str, str]) -> str | None:
         rep = _GO_REPEAT.fullmatch(part)
         if rep:
             out.append(_go_string(rep.group(1)) * int(rep.group(2)))
-        elif part[0] in "\"`":
+        elif part[0] in '"`':
             out.append(_go_string(part))
         elif part in env:
             out.append(env[part])
@@ -341,9 +360,7 @@ def _go_concat(expr: str, env: dict[str, str]) -> str | None:
 def _masked_value(line: str, match: str) -> str | None:
     """What ``*`` hides in trivy's masked ``Match`` of ``line`` (the longest hidden run)."""
     parts = re.split(r"(\*+)", match)
-    pattern = "".join(
-        f"(.{{{len(p)}}})" if p.startswith("*") else re.escape(p) for p in parts if p
-    )
+    pattern = "".join(f"(.{{{len(p)}}})" if p.startswith("*") else re.escape(p) for p in parts if p)
     m = re.search(pattern, line)
     if not m or not m.groups():
         return None
@@ -372,8 +389,12 @@ def build_trivy(src: Source) -> tuple[list[dict], dict]:
             }
     # openAIFinding(rule, title, severity, n): line 1, all n characters masked
     for m in re.finditer(r'\n\t(\w+) := openAIFinding\("([^"]+)",[^)]*?(\d+)\)', test):
-        wants[m.group(1)] = {"rule": m.group(2), "start": 1, "end": 1,
-                             "match": "*" * int(m.group(3))}
+        wants[m.group(1)] = {
+            "rule": m.group(2),
+            "start": 1,
+            "end": 1,
+            "match": "*" * int(m.group(3)),
+        }
     rows: list[dict] = []
     stats = {"cases": 0}
     seen_files: set[str] = set()
@@ -396,7 +417,8 @@ def build_trivy(src: Source) -> tuple[list[dict], dict]:
         findings = [
             wants[r]
             for r in refs
-            if r in wants and not wants[r]["rule"].startswith("rule")
+            if r in wants
+            and not wants[r]["rule"].startswith("rule")
             and wants[r]["rule"] not in _TRIVY_PUBLIC
         ]
         if refs and not findings:

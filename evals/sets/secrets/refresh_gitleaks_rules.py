@@ -39,9 +39,7 @@ title = "gitleaks rules not in Kingfisher's catalog"
 def _git(path: Path, *args: str) -> str:
     bare = (path / "HEAD").exists() and not (path / ".git").exists()
     where = ["--git-dir", str(path)] if bare else ["-C", str(path)]
-    return subprocess.run(
-        ["git", *where, *args], check=True, capture_output=True, text=True
-    ).stdout
+    return subprocess.run(["git", *where, *args], check=True, capture_output=True, text=True).stdout
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -86,7 +86,7 @@ def pairs(text: str) -> Iterator[Pair]:
             quoted = m.group("qv") is not None
             value = m.group("qv") if quoted else m.group("uv").rstrip()
             yield m.group("name"), value, m.start("qv" if quoted else "uv"), quoted
-    if "\"," in text or "'," in text:
+    if '",' in text or "'," in text:
         for m in _CALL_ARGS.finditer(text):
             yield m.group("name"), m.group("v"), m.start("v"), True
     if "ENV" in text:

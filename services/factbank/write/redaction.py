@@ -632,9 +632,12 @@ def _scanner_placeholder(value: str) -> bool:
 def _plugin_spans(text: str) -> list[_Span]:
     """Run each detect-secrets regex plugin's own patterns, keeping positions."""
     out: list[_Span] = []
+    lower = text.lower()
     for plugin, kind in _REGEX_PLUGINS:
         value_group = isinstance(plugin, _VALUE_GROUP_PLUGINS)
         for pattern in plugin.denylist:
+            if not _may_match(pattern, text, lower):
+                continue
             for m in pattern.finditer(text):
                 if value_group and m.lastindex:
                     group = max(range(1, m.lastindex + 1), key=lambda g: m.end(g) - m.start(g))
@@ -677,12 +680,81 @@ def _extend_token(text: str, end: int, jwt: bool = False) -> int:
 
 def _extra_token_spans(text: str) -> list[_Span]:
     out: list[_Span] = []
+    lower = text.lower()
     for pattern, kind in _EXTRA_TOKENS:
+        if not _may_match(pattern, text, lower):
+            continue
         for m in pattern.finditer(text):
             end = _extend_token(text, m.end())
             if not _identifier_token(text[m.start() : end]):
                 out.append((m.start(), end, kind))
     return out
+
+
+def _may_match(pattern: re.Pattern[str], text: str, lower: str) -> bool:
+    """False when a literal the pattern cannot match without is absent (``T3BlbkFJ``, ``AKIA``
+    or ``ASIA``, ``eyJ``): a substring test instead of a regex scan of the whole text."""
+    # Keyed by id(): hashing a compiled pattern hashes its whole code, and a RegexFlag test
+    # is an enum operation; a microsecond each, on every pattern of every stored string.
+    known = _ANCHORS.get(id(pattern))
+    if known is None:
+        known = _ANCHORS[id(pattern)] = (_required_literals(pattern), _caseless(pattern))
+    anchors, caseless = known
+    if not anchors:
+        return True
+    hay = lower if caseless else text
+    for a in anchors:
+        if a in hay:
+            return True
+    return False
+
+
+def _caseless(pattern: re.Pattern[str]) -> bool:
+    return bool(pattern.flags & re.IGNORECASE) or "(?i" in pattern.pattern
+
+
+# id(pattern) -> (required literals, case-insensitive); the patterns are module constants.
+_ANCHORS: dict[int, tuple[tuple[str, ...], bool]] = {}
+
+
+def _required_literals(pattern: re.Pattern[str]) -> tuple[str, ...]:
+    """Literals one of which every match contains: a run of literal characters in the
+    pattern's top-level sequence, or the literals of a top-level group of alternatives, each of
+    2+ characters (the longest shortest one wins). Empty when there is none: then the pattern
+    always runs."""
+    from re import _parser  # type: ignore[attr-defined]
+
+    def candidates(items) -> list[tuple[str, ...]]:
+        out: list[tuple[str, ...]] = []
+        run = ""
+        for op, av in [*items, (None, None)]:
+            name = str(op)
+            if name == "LITERAL":
+                run += chr(av)
+                continue
+            if run:
+                out.append((run,))
+                run = ""
+            if name == "SUBPATTERN":
+                out.extend(candidates(av[-1]))
+            elif name == "BRANCH":
+                per_branch = [max(candidates(b), key=_strength, default=()) for b in av[1]]
+                if all(len(c) == 1 for c in per_branch):
+                    out.append(tuple(c[0] for c in per_branch))
+        return out
+
+    try:
+        parsed = _parser.parse(pattern.pattern, pattern.flags)
+    except re.error:
+        return ()
+    best = max(candidates(parsed), key=_strength, default=())
+    if _strength(best) < 2:
+        return ()
+    return tuple(a.lower() for a in best) if _caseless(pattern) else best
+
+
+def _strength(alternatives: tuple[str, ...]) -> int:
+    return min(map(len, alternatives), default=0)
 
 
 def _identifier_token(value: str) -> bool:
@@ -809,14 +881,62 @@ def _bearer_spans(text: str) -> list[_Span]:
     return out
 
 
+_NAME_CHARS = frozenset(string.ascii_letters + string.digits + "_.-")
+
+
+def _assignments(text: str):
+    """The matches ``_ASSIGNMENT.search`` would find from left to right, resuming right after
+    each separator, not after the value (in ``credentials: api_key = x`` the first "value" is
+    itself the next assignment's name). Matched only where a secret word occurs, from the start
+    of the name around it: searching the regex itself tries its lazy name at every position of
+    the text (20-40 ms on a 10 KB fact; this way well under 1 ms)."""
+    pos = 0
+    for start in _secret_word_starts(text):
+        if start < pos:
+            continue
+        for at in (start - 1, start) if start > 0 and text[start - 1] in "\"'" else (start,):
+            m = _ASSIGNMENT.match(text, at)
+            if m and m.start() >= pos:
+                yield m
+                pos = m.end("sep")
+                break
+
+
+# Every secret word contains one of these (``api_key`` and ``apikey`` contain "key",
+# ``motdepasse`` "pass"); ``str.find`` of 20 substrings is ~50x faster than the regex
+# alternation on a text without any, which most stored strings are.
+_WORD_TRIGGERS = (
+    "pass", "pwd", "secret", "token", "credential", "key", "kennwort", "geheimnis", "contrase",
+    "clave", "senha", "segredo", "wachtwoord", "senord", "salasana", "hasło", "haslo", "heslo",
+    "ifre", "пароль",
+)  # fmt: skip
+
+
+def _secret_word_starts(text: str) -> list[int]:
+    """Where a name holding a secret word may start: the start of each run of name characters
+    (or of the word, for a word outside ASCII) around a trigger, in text order."""
+    lower = text.lower()
+    if len(lower) != len(text):  # lower() moved offsets (a few letters do): use the regex
+        hits = [m.start() for m in _SECRET_WORD.finditer(text)]
+    else:
+        hits = []
+        for trigger in _WORD_TRIGGERS:
+            i = lower.find(trigger)
+            while i >= 0:
+                hits.append(i)
+                i = lower.find(trigger, i + 1)
+    starts = set()
+    for i in hits:
+        while i > 0 and text[i - 1] in _NAME_CHARS:
+            i -= 1
+        starts.add(i)
+    return sorted(starts)
+
+
 def _assignment_spans(text: str) -> list[_Span]:
     """``NAME=value`` style secrets: the value is redacted, the name kept."""
     out: list[_Span] = []
-    pos = 0
-    # Resume right after each separator, not after the value: in ``credentials: api_key = x``
-    # the first "value" is itself the next assignment's name.
-    while m := _ASSIGNMENT.search(text, pos):
-        pos = m.end("sep")
+    for m in _assignments(text):
         if m.group("ph") is not None:
             continue
         name = m.group("name")
@@ -850,6 +970,8 @@ def _assignment_spans(text: str) -> list[_Span]:
         ):
             out.append((start, start + len(value), "assignment"))
     for pattern in (_PROSE, _PROSE_INTL, _ZH):
+        if pattern is _ZH and text.isascii():
+            continue  # every _ZH form holds a CJK character
         for m in pattern.finditer(text):
             group = "qv" if m.groupdict().get("qv") is not None else "uv"
             value = m.group(group) if group == "qv" else _trim_unquoted(m.group(group))
@@ -1106,7 +1228,8 @@ def _url_component(text: str, start: int) -> bool:
     """Inside a URL's host or path (query values are still scanned). Paths are left alone
     because a URL is usually the fact's source: a Google Docs id or a blob path looks random
     but is provenance, and redacting it would break the write gate's source location."""
-    line_start = max(text.rfind("\n", 0, start), text.rfind(" ", 0, start)) + 1
+    lo = max(0, start - 4096)  # bounded: a long line must not make this quadratic
+    line_start = max(text.rfind("\n", lo, start), text.rfind(" ", lo, start), lo - 1) + 1
     prefix = text[line_start:start]
     return "://" in prefix and "?" not in prefix and "=" not in prefix
 
@@ -1218,16 +1341,37 @@ _EXAMPLE_MARK = re.compile(
     r"|(?-i:fake|dummy)|insert[_\-]|[_\-]here\b",
     re.IGNORECASE,
 )
-_CHAR_RUN = re.compile(r"(.)\1*")
+_CHAR_RUN = re.compile(r"(.)\1{7,}")
+# Each alternative of _EXAMPLE_MARK holds one of these (lowercased); most values hold none,
+# and ten substring tests cost less than one search of that case-insensitive alternation.
+_EXAMPLE_TRIGGERS = (
+    "xam",
+    "xxxx",
+    "***",
+    "•••",
+    "####",
+    "...",
+    "…",
+    "redacted",
+    "placeholder",
+    "your",
+    "fake",
+    "dummy",
+    "insert",
+    "here",
+)
 
 
 def _example_value(value: str) -> bool:
     """An example or masked value, or one that is mostly a single repeated character
     (``AKIAZZZZZZZZZZZZZZZZ``, ``AGE-SECRET-KEY-1QQQQ...``)."""
-    if _EXAMPLE_MARK.search(value):
+    low = value.lower()
+    if any(t in low for t in _EXAMPLE_TRIGGERS) and _EXAMPLE_MARK.search(value):
         return True
-    longest = max((len(m.group()) for m in _CHAR_RUN.finditer(value)), default=0)
-    return longest >= 8 and longest * 2 >= len(value)
+    if len(value) > 16 * 8 or not _CHAR_RUN.search(value):  # no run of 8, or too long for one
+        return False
+    longest = max(len(m.group()) for m in _CHAR_RUN.finditer(value))
+    return longest * 2 >= len(value)
 
 
 def _looks_like_path_or_url(value: str) -> bool:
