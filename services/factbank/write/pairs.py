@@ -16,11 +16,13 @@ itself:
 * Dockerfile's legacy ``ENV DB_PASSWORD v``;
 * SQL: ``IDENTIFIED BY 'v'``, ``WITH PASSWORD 'v'``;
 * password flags of common commands: ``mysql -u root -pv``, ``sshpass -p v``,
-  ``redis-cli -a v``, ``docker login -u bot -p v`` (and podman, nerdctl, helm, oras).
+  ``redis-cli -a v``, ``docker login -u bot -p v`` (and podman, nerdctl, helm, oras);
+* instructions: ``set DB_PASSWORD to v``, ``export API_TOKEN as v`` (prose: the value must
+  look like a secret, or "set the password to expire" would lose a word).
 
-Each yields ``(name, value, start, quoted)``; ``redaction`` decides, with the same tests as for
-an assignment (placeholders, templates, paths, the name's strength), whether the value is a
-secret. Every pattern starts with a literal or is gated by one, so a text without ``<``,
+Each yields ``(name, value, start, quoted, prose)``; ``redaction`` decides, with the same tests
+as for an assignment (placeholders, templates, paths, the name's strength), whether the value
+is a secret. Every pattern starts with a literal or is gated by one, so a text without ``<``,
 ``",``, ``ENV``, ``value`` or the command names costs a few substring checks.
 """
 
@@ -29,7 +31,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-Pair = tuple[str, str, int, bool]  # name, value, start of value, quoted
+Pair = tuple[str, str, int, bool, bool]  # name, value, start of value, quoted, prose
 
 _XML_ELEMENT = re.compile(
     r"<(?P<tag>[A-Za-z_][\w.:\-]{0,60})(?P<attrs>\s[^<>]{0,300})?>"
@@ -58,6 +60,10 @@ _SQL = re.compile(
     r"(?i)\b(?:identified[ \t]+by|(?:with[ \t]+)?(?:encrypted[ \t]+)?password)[ \t]+"
     r"'(?P<v>[^'\n]{1,200})'"
 )
+_SET_TO = re.compile(
+    r"(?i)\b(?:set|export|change|rotate|update)[ \t]+(?:the[ \t]+)?(?P<name>[A-Za-z_][\w.\-]{1,80})"
+    r"[ \t]+(?:to|as)[ \t]+(?:(?P<q>[\"'`])(?P<qv>[^\"'`\n]{1,300})(?P=q)|(?P<uv>[^\s\"'`,;]+))"
+)
 _QV = r"(?P<q>[\"']?)(?P<v>[^\s\"']+)(?P=q)"
 _FLAGS = (
     # mysql/mysqldump: -p glued to the password, next to a -u user
@@ -85,25 +91,30 @@ def pairs(text: str) -> Iterator[Pair]:
         for m in _SIBLINGS.finditer(text):
             quoted = m.group("qv") is not None
             value = m.group("qv") if quoted else m.group("uv").rstrip()
-            yield m.group("name"), value, m.start("qv" if quoted else "uv"), quoted
+            yield m.group("name"), value, m.start("qv" if quoted else "uv"), quoted, False
     if '",' in text or "'," in text:
         for m in _CALL_ARGS.finditer(text):
-            yield m.group("name"), m.group("v"), m.start("v"), True
+            yield m.group("name"), m.group("v"), m.start("v"), True, False
     if "ENV" in text:
         for m in _DOCKER_ENV.finditer(text):
             quoted = m.group("qv") is not None
             group = "qv" if quoted else "uv"
-            yield m.group("name"), m.group(group), m.start(group), quoted
+            yield m.group("name"), m.group(group), m.start(group), quoted, False
+    if " to " in low or " as " in low:
+        for m in _SET_TO.finditer(text):
+            quoted = m.group("qv") is not None
+            group = "qv" if quoted else "uv"
+            yield m.group("name"), m.group(group), m.start(group), quoted, not quoted
     if "password" in low or "identified" in low:
         for m in _SQL.finditer(text):
-            yield "password", m.group("v"), m.start("v"), True
+            yield "password", m.group("v"), m.start("v"), True, False
     if "-p" in text or "-a" in text:
         for pattern, needs in _FLAGS:
             for m in pattern.finditer(text):
                 line = text[text.rfind("\n", 0, m.start()) + 1 : m.start()]
                 if needs is not None and not needs.search(line):
                     continue
-                yield "password", m.group("v"), m.start("v"), bool(m.group("q"))
+                yield "password", m.group("v"), m.start("v"), bool(m.group("q")), False
 
 
 def _xml(text: str) -> Iterator[Pair]:
@@ -113,9 +124,9 @@ def _xml(text: str) -> Iterator[Pair]:
         if not value:
             continue
         start = m.start("v") + (len(raw) - len(raw.lstrip()))
-        yield m.group("tag"), value, start, True
+        yield m.group("tag"), value, start, True, False
         attrs = m.group("attrs") or ""
         for a in _XML_NAME_ATTR.finditer(attrs):
-            yield a.group(1), value, start, True
+            yield a.group(1), value, start, True, False
     for m in _XML_KEY_VALUE.finditer(text):
-        yield m.group("name"), m.group("v"), m.start("v"), True
+        yield m.group("name"), m.group("v"), m.start("v"), True, False

@@ -297,11 +297,12 @@ _SECRET_WORDS = (
     r"mot_?de_?passe|wachtwoord|l[öo]senord|salasana|has[łl]o|heslo|[şs]ifre|пароль"
 )
 _ASSIGNMENT = re.compile(
-    r"(?<![A-Za-z0-9_\-.])(?P<q>[\"']?)(?P<name>-{0,2}[A-Za-z0-9_.\-]*?(?:"
+    # quotes may be escaped (``{\\"token\\": \\"...\\"}``, JSON inside a string or a log)
+    r"(?<![A-Za-z0-9_\-.])(?P<q>\\?[\"']?)(?P<name>-{0,2}[A-Za-z0-9_.\-]*?(?:"
     + _SECRET_WORDS
     + r"))(?P=q)"
     r"(?P<sep>[ \t]*(?::=|=>|==|=|:)[ \t]*|[ \t]+(?=\S))"
-    r"(?:(?P<qq>[\"'`])(?P<qv>[^\"'`\n]{0,300})(?P=qq)"
+    r"(?:(?P<qq>\\?[\"'`])(?P<qv>[^\"'`\n]{0,300})(?P=qq)"
     r"|(?P<ph>\$\{[^}\n]*\}|\{\{[^}\n]*\}\}|<[^>\n]*>|%[A-Za-z_][A-Za-z0-9_]*%|\[REDACTED[^\]]*\])"
     r"|(?P<uv>[^\s\"'`,;&<>()\[\]{}，。；：、（）「」]{1,512}))",
     re.IGNORECASE,
@@ -395,6 +396,10 @@ _PUBLIC_KEY_LABEL = re.compile(r"(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d+|
 _PIECE = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _LOWER_WORD = re.compile(r"^[a-z]{3,}$")
 _CONSONANT_RUN = re.compile(r"[^aeiouy]{4,}")
+_SECRET_PREFIX = re.compile(
+    r"(?:api|auth|access|secret|private|sk|rk)?[_\-]?(?:key|secret|token|pass|pwd|sk)[_\-]$",
+    re.IGNORECASE,
+)
 _SRI = re.compile(r"^(?:sha(?:1|256|384|512))-", re.IGNORECASE)
 _SECRET_CONTEXT = re.compile(
     r"(api[ _\-]?key|secret|token|password|passwd|credential|private key|access key|"
@@ -894,7 +899,12 @@ def _assignments(text: str):
     for start in _secret_word_starts(text):
         if start < pos:
             continue
-        for at in (start - 1, start) if start > 0 and text[start - 1] in "\"'" else (start,):
+        ats = [start]
+        if start > 0 and text[start - 1] in "\"'":
+            ats.insert(0, start - 1)
+            if start > 1 and text[start - 2] == "\\":
+                ats.insert(0, start - 2)
+        for at in ats:
             m = _ASSIGNMENT.match(text, at)
             if m and m.start() >= pos:
                 yield m
@@ -994,7 +1004,7 @@ def _pair_spans(text: str) -> list[_Span]:
     (``factbank.write.pairs``), judged as an assignment would be. A value with a space in it
     is not taken from such a pair (``t("api_key", "API key")`` is a label)."""
     out: list[_Span] = []
-    for name, value, start, quoted in pairs.pairs(text):
+    for name, value, start, quoted, prose in pairs.pairs(text):
         strength = _secret_name(name)
         if strength is None:
             continue
@@ -1002,7 +1012,7 @@ def _pair_spans(text: str) -> list[_Span]:
             value = _trim_unquoted(value)
         if not value or any(c.isspace() for c in value):
             continue
-        if strength == "weak" and not _key_like(value):
+        if (strength == "weak" or prose) and not _key_like(value):
             continue
         if _accept_assignment(
             name, value, "=", quoted=True, spaced=False, spaced_after=False, standalone=True
@@ -1101,6 +1111,9 @@ def _is_random_secret(token: str, before: str) -> bool:
     longest = max(re.split(r"[-_]", core), key=len)
     single_case = not (re.search(r"[a-f]", longest) and re.search(r"[A-F]", longest))
     if _HEX_RUN.match(longest) and len(longest) >= 0.6 * len(core) and single_case:
+        # ``key-3f8a...`` (Mailgun), ``secret_9e51...``: the token's own prefix names it.
+        if _SECRET_PREFIX.match(core[: core.find(longest)]):
+            return len(longest) >= 16 and _HEX.calculate_shannon_entropy(longest) >= 3.0
         return _named_hex(longest, before)
     if _DIGEST_LABEL.search(before) or _PUBLIC_KEY_LABEL.search(before):
         return False
