@@ -17,6 +17,8 @@ itself:
 * SQL: ``IDENTIFIED BY 'v'``, ``WITH PASSWORD 'v'``;
 * password flags of common commands: ``mysql -u root -pv``, ``sshpass -p v``,
   ``redis-cli -a v``, ``docker login -u bot -p v`` (and podman, nerdctl, helm, oras);
+* a user and a password side by side: ``auth=("admin", "v")``, ``HTTPBasicAuth("admin",
+  "v")``, ``.netrc``'s ``machine h login u password v``;
 * instructions: ``set DB_PASSWORD to v``, ``export API_TOKEN as v`` (prose: the value must
   look like a secret, or "set the password to expire" would lose a word).
 
@@ -64,6 +66,13 @@ _SET_TO = re.compile(
     r"(?i)\b(?:set|export|change|rotate|update)[ \t]+(?:the[ \t]+)?(?P<name>[A-Za-z_][\w.\-]{1,80})"
     r"[ \t]+(?:to|as)[ \t]+(?:(?P<q>[\"'`])(?P<qv>[^\"'`\n]{1,300})(?P=q)|(?P<uv>[^\s\"'`,;]+))"
 )
+_USER_AND_PASSWORD = re.compile(
+    r"(?i)\b(?:auth|basic_?auth|http_?basic_?auth|credentials?)[ \t]*[=(][ \t]*\(?[ \t]*"
+    r"(?P<q1>[\"'])[^\"'\n]{1,80}(?P=q1)[ \t]*,[ \t]*(?P<q>[\"'])(?P<v>[^\"'\n]{1,300})(?P=q)"
+)
+_NETRC = re.compile(
+    r"(?i)\bmachine[ \t]+\S+\s+login[ \t]+\S+\s+password[ \t]+(?P<q>[\"']?)(?P<v>[^\s\"']+)(?P=q)"
+)
 _QV = r"(?P<q>[\"']?)(?P<v>[^\s\"']+)(?P=q)"
 _FLAGS = (
     # mysql/mysqldump: -p glued to the password, next to a -u user
@@ -95,6 +104,11 @@ def pairs(text: str) -> Iterator[Pair]:
     if '",' in text or "'," in text:
         for m in _CALL_ARGS.finditer(text):
             yield m.group("name"), m.group("v"), m.start("v"), True, False
+        for m in _USER_AND_PASSWORD.finditer(text):
+            yield "password", m.group("v"), m.start("v"), True, False
+    if "machine" in low:
+        for m in _NETRC.finditer(text):
+            yield "password", m.group("v"), m.start("v"), bool(m.group("q")), False
     if "ENV" in text:
         for m in _DOCKER_ENV.finditer(text):
             quoted = m.group("qv") is not None
