@@ -10,7 +10,11 @@ itself:
   ``<property name="password" value="v"/>`` (Java, .NET, Maven, Spring configs);
 * name/value siblings: ``- name: DB_PASSWORD`` then ``value: v`` (Kubernetes env, Helm),
   ``{"name": "API_TOKEN", "value": "v"}``, ``ParameterKey``/``ParameterValue``
-  (CloudFormation);
+  (CloudFormation), ``<key>password</key><value>v</value>`` (XML properties, plists);
+* lists under a secret's name: ``passwords:`` then ``- v`` lines, ``"tokens": ["v", ...]``
+  (a plural name is read as its singular);
+* several names assigned at once: ``user, password = "admin", "v"``, Go's
+  ``const a, b string = "x", "y"``;
 * call arguments: ``getenv("DB_PASSWORD", "v")`` (a default), ``define('DB_PASSWORD', 'v')``,
   ``setProperty("password", "v")``, ``headers.put("X-Api-Key", "v")``;
 * Dockerfile's legacy ``ENV DB_PASSWORD v``;
@@ -50,6 +54,28 @@ _SIBLINGS = re.compile(
     r"\s*(?:,\s*|\n[ \t]*-?[ \t]*)[\"']?(?:value|parametervalue)[\"']?\s*:[ \t]*"
     r"(?:(?P<q2>[\"'])(?P<qv>[^\"'\n]{0,300})(?P=q2)|(?P<uv>[^\s\"'#,}][^\n,}#]{0,300}))",
     re.I,
+)
+_XML_KEY_SIBLING = re.compile(
+    r"<key>(?P<name>[^<>\n]{1,80})</key>\s{0,200}<(?P<vt>value|string|val)>"
+    r"(?P<v>[^<>\n]{1,300})</(?P=vt)>",
+    re.I,
+)
+_YAML_LIST = re.compile(
+    r"(?m)^(?P<indent>[ \t]*)[\"']?(?P<name>[\w.\-]{1,80})[\"']?[ \t]*:[ \t]*\n"
+    r"(?P<items>(?:(?P=indent)[ \t]*-[ \t]+[^\n]*(?:\n|$)){1,50})"
+)
+_YAML_ITEM = re.compile(
+    r"-[ \t]+(?:(?P<q>[\"'])(?P<qv>[^\"'\n]{1,300})(?P=q)|(?P<uv>[^\s\"'#:][^\n#:]{0,300}?))"
+    r"[ \t]*(?:\n|$)"
+)
+_INLINE_LIST = re.compile(
+    r"[\"']?(?P<name>[\w.\-]{1,80})[\"']?[ \t]*[:=][ \t]*\[(?P<items>[^\[\]]{1,3000})\]"
+)
+_QUOTED = re.compile(r"(?P<q>[\"'])(?P<v>[^\"'\n]{1,300})(?P=q)")
+_TUPLE = re.compile(
+    r"(?P<names>[A-Za-z_][\w.]{0,80}(?:[ \t]*,[ \t]*[A-Za-z_][\w.]{0,80}){1,8})[ \t]*"
+    r"(?:[A-Za-z_][\w\[\]]{0,40}[ \t]*)?(?::=|=)[ \t]*"
+    r"(?P<values>[\"'][^\"'\n]{0,300}[\"'](?:[ \t]*,[ \t]*[\"'][^\"'\n]{0,300}[\"']){1,8})"
 )
 _CALL_ARGS = re.compile(
     r"(?P<q>[\"'])(?P<name>[\w.\-]{1,80})(?P=q)\s*,\s*(?P<q2>[\"'])(?P<v>[^\"'\n]{1,300})(?P=q2)"
@@ -92,10 +118,36 @@ _FLAGS = (
 )
 
 
+def _singular(name: str) -> str:
+    """``passwords`` -> ``password``, ``api_keys`` -> ``api_key``; ``pass`` stays."""
+    plural = name[-1:] in "sS" and name[-2:-1] not in "sS" and len(name) > 3
+    return name[:-1] if plural else name
+
+
 def pairs(text: str) -> Iterator[Pair]:
     if "<" in text and ">" in text:
         yield from _xml(text)
     low = text.lower()
+    if "\n" in text and "-" in text:
+        for m in _YAML_LIST.finditer(text):
+            name = _singular(m.group("name"))
+            for item in _YAML_ITEM.finditer(m.group("items")):
+                quoted = item.group("qv") is not None
+                group = "qv" if quoted else "uv"
+                at = m.start("items") + item.start(group)
+                yield name, item.group(group).rstrip(), at, quoted, False
+    if "[" in text:
+        for m in _INLINE_LIST.finditer(text):
+            name = _singular(m.group("name"))
+            for item in _QUOTED.finditer(m.group("items")):
+                yield name, item.group("v"), m.start("items") + item.start("v"), True, False
+    if "," in text and "=" in text:
+        for m in _TUPLE.finditer(text):
+            names = [n.strip() for n in m.group("names").split(",")]
+            values = list(_QUOTED.finditer(m.group("values")))
+            if len(names) == len(values):
+                for name, v in zip(names, values, strict=True):
+                    yield name, v.group("v"), m.start("values") + v.start("v"), True, False
     if "value" in low:
         for m in _SIBLINGS.finditer(text):
             quoted = m.group("qv") is not None
@@ -138,9 +190,11 @@ def _xml(text: str) -> Iterator[Pair]:
         if not value:
             continue
         start = m.start("v") + (len(raw) - len(raw.lstrip()))
-        yield m.group("tag"), value, start, True, False
+        yield _singular(m.group("tag")), value, start, True, False
         attrs = m.group("attrs") or ""
         for a in _XML_NAME_ATTR.finditer(attrs):
             yield a.group(1), value, start, True, False
     for m in _XML_KEY_VALUE.finditer(text):
         yield m.group("name"), m.group("v"), m.start("v"), True, False
+    for m in _XML_KEY_SIBLING.finditer(text):
+        yield m.group("name"), m.group("v").strip(), m.start("v"), True, False

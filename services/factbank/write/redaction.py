@@ -281,11 +281,11 @@ _PUTTY_END = re.compile(r"Private-MAC: *[0-9a-fA-F]+")
 # ``scheme://[user]:password@host`` (user may be empty: ``redis://:pw@host``). The password
 # runs to the last ``@`` before the host, so ``p@ss`` inside a password is covered.
 _URL_PASSWORD = re.compile(
-    r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@\"'`]*:"
+    r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]*://(?P<user>[^\s:/@\"'`]*):"
     r"(?P<v>[^\s/@\"'`]+(?:@[^\s/@\"'`]+)*)@"
 )
 
-_USER_FLAG = re.compile(r"(?<!\S)(?:-u|--user)[ =][\"']?[^\s:\"']+:(?P<v>[^\s\"']+)")
+_USER_FLAG = re.compile(r"(?<!\S)(?:-u|--user|--proxy-user)[ =][\"']?[^\s:\"']+:(?P<v>[^\s\"']+)")
 
 # --- named assignments ----------------------------------------------------------------------
 
@@ -580,6 +580,15 @@ def _example_span(text: str, span: _Span) -> bool:
         return True
     if kind in _GENERIC_PRIORITY:
         return False
+    # A provider rule may stop short of an example mark at the token's end (``lin_api_...
+    # EXAMP`` + ``LE``): the whole token is tested.
+    lo, hi = start, end
+    while lo > 0 and text[lo - 1] in _TOKEN_CHARS:
+        lo -= 1
+    while hi < len(text) and text[hi] in _TOKEN_CHARS:
+        hi += 1
+    if (lo, hi) != (start, end) and _example_value(text[lo:hi]):
+        return True
     # A provider shape that starts inside a longer number is not that provider's token
     # (a Telegram ``<8-10 digits>:<35>`` inside ``arn:aws:sns:...:111122223333:...``).
     if value[:1].isdigit() and start > 0 and text[start - 1].isdigit():
@@ -608,6 +617,8 @@ def _scanner_spans(text: str) -> list[_Span]:
             continue
         if finding.rule_id == _GITLEAKS_GENERIC and _prose_name(text, start, end):
             continue
+        if text.startswith("@", end) and not _url_password_ok(text, start, value):
+            continue  # a URL password our own URL rule declined (user:abc@, postgres:postgres@)
         out.append((start, end, _scanner_kind(finding.rule_id)))
     return out
 
@@ -649,7 +660,7 @@ def _plugin_spans(text: str) -> list[_Span]:
                     start, end = m.start(group), m.end(group)
                     value = (text[start:end].split() or [""])[0]  # npm's group runs to EOL
                     end = start + len(value)
-                    if kind == "url_password" and _is_placeholder(value):
+                    if kind == "url_password" and not _url_password_ok(text, start, value):
                         continue
                 else:
                     start, end = m.start(), _extend_token(text, m.end(), jwt=kind == "jwt")
@@ -855,9 +866,28 @@ def _private_key_end(text: str, pos: int, index: _PemIndex) -> int:
 def _url_password_spans(text: str) -> list[_Span]:
     out: list[_Span] = []
     for m in _URL_PASSWORD.finditer(text):
-        if not _is_placeholder(m.group("v")):
+        password = m.group("v")
+        user = m.group("user")
+        if user and password == "x-oauth-basic":
+            # GitHub's convention: the token is the user part, the password a fixed word
+            if not _is_placeholder(user) and len(user) >= 16:
+                out.append((m.start("user"), m.end("user"), "url_password"))
+            continue
+        if _url_password_ok(text, m.start("v"), password):
             out.append((m.start("v"), m.end("v"), "url_password"))
     return out
+
+
+_URL_USER_BEFORE = re.compile(r"://([^\s:/@\"'`]*):$")
+
+
+def _url_password_ok(text: str, start: int, password: str) -> bool:
+    """Not too short to be one (``user:abc@``), not a slot, not the user name again: a default
+    pair (``postgres:postgres@``, ``mongodb:mongodb@``) is documentation, not a secret."""
+    if len(password) < 4 or _is_placeholder(password):
+        return False
+    m = _URL_USER_BEFORE.search(text, max(0, start - 256), start)
+    return not (m and m.group(1) == password)
 
 
 def _user_flag_spans(text: str) -> list[_Span]:
@@ -886,6 +916,7 @@ def _bearer_spans(text: str) -> list[_Span]:
     return out
 
 
+_TOKEN_CHARS = frozenset(string.ascii_letters + string.digits + "_-")
 _NAME_CHARS = frozenset(string.ascii_letters + string.digits + "_.-")
 
 
@@ -1302,9 +1333,17 @@ def _accept_assignment(
     if value.isdigit() and len(value) < 12:
         return False
     low = re.sub(r"[_.\-]", "", name.lower())
+    if low.endswith(("key", "token")) and any(c.isspace() for c in value):
+        return False  # key material has no spaces: ACCESS_KEY: "Get this from elsewhere"
     if low.endswith("key") and not low.endswith(_STRONG_KEYS):
-        # Generic ``*_KEY`` (CACHE_KEY, SORT_KEY, PRIMARY_KEY) needs a key-shaped value.
-        return bool(_KEY_SHAPED.match(value)) and _has_letters_and_digits(value)
+        # Generic ``*_KEY`` (CACHE_KEY, SORT_KEY, PRIMARY_KEY, an XML ``key="Name1"``) needs a
+        # key-shaped value: 16+ symbols, mixed case or digits, not an identifier of words.
+        return (
+            bool(_KEY_SHAPED.match(value))
+            and (_has_letters_and_digits(value) or _mixed_case(value))
+            and not _camel_identifier(value)
+            and not _name_like(value)
+        )
     if quoted or (sep in ("=", ":=", "=>", "==") and not spaced):
         return True  # a literal, or env style NAME=value
     if sep == ":" and not spaced_after:
@@ -1324,8 +1363,8 @@ def _is_placeholder(value: str) -> bool:
     low = v.lower()
     if low in _PLACEHOLDER_WORDS or low.startswith("[redacted"):
         return True
-    if _TEMPLATE.fullmatch(v):
-        return True
+    if _TEMPLATE.fullmatch(v) or _FORMAT_SLOT.search(v) or v.startswith("!"):
+        return True  # a slot, a format string ("prefix_{}", "%s"), a YAML tag (!Ref, !Sub)
     if "..." in v or "…" in v or _example_value(v):  # elided (``fb_...``), examples, masks
         return True
     if len(set(v)) == 1 or re.fullmatch(r"[*x•.\-_]+", low):
@@ -1334,6 +1373,9 @@ def _is_placeholder(value: str) -> bool:
         return True
     return bool(re.match(r"^(?:os\.)?(?:environ|getenv|env|secrets?|vault)[.\[(]", v))
 
+
+# A format string's slot: ``"prefix_{}".format(x)``, ``"{0}:{1}"``, ``"%s"``.
+_FORMAT_SLOT = re.compile(r"\{\d*\}|%[sd]\b")
 
 # A whole value that is a slot to fill, not a value: ``${DB_PASSWORD}``, ``$TOKEN``,
 # ``%API_KEY%``, ``{{ vault_api_key }}``, ``#{secret}``, ``<your-token>``, ``[PASSWORD]``,
@@ -1351,13 +1393,16 @@ _TEMPLATE = re.compile(
 _EXAMPLE_MARK = re.compile(
     r"EXAMPLE|[Ee]xample(?![.-]?(?:com|org|net)\b)|[xX]{4,}|\*{3,}|•{3,}|#{4,}|\.{3,}|…"
     r"|\[redacted|redacted\]|placeholder|your[_\-]?(?:api[_\-]?)?(?:key|token|secret|password)"
-    r"|(?-i:fake|dummy)|insert[_\-]|[_\-]here\b",
+    r"|(?-i:fake|dummy)|insert[_\-]|[_\-]here\b|not[_\- ]?(?:a[_\- ]?)?real"
+    r"|^my[_\-]?(?:api[_\-]?)?(?:key|token|secret|password|pass)$",
     re.IGNORECASE,
 )
 _CHAR_RUN = re.compile(r"(.)\1{7,}")
 # Each alternative of _EXAMPLE_MARK holds one of these (lowercased); most values hold none,
 # and ten substring tests cost less than one search of that case-insensitive alternation.
 _EXAMPLE_TRIGGERS = (
+    "real",
+    "my",
     "xam",
     "xxxx",
     "***",
@@ -1403,6 +1448,10 @@ def _secretish(value: str) -> bool:
         )
     )
     return classes >= 2 or len(value) >= 16
+
+
+def _mixed_case(value: str) -> bool:
+    return any(c.islower() for c in value) and any(c.isupper() for c in value)
 
 
 def _has_letters_and_digits(value: str) -> bool:
