@@ -58,8 +58,11 @@ class _Allowlist:
     regexes: tuple[re.Pattern[str], ...]
     stopwords: tuple[str, ...]
     all_of: bool
+    paths: bool  # has path conditions; a stored string has no path
 
     def allows(self, secret: str, match: str, line: str) -> bool:
+        if self.all_of and self.paths:
+            return False  # "path AND ...": the path part can never hold here
         target = {"match": match, "line": line}.get(self.target, secret)
         by_regex = any(r.search(target) for r in self.regexes) if target else False
         low = secret.lower()
@@ -88,6 +91,7 @@ def _rules() -> dict[str, _Rule]:
                 regexes=tuple(_python_regex(r) for r in a.get("regexes", [])),
                 stopwords=tuple(w.lower() for w in a.get("stopwords", [])),
                 all_of=a.get("condition", "OR").upper() == "AND",
+                paths=bool(a.get("paths")),
             )
             for a in rule.get("allowlists", [])
         )

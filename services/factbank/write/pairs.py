@@ -177,7 +177,8 @@ def pairs(text: str) -> Iterator[Pair]:
     if "-p" in text or "-a" in text:
         for pattern, needs in _FLAGS:
             for m in pattern.finditer(text):
-                line = text[text.rfind("\n", 0, m.start()) + 1 : m.start()]
+                lo = max(0, m.start() - 512)  # bounded: one long line stays linear
+                line = text[max(lo, text.rfind("\n", lo, m.start()) + 1) : m.start()]
                 if needs is not None and not needs.search(line):
                     continue
                 yield "password", m.group("v"), m.start("v"), bool(m.group("q")), False

@@ -66,11 +66,12 @@ Decisions (documented because they are policy, not accident):
 from __future__ import annotations
 
 import base64
+import json
 import math
 import re
 import string
 import threading
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from itertools import pairwise
@@ -670,7 +671,7 @@ def _plugin_spans(text: str) -> list[_Span]:
                         text[start:end].rstrip(".")
                     ):
                         end = m.end()
-                        if not _json_segment(text[start:end].split(".", 1)[0]):
+                        if not _jwt_header(text[start:end].split(".", 1)[0]):
                             continue  # eyJAAAA.eyJBBB: JWT-shaped, but no JSON header
                 if kind == "aws_access_key" and not value_group_match(m):
                     # an access key id is a whole word: not TODAYINASIAASACKOFRICEFELLOVER
@@ -916,6 +917,7 @@ def _bearer_spans(text: str) -> list[_Span]:
     return out
 
 
+_NAME_RUN = re.compile(r"[A-Za-z0-9_.\-]+")
 _TOKEN_CHARS = frozenset(string.ascii_letters + string.digits + "_-")
 _NAME_CHARS = frozenset(string.ascii_letters + string.digits + "_.-")
 
@@ -966,11 +968,16 @@ def _secret_word_starts(text: str) -> list[int]:
             while i >= 0:
                 hits.append(i)
                 i = lower.find(trigger, i + 1)
+    if not hits:
+        return []
+    # The start of the run of name characters around each hit, from one pass over the runs
+    # (scanning back from each hit would be quadratic on one long run: "passwordtoken" * 7500).
+    runs = [(m.start(), m.end()) for m in _NAME_RUN.finditer(text)]
+    run_starts = [r[0] for r in runs]
     starts = set()
     for i in hits:
-        while i > 0 and text[i - 1] in _NAME_CHARS:
-            i -= 1
-        starts.add(i)
+        k = bisect_right(run_starts, i) - 1
+        starts.add(runs[k][0] if k >= 0 and runs[k][0] <= i < runs[k][1] else i)
     return sorted(starts)
 
 
@@ -1174,6 +1181,15 @@ def _json_segment(token: str) -> bool:
     except (ValueError, UnicodeDecodeError):
         return False
     return decoded.startswith("{")
+
+
+def _jwt_header(segment: str) -> bool:
+    """A JWT's first segment decodes to a JSON object (``{"alg": ...}``)."""
+    try:
+        decoded = base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4)).decode()
+        return isinstance(json.loads(decoded), dict)
+    except (ValueError, UnicodeDecodeError):
+        return False
 
 
 def _class_probabilities(token: str) -> list[float]:
