@@ -11,8 +11,13 @@ Detection is layered:
 
 1. detect-secrets (Yelp, maintained) plugins, used in-process. For the regex plugins we run
    their own compiled ``denylist`` patterns with ``finditer`` so we know *where* each secret is
-   (detect-secrets only reports values, and sometimes only a prefix such as ``ghp``), and
-   ``KeywordDetector`` through ``analyze_line`` with detect-secrets' own heuristic filters; the
+   (detect-secrets only reports values, and sometimes only a prefix such as ``ghp``); each is
+   skipped when a literal it cannot match without (``AKIA``, ``eyJ``) is absent. Its
+   ``KeywordDetector`` regexes run for every language it knows (quoted literals in Python, JS,
+   Java, Go ``:=``, C/Objective-C ``[25] = @"..."``, C++ ``secret("...")``, comparisons
+   ``"v" == password``) with detect-secrets' own heuristic filters; a name that merely
+   *contains* a secret word (``password_super_secure``) takes only key-shaped values, and one
+   that says something about a secret (``password_hash``, ``token_url``) none. The
    high-entropy plugins supply the Shannon entropy maths. We do not go through
    ``scan_line``/``transient_settings``: that mutates process-global settings on every call (not
    safe under concurrent requests) and costs ~4 ms of cache busting per call.
@@ -25,15 +30,29 @@ Detection is layered:
    (``*_KEY=``, ``*_SECRET=``, ``*_TOKEN=``, ``PASSWORD=`` in env/yaml/json/CLI style, plus "the
    password is ..." and Chinese "密码是 ...") where only the value is redacted, bearer tokens,
    and unlabelled high-entropy strings (20+ characters; shorter ones need a name).
+   Name/value pairs whose name is apart from the value (XML elements and ``<key>``/``<value>``
+   siblings, Kubernetes ``name:``/``value:``, call arguments such as ``getenv("PW", "v")``,
+   lists under a secret's name, ``a, b = "x", "y"``, Dockerfile ``ENV``, SQL ``IDENTIFIED
+   BY``, ``mysql -p``/``sshpass``/``redis-cli -a``/``docker login -p``, ``.netrc``) are
+   ``factbank.write.pairs``; secret words and prose in other languages (``das Passwort ist``,
+   ``パスワードは``) are part of the assignment and prose rules.
 3. Kingfisher (MongoDB's scanner, ``kingfisher-secret-scanner``): ~490 provider rules (the
    Betterleaks/gitleaks catalog plus Google's Veles) in one Vectorscan database, scanned
-   in-process. It adds what the layers above miss (Azure AD, Bedrock, Sourcegraph, 42-intra,
-   curl auth headers, hundreds of SaaS tokens), reported as ``kf_<rule>``; where a layer above
-   found the same span, that layer's narrower span and kind win. Measured on public scanner
-   fixtures by ``python -m factbank_evals.redaction_recall``.
+   in-process, plus the five gitleaks rules its catalog lacks, ``generic-api-key`` above all
+   (``data/gitleaks-extra.toml``, copied from gitleaks; ``factbank.write.gitleaks_rules``
+   applies gitleaks' entropy floor, allowlists and stopwords to what they find). It adds what
+   the layers above miss (Azure AD, Bedrock, Sourcegraph, 42-intra, curl auth headers, hundreds
+   of SaaS tokens), reported as ``kf_<rule>``; where a layer above found the same span, that
+   layer's narrower span and kind win, and a URL password that layer declined stays declined.
+   Measured on public scanner fixtures by ``python -m factbank_evals.redaction_recall``, speed
+   by ``python -m factbank_evals.redaction_bench``.
 4. Example and mask values are dropped from every layer's findings (``AKIAIOSFODNN7EXAMPLE``,
-   ``xxxx``, ``***``, ``[Redacted]``, ``fake``), and so are provider-prefixed identifiers whose
-   body is words (``hf_requiredCharacteristicTypes``).
+   ``xxxx``, ``***``, ``[Redacted]``, ``fake``, ``not_a_real_token``, ``mypassword``, also when
+   the mark sits just past a provider rule's match), and so are provider-prefixed identifiers
+   whose body is words (``hf_requiredCharacteristicTypes``, ``hf_serving_cell_prio``), provider
+   shapes starting inside a longer number, JWT shapes without a JSON header, format strings
+   (``"prefix_{}"``), YAML tags (``!Ref``), shell command substitutions, punctuation-only
+   values and URL passwords that repeat the user (``postgres:postgres@``).
 5. Every detected value that is secret-shaped is then also replaced wherever else it occurs in
    the text (and, through :func:`redact_fields`, in the fact's other fields), so a key quoted
    once with its name and once bare does not leak through the bare copy.
