@@ -668,36 +668,31 @@ def _scanner_placeholder(value: str) -> bool:
 def _plugin_spans(text: str) -> list[_Span]:
     """Run each detect-secrets regex plugin's own patterns, keeping positions."""
     out: list[_Span] = []
-    lower = text.lower()
-    for plugin, kind in _REGEX_PLUGINS:
-        value_group = isinstance(plugin, _VALUE_GROUP_PLUGINS)
-        for pattern in plugin.denylist:
-            if not _may_match(pattern, text, lower):
-                continue
-            for m in pattern.finditer(text):
-                if value_group and m.lastindex:
-                    group = max(range(1, m.lastindex + 1), key=lambda g: m.end(g) - m.start(g))
-                    start, end = m.start(group), m.end(group)
-                    value = (text[start:end].split() or [""])[0]  # npm's group runs to EOL
-                    end = start + len(value)
-                    if kind == "url_password" and not _url_password_ok(text, start, value):
-                        continue
-                else:
-                    start, end = m.start(), _extend_token(text, m.end(), jwt=kind == "jwt")
-                    if text.startswith("AccountKey=", start):  # keep the name, as for NAME=
-                        start += len("AccountKey=")
-                    if kind == "jwt" and not JwtTokenDetector.is_formally_valid(
-                        text[start:end].rstrip(".")
-                    ):
-                        end = m.end()
-                        if not _jwt_header(text[start:end].split(".", 1)[0]):
-                            continue  # eyJAAAA.eyJBBB: JWT-shaped, but no JSON header
-                if kind == "aws_access_key" and not value_group_match(m):
-                    # an access key id is a whole word: not TODAYINASIAASACKOFRICEFELLOVER
-                    if _alnum_at(text, start - 1) or _alnum_at(text, end):
-                        continue
-                if end > start:
-                    out.append((start, end, kind))
+    for pattern, kind, value_group in _runnable(text, _plugin_table()):
+        for m in pattern.finditer(text):
+            if value_group and m.lastindex:
+                group = max(range(1, m.lastindex + 1), key=lambda g: m.end(g) - m.start(g))
+                start, end = m.start(group), m.end(group)
+                value = (text[start:end].split() or [""])[0]  # npm's group runs to EOL
+                end = start + len(value)
+                if kind == "url_password" and not _url_password_ok(text, start, value):
+                    continue
+            else:
+                start, end = m.start(), _extend_token(text, m.end(), jwt=kind == "jwt")
+                if text.startswith("AccountKey=", start):  # keep the name, as for NAME=
+                    start += len("AccountKey=")
+                if kind == "jwt" and not JwtTokenDetector.is_formally_valid(
+                    text[start:end].rstrip(".")
+                ):
+                    end = m.end()
+                    if not _jwt_header(text[start:end].split(".", 1)[0]):
+                        continue  # eyJAAAA.eyJBBB: JWT-shaped, but no JSON header
+            if kind == "aws_access_key" and not value_group_match(m):
+                # an access key id is a whole word: not TODAYINASIAASACKOFRICEFELLOVER
+                if _alnum_at(text, start - 1) or _alnum_at(text, end):
+                    continue
+            if end > start:
+                out.append((start, end, kind))
     return out
 
 
@@ -716,10 +711,7 @@ def _extend_token(text: str, end: int, jwt: bool = False) -> int:
 
 def _extra_token_spans(text: str) -> list[_Span]:
     out: list[_Span] = []
-    lower = text.lower()
-    for pattern, kind in _EXTRA_TOKENS:
-        if not _may_match(pattern, text, lower):
-            continue
+    for pattern, kind, _ in _runnable(text, _extra_table()):
         for m in pattern.finditer(text):
             end = _extend_token(text, m.end())
             if not _identifier_token(text[m.start() : end]):
@@ -727,30 +719,65 @@ def _extra_token_spans(text: str) -> list[_Span]:
     return out
 
 
-def _may_match(pattern: re.Pattern[str], text: str, lower: str) -> bool:
-    """False when a literal the pattern cannot match without is absent (``T3BlbkFJ``, ``AKIA``
-    or ``ASIA``, ``eyJ``): a substring test instead of a regex scan of the whole text."""
-    # Keyed by id(): hashing a compiled pattern hashes its whole code, and a RegexFlag test
-    # is an enum operation; a microsecond each, on every pattern of every stored string.
-    known = _ANCHORS.get(id(pattern))
-    if known is None:
-        known = _ANCHORS[id(pattern)] = (_required_literals(pattern), _caseless(pattern))
-    anchors, caseless = known
-    if not anchors:
-        return True
-    hay = lower if caseless else text
-    for a in anchors:
-        if a in hay:
-            return True
-    return False
+# (pattern, kind, value group?, required literals, case-insensitive), built once
+_Row = tuple[re.Pattern[str], str, bool, tuple[str, ...], bool]
+_TABLES: dict[str, list[_Row]] = {}
+
+
+def _row(pattern: re.Pattern[str], kind: str, value_group: bool) -> _Row:
+    return (pattern, kind, value_group, _required_literals(pattern), _caseless(pattern))
+
+
+def _plugin_table() -> list[_Row]:
+    if "plugins" not in _TABLES:
+        _TABLES["plugins"] = [
+            _row(pattern, kind, isinstance(plugin, _VALUE_GROUP_PLUGINS))
+            for plugin, kind in _REGEX_PLUGINS
+            for pattern in plugin.denylist
+        ]
+    return _TABLES["plugins"]
+
+
+def _extra_table() -> list[_Row]:
+    if "extra" not in _TABLES:
+        _TABLES["extra"] = [_row(pattern, kind, False) for pattern, kind in _EXTRA_TOKENS]
+    return _TABLES["extra"]
+
+
+def _anchor_gates() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """One regex of every case-sensitive literal and one of every caseless one: a text that
+    holds none (most stored strings: tags, reasons) skips every anchored pattern after two
+    searches, instead of a substring test per pattern."""
+    if "gates" not in _TABLES:
+        rows = _plugin_table() + _extra_table()
+        cs = {a for *_, anchors, caseless in rows if not caseless for a in anchors}
+        ci = {a for *_, anchors, caseless in rows if caseless for a in anchors}
+
+        def union(words: set[str]) -> re.Pattern[str]:
+            return re.compile("|".join(map(re.escape, sorted(words))) or "(?!)")
+
+        _TABLES["gates"] = [union(cs), union(ci)]  # type: ignore[list-item]
+    cs_gate, ci_gate = _TABLES["gates"]  # type: ignore[misc]
+    return cs_gate, ci_gate  # type: ignore[return-value]
+
+
+def _runnable(text: str, table: list[_Row]):
+    """The table's patterns that may match ``text`` (a literal each needs is present)."""
+    lower = text.lower()
+    cs_gate, ci_gate = _anchor_gates()
+    any_anchor = bool(cs_gate.search(text) or ci_gate.search(lower))
+    for pattern, kind, value_group, anchors, caseless in table:
+        if anchors:
+            if not any_anchor:
+                continue
+            hay = lower if caseless else text
+            if not any(a in hay for a in anchors):
+                continue
+        yield pattern, kind, value_group
 
 
 def _caseless(pattern: re.Pattern[str]) -> bool:
     return bool(pattern.flags & re.IGNORECASE) or "(?i" in pattern.pattern
-
-
-# id(pattern) -> (required literals, case-insensitive); the patterns are module constants.
-_ANCHORS: dict[int, tuple[tuple[str, ...], bool]] = {}
 
 
 def _required_literals(pattern: re.Pattern[str]) -> tuple[str, ...]:
