@@ -416,7 +416,7 @@ def current_floor() -> float | None:
     try:
         from factbank.read import fusion
 
-        return float(fusion.floor_for("zh"))
+        return float(fusion.DEFAULT.floor)
     except Exception:  # any API change: draw no floor rather than a wrong one
         return None
 

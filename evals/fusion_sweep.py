@@ -364,7 +364,7 @@ class AgentMemory:
 
 def load_agent_memory(path: Path = AGENT_MEMORY) -> AgentMemory:
     """All 180 facts, indexed as the product does (content + tags), languages of the content."""
-    from factbank.read.fusion import tagged_text
+    from factbank.read.lexicon import indexed_text
 
     with (path / "facts.jsonl").open(encoding="utf-8") as fh:
         facts = [json.loads(line) for line in fh if line.strip()]
@@ -373,7 +373,7 @@ def load_agent_memory(path: Path = AGENT_MEMORY) -> AgentMemory:
     pos = {f["id"]: i for i, f in enumerate(facts)}
     return AgentMemory(
         ids=[f["id"] for f in facts],
-        texts=[tagged_text(f["content"], f["tags"]) for f in facts],
+        texts=[indexed_text(f["content"], f["tags"]) for f in facts],
         langs=[text_language(f["content"]) for f in facts],
         query_ids=[q["id"] for q in queries],
         query_texts=[q["text"] for q in queries],
@@ -432,12 +432,12 @@ def metrics(ranked: list[list[int]], rels: list[set[int]]) -> dict[str, float]:
 
 def fused_raw(run: QueryRun, corpus: Corpus, params) -> list[tuple[int, float]]:
     """raw_scores (the confidence) for one query, with the corpus's languages and forms."""
-    from factbank.read.fusion import raw_scores
+    from factbank.read.fusion import Candidates, raw_scores
 
     langs = dict(enumerate(corpus.langs))
     tagged = dict(enumerate(corpus.tagged))
-    return raw_scores(run.lexical, run.dense, run.query_terms, run.query_lang, langs, params,
-                      background=run.background, doc_tagged=tagged)
+    return raw_scores(Candidates(run.lexical, run.dense, run.query_terms, run.query_lang, langs,
+                                 tagged, run.background), params)
 
 
 def percentiles(values: list[float]) -> list[float]:
@@ -548,8 +548,8 @@ def agent_memory_report(am: AgentMemory, corpus: Corpus, runs: list[QueryRun], p
             out["refusal_top1"].append(top)
             continue
         ranked = [f for f, _ in rel]
-        kept = [f for f, _ in apply_floor(rel, params, companions=False)]
-        searched = [f for f, _ in apply_floor(rel, params)]
+        kept = [p.fact_id for p in apply_floor(rel, params, companions=False).passed]
+        searched = [p.fact_id for p in apply_floor(rel, params).passed]
         dense = redirect([(h.fact_id, h.score) for h in run.dense], am.successor)
         lexical = redirect([(h.fact_id, h.score) for h in run.lexical], am.successor)
         for key in (kind, "all"):
@@ -591,9 +591,10 @@ def am_calibration_items(am: AgentMemory, corpus: Corpus, runs: list[QueryRun], 
 
 def six_fact_report(bg, params) -> list[dict]:
     """The issue's six-fact bank: what each query gets above the floor."""
-    from factbank.read.fusion import apply_floor, relevance, tagged_text
+    from factbank.read.fusion import apply_floor, relevance
+    from factbank.read.lexicon import indexed_text
 
-    texts = [tagged_text(c, t) for c, t in SIX_FACTS]
+    texts = [indexed_text(c, t) for c, t in SIX_FACTS]
     corpus = index_corpus([str(i) for i in range(len(texts))], texts,
                           langs=[text_language(c) for c, _ in SIX_FACTS],
                           tagged=[True] * len(texts))
@@ -601,8 +602,9 @@ def six_fact_report(bg, params) -> list[dict]:
     out = []
     for run, (query, want) in zip(runs, SIX_QUERIES, strict=True):
         scored = [(f, relevance(x, params)) for f, x in fused_raw(run, corpus, params)]
-        kept = [(f, round(r, 3)) for f, r in apply_floor(scored, params, companions=False)]
-        searched = [(f, round(r, 3)) for f, r in apply_floor(scored, params)]
+        kept = [(p.fact_id, round(p.relevance, 3))
+                for p in apply_floor(scored, params, companions=False).passed]
+        searched = [(p.fact_id, round(p.relevance, 3)) for p in apply_floor(scored, params).passed]
         out.append({"query": query, "want": list(want), "kept": kept, "search": searched,
                     "top": [(f, round(r, 3)) for f, r in scored[:3]],
                     "ok": [f for f, _ in kept] == list(want)})
@@ -652,7 +654,8 @@ def sweep(data: Path, params=None) -> dict:
         raws = [fused_raw(r, corpus, params) for r in runs]
         ranked_fused = [[f for f, _ in raw] for raw in raws]
         floored = [
-            [f for f, _ in apply_floor([(f, relevance(x, params)) for f, x in raw], params)]
+            [p.fact_id for p in
+             apply_floor([(f, relevance(x, params)) for f, x in raw], params).passed]
             for raw in raws
         ]
         row = {
@@ -664,9 +667,10 @@ def sweep(data: Path, params=None) -> dict:
         }
         row["floor_r5_drop"] = row["fused"]["R@5"] - row["fused+floor"]["R@5"]
         row["fallback+floor"] = metrics(
-            [[f for f, _ in apply_floor(
+            [[p.fact_id for p in apply_floor(
                 [(f, relevance(x, params)) for f, x in
-                 fused_raw(dataclasses.replace(r, background=None), corpus, params)], params)]
+                 fused_raw(dataclasses.replace(r, background=None), corpus, params)],
+                params).passed]
              for r in runs], rels)
         for r in runs:
             for (lang, tagged), mean in r.background.means.items():

@@ -84,12 +84,13 @@ def _r5(corpus: fs.Corpus, runs, qlang, qrels, gold_lang, method) -> dict[str, f
 
 def _ranked(run: fs.QueryRun, corpus: fs.Corpus) -> list[int]:
     """The recall service's ranking score (`fusion.raw_scores` with the language cohorts)."""
-    from factbank.read.fusion import DEFAULT, cohort_means, raw_scores
+    from factbank.read.fusion import DEFAULT, Candidates, cohort_means, raw_scores
 
     langs = dict(enumerate(corpus.langs))
     scored = raw_scores(
-        run.lexical, run.dense, run.query_terms, run.query_lang, langs, DEFAULT,
-        background=run.background, doc_tagged=dict(enumerate(corpus.tagged)),
+        Candidates(run.lexical, run.dense, run.query_terms, run.query_lang, langs,
+                   dict(enumerate(corpus.tagged)), run.background),
+        DEFAULT,
         cohort=cohort_means(run.dense, langs) if run.dense else None,
     )
     return [f for f, _ in scored]
