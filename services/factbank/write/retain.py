@@ -377,7 +377,9 @@ async def _recorded(
 Done = tuple[str, int, list[int], str, Prepared]  # (status, fact id, possible, note, fact)
 
 
-async def _outcomes(conn: asyncpg.Connection, bank_id: int, done: Sequence[Done]) -> list[Outcome]:
+async def _outcomes(
+    conn: asyncpg.Connection, bank_id: int, done: Sequence[Done]
+) -> list[Outcome]:
     """What a batch answers: each fact as stored now, with its duplicates, redactions, note."""
     return [
         Outcome(
@@ -549,10 +551,8 @@ async def import_many(
                 conn,
                 deps.embedder,
                 [
-                    (
-                        lexicon.indexed_text(prepared[i].content, prepared[i].tags),
-                        prepared[i].questions,
-                    )
+                    (lexicon.indexed_text(prepared[i].content, prepared[i].tags),
+                     prepared[i].questions)
                     for i in todo
                 ],
             )
@@ -609,22 +609,13 @@ async def _restore_one(
     reason: str | None,
 ) -> int:
     fact_id = await _insert(
-        conn,
-        principal,
-        p,
-        vectors,
-        model,
+        conn, principal, p, vectors, model,
         reason=f"imported (exported as #{r.old_id}, {r.status}, trust {r.trust:.2f})",
     )
     await conn.execute(
         """UPDATE facts SET status = $2, trust = $3, superseded_by = $4, supersede_reason = $5,
                   confirmed_at = COALESCE($6, confirmed_at) WHERE id = $1""",
-        fact_id,
-        r.status,
-        r.trust,
-        r.superseded_by,
-        reason,
-        r.confirmed_at,
+        fact_id, r.status, r.trust, r.superseded_by, reason, r.confirmed_at,
     )
     if r.status == "deleted":  # like lifecycle.delete: not searchable by either leg
         await lexicon.unindex_fact(conn, principal.bank_id, fact_id)
