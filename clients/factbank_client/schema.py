@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-SourceKind = Literal["file", "url", "commit", "command", "user", "doc"]
+SourceKind = Literal["file", "url", "commit", "command", "user", "doc", "fact"]
 Origin = Literal["user", "verified", "inferred"]
 
 SOURCE_KINDS: tuple[str, ...] = get_args(SourceKind)
