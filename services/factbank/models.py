@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 import msgspec
 
@@ -12,6 +12,7 @@ import msgspec
 from factbank_client.schema import Origin, SourceKind
 
 Status = Literal["active", "superseded", "disputed", "stale", "deleted"]
+STATUSES: tuple[str, ...] = get_args(Status)
 
 
 class Strict(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -21,6 +22,26 @@ class Strict(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 class Source(Strict):
     kind: SourceKind
     location: str = ""
+
+
+# Hex digests as git and sha256 print them: bounded by their own shape, so nothing else fits.
+Sha256Hex = Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{64}$")]
+BlobId = Annotated[str, msgspec.Meta(pattern=r"^([0-9a-f]{40}|[0-9a-f]{64}|sha256:[0-9a-f]{64})$")]
+CommitId = Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{7,64}$")]
+
+
+class Fingerprint(Strict):
+    """What a fact's source looked like when the client read it (issue 16). The server never
+    reads agents' files: it stores this (the path redacted like every string) and hands it back
+    to `verify`, which compares the working tree against it."""
+
+    quote_sha256: Sha256Hex  # the quoted region as it stood, trailing blanks stripped
+    path: Annotated[str, msgspec.Meta(max_length=1000)] = ""  # repo-relative; "" for a commit
+    line: Annotated[int, msgspec.Meta(ge=1, le=10_000_000)] | None = None  # first quoted line
+    lines: Annotated[int, msgspec.Meta(ge=1, le=100_000)] | None = None  # lines it spans
+    file_blob: BlobId | None = None  # `git hash-object`, or "sha256:<hex>" outside git
+    commit: CommitId | None = None  # HEAD (dirty: the file differed from it), or the commit
+    dirty: bool = False
 
 
 class NewFact(Strict):
@@ -36,6 +57,20 @@ class NewFact(Strict):
     questions: list[str] = msgspec.field(default_factory=list)
     project: str | None = None
     agent: str | None = None
+    # The client fills it for `file` and `commit` sources (factbank_client/fingerprint.py).
+    fingerprint: Fingerprint | None = None
+
+
+class Stale(msgspec.Struct, kw_only=True):
+    reason: str
+    context: str
+    since: datetime
+
+
+class Review(msgspec.Struct, kw_only=True):
+    reason: str
+    cause: int  # the cited fact that changed
+    since: datetime
 
 
 class Author(msgspec.Struct, kw_only=True):
@@ -64,6 +99,14 @@ class Fact(msgspec.Struct, kw_only=True):
     updated_at: datetime
     confirmed_at: datetime
     questions: list[str] = msgspec.field(default_factory=list)
+    fingerprint: Fingerprint | None = None
+    # Set while status is "stale": why, and the new text around the old line (verify).
+    stale: Stale | None = None
+    # Set while a fact it cites (directly or transitively) was superseded, turned stale or was
+    # deleted and nobody has confirmed this one since: never injected until then.
+    review: Review | None = None
+    cites: list[int] = msgspec.field(default_factory=list)  # a derived fact's sources
+    verified_at: datetime | None = None  # the last verify that found its source unchanged
 
 
 class FactPage(msgspec.Struct, kw_only=True):
@@ -126,3 +169,100 @@ class Injection(msgspec.Struct, kw_only=True):
     tokens: int
     bank: str
     degraded: str | None = None
+
+
+# --- issue 16: sources change, facts follow ---------------------------------------------------
+
+ProjectKey = Annotated[str, msgspec.Meta(max_length=300)]
+MAX_REMOTES = 20
+
+
+class Confirm(Strict):
+    """`POST /v1/facts/{id}/confirm`: the fact held when checked. With a fresh `quote` (and
+    `location`, `fingerprint` when it moved) a stale fact becomes active again; a fact under
+    review is reviewed. `project` and `remotes` (the caller's project key and its repository's
+    normalised remotes) are recorded on the confirm event: the rule gate reads them."""
+
+    reason: str = ""
+    quote: str | None = None
+    location: str | None = None
+    fingerprint: Fingerprint | None = None
+    project: ProjectKey | None = None
+    remotes: Annotated[list[ProjectKey], msgspec.Meta(max_length=MAX_REMOTES)] = msgspec.field(
+        default_factory=list
+    )
+
+
+class VerifyResult(Strict):
+    """What the client found of one fact's source: still there (fresh), elsewhere (moved: the
+    new `location` and `fingerprint`), or gone or changed (stale: why, and the new text around
+    the old line)."""
+
+    id: int
+    verdict: Literal["fresh", "moved", "stale"]
+    location: str | None = None
+    fingerprint: Fingerprint | None = None
+    reason: Annotated[str, msgspec.Meta(max_length=1000)] | None = None
+    context: Annotated[str, msgspec.Meta(max_length=4000)] | None = None
+
+
+class VerifyBatch(Strict):
+    results: Annotated[list[VerifyResult], msgspec.Meta(max_length=1000)]
+    project: ProjectKey | None = None  # given: every fact named must be of this project
+
+
+class Skipped(msgspec.Struct, kw_only=True):
+    id: int
+    reason: str
+
+
+class VerifyAnswer(msgspec.Struct, kw_only=True):
+    """Counts by what happened, the facts whose row changed, and what was left alone."""
+
+    fresh: int = 0  # verified_at set
+    moved: int = 0  # location and fingerprint updated (event relocated)
+    stale: int = 0  # turned stale now (event staled)
+    still_stale: int = 0  # were stale already (reason updated when it changed)
+    flagged: int = 0  # derived facts flagged for review by the cascade
+    changed: list[Fact] = msgspec.field(default_factory=list)
+    flagged_ids: list[int] = msgspec.field(default_factory=list)
+    skipped: list[Skipped] = msgspec.field(default_factory=list)
+
+
+class CheckBatch(Strict):
+    facts: Annotated[list[NewFact], msgspec.Meta(max_length=200)]
+
+
+class CheckVerdict(msgspec.Struct, kw_only=True):
+    """What `POST /v1/facts` would do with one fact, decided without saving anything."""
+
+    verdict: Literal["new", "same_claim", "refused"]
+    same_as: int | None = None  # same_claim: the fact it would reinforce
+    possible_duplicate_of: list[int] = msgspec.field(default_factory=list)
+    reasons: list[dict[str, str]] = msgspec.field(default_factory=list)
+    redacted: list[dict[str, str]] = msgspec.field(default_factory=list)
+
+
+class CheckAnswer(msgspec.Struct, kw_only=True):
+    results: list[CheckVerdict]
+
+
+class Evidence(msgspec.Struct, kw_only=True):
+    """One project's part in a rule candidate: a confirm made there, not disputed since."""
+
+    project: str
+    fact_id: int
+    event_id: int
+    at: datetime
+    member: str | None
+    agent: str
+
+
+class RuleCandidate(msgspec.Struct, kw_only=True):
+    fact: Fact
+    projects: list[str]
+    evidence: list[Evidence]
+
+
+class RuleCandidates(msgspec.Struct, kw_only=True):
+    candidates: list[RuleCandidate]

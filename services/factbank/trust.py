@@ -10,6 +10,11 @@ database so that audit rows show the same number the arithmetic produced.
 
 Decay is computed at read time from `confirmed_at` and never written back: the stored score stays
 the audited one, and changing the policy changes every read without a migration.
+
+Staleness (issue 16) is not a trust event. A fact whose source changed (status `stale`) or whose
+cited fact changed (under review) keeps its trust: the source moved on, nobody judged the claim.
+Both keep it out of injection by their status or flag (`inject._injectable`), not by a lower
+score, so a confirm with a fresh quote or a review brings it back as it was, plus the confirm.
 """
 
 from __future__ import annotations

@@ -18,12 +18,21 @@ from litestar import Litestar, Request, Router, delete, get, patch, post
 from litestar.params import FromPath, JSONBody, Parameter
 
 from factbank.errors import BatchRefused, Refused, reason
-from factbank.models import Fact, NewFact, Strict
+from factbank.models import (
+    CheckAnswer,
+    CheckBatch,
+    Confirm,
+    Fact,
+    NewFact,
+    Strict,
+    VerifyAnswer,
+    VerifyBatch,
+)
 from factbank.runtime.settings import Settings
 from factbank.runtime.web import create_app, requires, service_of
 from factbank.store import facts, timeline
 from factbank.store.banks import Principal
-from factbank.write import categories, lifecycle, redaction, retain
+from factbank.write import categories, check, lifecycle, redaction, retain, staleness
 from factbank.write.retain import Deps, Outcome
 
 MAX_IMPORT_BYTES = 32 * 1024 * 1024
@@ -249,14 +258,70 @@ async def supersede_facts(deps: Deps, principal: Principal, data: JSONBody[Super
 @post(
     "/v1/facts/{fact_id:int}/confirm",
     status_code=200,
-    opt={"example": {"reason": "checked deploy/staging.yaml"}},
+    opt={
+        "example": {
+            "reason": "checked deploy/staging.yaml",
+            "quote": "listen: 8443",
+            "location": "deploy/staging.yaml:14",
+            "project": "github.com/acme/api",
+            "remotes": ["github.com/acme/api"],
+        }
+    },
 )
 async def confirm_fact(
-    deps: Deps, principal: Principal, fact_id: FromPath[int], data: JSONBody[Judgement]
+    deps: Deps, principal: Principal, fact_id: FromPath[int], data: JSONBody[Confirm]
 ) -> Fact:
-    """The fact held when you checked it: trust rises (t += 0.30(1-t)) and decay restarts."""
+    """The fact held when you checked it: trust rises (t += 0.30(1-t)) and decay restarts.
+    With a fresh `quote` (and `location`, `fingerprint` if it moved) a stale fact is active
+    again; a fact under review is reviewed. `project` and `remotes` (your project key and your
+    repository's normalised remotes) go on the confirm event: the rule gate counts them."""
     user, _ = await caller(deps, principal)
-    return await lifecycle.confirm(deps, user, fact_id, data.reason)
+    return await lifecycle.confirm(deps, user, fact_id, data.reason, data)
+
+
+EXAMPLE_VERIFY = {
+    "project": "github.com/acme/api",
+    "results": [
+        {
+            "id": 1,
+            "verdict": "stale",
+            "reason": "the quote is gone from deploy/staging.yaml:14",
+            "context": "13: server:\n14:   listen: 9443\n15:   tls: true",
+        }
+    ],
+}
+
+
+@post("/v1/facts/verify", status_code=200, opt={"example": EXAMPLE_VERIFY})
+async def verify_facts(
+    deps: Deps, principal: Principal, data: JSONBody[VerifyBatch]
+) -> VerifyAnswer:
+    """What `factbank verify` found of each fact's source (at most 1000), applied in ONE
+    transaction: fresh (verified_at set), moved (new location and fingerprint; event
+    relocated), stale (status stale with the reason and the new text around the old line;
+    event staled; facts citing it flagged for review). Answers counts and the changed facts."""
+    user, policy = await caller(deps, principal)
+    project = None
+    if data.project and data.project.strip():
+        project = await asyncio.to_thread(
+            redaction.clean_text, "project", data.project.strip(), policy
+        )
+    return await staleness.verify(deps, user, data.results, project, policy)
+
+
+@post("/v1/facts/check", status_code=200, opt={"example": {"facts": [EXAMPLE_FACT]}})
+async def check_facts(deps: Deps, principal: Principal, data: JSONBody[CheckBatch]) -> CheckAnswer:
+    """What saving each fact (at most 200) would do, saving nothing: the write gate, redaction
+    and the duplicate decision. Per fact: "new" (with `possible_duplicate_of`), "same_claim"
+    (`same_as`: the fact a save would reinforce) or "refused" (`reasons`); `redacted` says what
+    redaction would remove (field and kind)."""
+    user, policy = await caller(deps, principal)
+    items, errors = await asyncio.to_thread(clean_facts, data.facts, policy)
+    refused = {e["index"]: e["reasons"] for e in errors}
+    # clean_facts drops refused items: put each back at its index, to be answered refused.
+    kept = iter(items)
+    ordered = [data.facts[i] if i in refused else next(kept) for i in range(len(data.facts))]
+    return CheckAnswer(results=await check.check_many(deps, user, ordered, refused))
 
 
 @post(
@@ -410,6 +475,8 @@ WRITES = Router(
         supersede_facts,
         confirm_fact,
         dispute_fact,
+        verify_facts,
+        check_facts,
         edit_fact,
         delete_fact,
         add_category,

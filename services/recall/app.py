@@ -18,8 +18,16 @@ from litestar.exceptions import ValidationException
 from litestar.params import JSONBody, Parameter
 from litestar.response import Stream
 
-from factbank.models import FactPage, Injection, InjectRequest, SearchQuery, SearchResult
-from factbank.read import inject
+from factbank.models import (
+    STATUSES,
+    FactPage,
+    Injection,
+    InjectRequest,
+    RuleCandidates,
+    SearchQuery,
+    SearchResult,
+)
+from factbank.read import inject, rules
 from factbank.read.cache import Cache
 from factbank.read.search import Recall, load_background, search
 from factbank.runtime.settings import Settings
@@ -27,6 +35,7 @@ from factbank.runtime.web import ServiceState, create_app, requires
 from factbank.store import facts, timeline
 from factbank.store.banks import Principal
 from factbank.write import categories
+from factbank_client.schema import SOURCE_KINDS
 
 # The text /v1/inject and /v1/search work on: the head of a prompt (a hook sends all of it, up
 # to 20,000 characters) or of a query (up to 4,000). The embedder reads 512 tokens at most
@@ -127,6 +136,7 @@ async def inject_block(
             data.project,
             min_version(request),
             share=data.banks,
+            member_id=user.member_id,
         )
     else:
         block = await inject.prompt_block(
@@ -153,6 +163,20 @@ async def inject_block(
     )
 
 
+def _words(name: str, text: str | None, known: tuple[str, ...]) -> list[str] | None:
+    """A comma list of words from `known` (None: not given); anything else is a 400 naming
+    the parameter."""
+    if text is None or not text.strip():
+        return None
+    words = [w.strip() for w in text.split(",") if w.strip()]
+    unknown = [w for w in words if w not in known]
+    if unknown:
+        raise ValidationException(
+            f"{name}: unknown value {unknown[0]!r}; expected a comma list of {', '.join(known)}"
+        )
+    return list(dict.fromkeys(words))
+
+
 @get("/v1/facts")
 async def list_facts(
     reader: asyncpg.Pool,
@@ -162,8 +186,20 @@ async def list_facts(
     project: str | None = Parameter(default=None),
     after: int = Parameter(default=0, ge=0),
     limit: int = Parameter(default=100, ge=1, le=1000),
+    statuses: str | None = Parameter(
+        default=None, max_length=200, description="any of these statuses: active,stale"
+    ),
+    source_kind: str | None = Parameter(
+        default=None, max_length=200, description="one source kind, or a comma list: file,commit"
+    ),
 ) -> FactPage:
-    """A page of this bank's facts in id order; pass `next_cursor` back as `after`."""
+    """A page of this bank's facts in id order; pass `next_cursor` back as `after`. Deleted
+    facts only when a status asks for them; `statuses` (a comma list) takes any of several,
+    `source_kind` one or several kinds (verify pages a project's file and commit facts)."""
+    wanted = _words("statuses", statuses, STATUSES)
+    if wanted is not None and status is not None:
+        raise ValidationException("statuses: give status or statuses, not both")
+    kinds = _words("source_kind", source_kind, SOURCE_KINDS)
     async with reader.acquire() as conn:
         page, cursor = await facts.list_facts(
             conn,
@@ -173,8 +209,20 @@ async def list_facts(
             project=project,
             after=after,
             limit=limit,
+            statuses=wanted,
+            source_kinds=kinds,
         )
     return FactPage(facts=page, next_cursor=cursor)
+
+
+@get("/v1/rules/candidates")
+async def rule_candidates(reader: asyncpg.Pool, principal: Principal) -> RuleCandidates:
+    """Facts whose claim has held in at least two unrelated projects (confirmed from each, by
+    a confirm that carried its project, and not disputed since; unrelated: different project
+    keys whose remotes share nothing), each with its evidence. Proposals only: nothing edits a
+    rule file (`factbank rules propose` writes a patch a person merges)."""
+    async with reader.acquire() as conn:
+        return RuleCandidates(candidates=await rules.candidates(conn, principal.bank_id))
 
 
 @get("/v1/export")
@@ -316,6 +364,7 @@ READS = Router(
         search_facts,
         inject_block,
         list_facts,
+        rule_candidates,
         export_facts,
         list_categories,
         stats,

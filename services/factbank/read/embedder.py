@@ -193,9 +193,10 @@ STATS = CacheStats()
 
 
 async def embed_passages(
-    conn: asyncpg.Connection, embedder: Embedder, texts: Sequence[str]
+    conn: asyncpg.Connection, embedder: Embedder, texts: Sequence[str], *, store: bool = True
 ) -> list[np.ndarray]:
-    """Vectors for `texts`, from the cache where present; new ones are computed and stored."""
+    """Vectors for `texts`, from the cache where present; new ones are computed and stored
+    (`store=False`: computed only, for a caller that must write nothing, `POST /v1/facts/check`)."""
     hashes = [text_hash(t) for t in texts]
     rows = await conn.fetch(
         "SELECT content_hash, embedding FROM embedding_cache "
@@ -210,7 +211,10 @@ async def embed_passages(
     STATS.misses += len(missing)
     EMBEDDING_CACHE.labels(result="hit").inc(hits)
     EMBEDDING_CACHE.labels(result="miss").inc(len(missing))
-    if missing:
+    if missing and not store:
+        todo = [texts[hashes.index(h)] for h in missing]
+        found.update(zip(missing, await asyncio.to_thread(embedder.passages, todo), strict=True))
+    elif missing:
         todo = [texts[hashes.index(h)] for h in missing]
         vectors = await asyncio.to_thread(embedder.passages, todo)
         result = await conn.execute(

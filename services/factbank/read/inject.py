@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from factbank.models import Fact, Hit
 from factbank.read.search import Recall, search
@@ -88,7 +88,11 @@ def assemble(lines: list[tuple[int, str]], budget: int, bank: str) -> Block:
 
 
 def _injectable(fact: Fact) -> bool:
-    return fact.status == "active" and POLICY.injectable(fact.effective_trust)
+    """Active (never stale), not under review, trusted enough: only such a fact is injected
+    unasked. A stale or flagged fact is still found by search, marked (issue 16)."""
+    return (
+        fact.status == "active" and fact.review is None and POLICY.injectable(fact.effective_trust)
+    )
 
 
 async def session_block(
@@ -99,12 +103,13 @@ async def session_block(
     project: str | None,
     min_version: int | None = None,
     share: int = 1,
+    member_id: int | None = None,
 ) -> Block:
     pool = await r.pool_for(bank_id, min_version)
     async with pool.acquire() as conn:
         rows = await conn.fetch(
             facts.FACT_SELECT
-            + """ WHERE f.bank_id = $1 AND f.status = 'active'
+            + """ WHERE f.bank_id = $1 AND f.status = 'active' AND f.review_since IS NULL
               AND ((c.auto_inject AND (f.project IS NULL OR f.project = $2))
                    OR ($2::text IS NOT NULL AND f.project = $2))
             ORDER BY (f.project IS NOT DISTINCT FROM $2) DESC,
@@ -120,18 +125,116 @@ async def session_block(
     candidates = [facts.to_fact(row, now) for row in rows if row["id"] not in seen]
     candidates = [f for f in candidates if _injectable(f)]
     budget = SESSION_BUDGET // share
+    stale = await _stale_section(
+        pool, bank_id, session_id, project, member_id, STALE_BUDGET // share
+    )
     recent = await _recent_section(r, bank_id, session_id, project, RECENT_BUDGET // share)
-    spent = estimate_tokens(recent) if recent else 0
+    spent = sum(estimate_tokens(t) for t in (stale, recent) if t)
     block = assemble([(f.id, line_for(f)) for f in candidates], budget - spent, bank)
     await r.cache.mark_seen(bank_id, session_id, block.facts)
-    if recent:
+    if stale or recent:
         block = Block(
-            text="\n".join(t for t in (block.text, recent) if t),
+            text="\n".join(t for t in (block.text, stale, recent) if t),
             facts=block.facts,
             tokens=block.tokens + spent,
             skipped=block.skipped,
         )
     return block
+
+
+# "Turned stale since your last session" (issue 16): this project's facts that turned stale, or
+# were flagged for review, after the caller's previous session in the project started (its
+# block could not have named them), or in the last STALE_DAYS without one. Named by id and
+# reason, never their content: they are not injected. Inside the session budget; what does
+# not fit as a line is still named by id.
+STALE_BUDGET = 200
+STALE_DAYS = 7
+STALE_HEADER = (
+    "[factbank] Turned stale since your last session (not injected; re-verify or supersede "
+    "by id):"
+)
+STALE_REASON_CHARS = 140
+STALE_MAX = 50
+
+
+async def _stale_section(
+    pool,
+    bank_id: int,
+    session_id: str,
+    project: str | None,
+    member_id: int | None,
+    budget: int,
+) -> str:
+    if not project:
+        return ""
+    try:
+        async with pool.acquire() as conn:
+            since = await conn.fetchval(
+                """SELECT max(started_at) FROM timeline_sessions
+                   WHERE bank_id = $1 AND project = $2 AND session_key <> $3
+                     AND ($4::bigint IS NULL OR member_id = $4)
+                     AND session_key NOT LIKE 'handoff-%'""",
+                bank_id,
+                project,
+                session_id,
+                member_id,
+            )
+            since = since or datetime.now(UTC) - timedelta(days=STALE_DAYS)
+            rows = await conn.fetch(
+                """SELECT id, status, stale_reason, review_reason, review_cause,
+                          greatest(stale_since, review_since) AS at
+                   FROM facts
+                   WHERE bank_id = $1 AND project = $2
+                     AND ((status = 'stale' AND stale_since > $3)
+                          OR (review_since > $3 AND status IN ('active', 'disputed', 'stale')))
+                   ORDER BY at DESC, id DESC LIMIT $4""",
+                bank_id,
+                project,
+                since,
+                STALE_MAX,
+            )
+    except Exception:  # optional like the timeline's part: a failure never costs the facts
+        log.exception("the stale section of the session block failed")
+        return ""
+    return stale_lines(rows, budget)
+
+
+def stale_lines(rows, budget: int) -> str:
+    """The line group for these facts within `budget` tokens ("" for none): a line per fact
+    with its reason while they fit, then the rest by id, then how many more."""
+    used = estimate_tokens(STALE_HEADER)
+    lines: list[str] = []
+    rest: list[int] = []
+    for row in rows:
+        if row["status"] == "stale":
+            why = "stale: " + _clip(row["stale_reason"] or "its source changed")
+        else:
+            why = "under review: " + _clip(row["review_reason"] or "a fact it cites changed")
+        line = f"- #{row['id']} {why}"
+        if not rest and used + estimate_tokens(line) <= budget:
+            used += estimate_tokens(line)
+            lines.append(line)
+        else:
+            rest.append(row["id"])
+    for named in range(len(rest), -1, -1):
+        if not rest:
+            break
+        more = len(rest) - named
+        ids = ", ".join(f"#{i}" for i in rest[:named])
+        line = f"- also {ids}" + (f" (+{more} more)" if more else "") if named else (
+            f"- {more} more"
+        )
+        if used + estimate_tokens(line) <= budget:
+            lines.append(line)
+            break
+    return "\n".join([STALE_HEADER, *lines]) if lines else ""
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    if len(text) <= STALE_REASON_CHARS:
+        return text
+    return text[:STALE_REASON_CHARS].rsplit(" ", 1)[0] + "…"
 
 
 # "Recently in this project" (issue 15): the timeline's part of the session block, inside the

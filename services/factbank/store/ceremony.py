@@ -21,7 +21,7 @@ Redaction has one door per table and the ceremony only goes through them: `facts
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -55,8 +55,11 @@ class Write:
         reason: str = "",
         related: int | None = None,
         agent: str | None = None,
+        project: str | None = None,
+        remotes: Sequence[str] = (),
     ) -> None:
-        """A row of the fact's history, by this principal (`agent`: the fact's own writer)."""
+        """A row of the fact's history, by this principal (`agent`: the fact's own writer;
+        `project`, `remotes`: where a confirm was made, read by the rule gate)."""
         await facts.record_event(
             self.conn,
             fact_id,
@@ -68,6 +71,8 @@ class Write:
             agent=self.principal.agent if agent is None else agent,
             reason=reason,
             related=related,
+            project=project,
+            remotes=remotes,
         )
         self.wrote = True
 

@@ -5,17 +5,22 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import unicodedata
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import asyncpg
+import msgspec
 
 from factbank import trust
 from factbank.errors import NotFound
-from factbank.models import Author, Fact, Source
+from factbank.models import Author, Fact, Fingerprint, Review, Source, Stale
 from factbank.write import redaction
 
+# `cites`: a derived fact's sources, one primary-key lookup in fact_citations per row.
 FACT_SELECT = """
-SELECT f.*, b.name AS bank, m.name AS member, c.decays
+SELECT f.*, b.name AS bank, m.name AS member, c.decays,
+       ARRAY(SELECT fc.cites FROM fact_citations fc WHERE fc.fact_id = f.id ORDER BY fc.cites)
+           AS cites
 FROM facts f
 JOIN banks b ON b.id = f.bank_id
 JOIN members m ON m.id = f.created_by_member
@@ -57,7 +62,35 @@ def to_fact(row: asyncpg.Record | dict, now: datetime | None = None) -> Fact:
         updated_at=row["updated_at"],
         confirmed_at=row["confirmed_at"],
         questions=list(row["questions"]),
+        fingerprint=_fingerprint(row["fingerprint"]),
+        stale=Stale(
+            reason=row["stale_reason"] or "",
+            context=row["stale_context"] or "",
+            since=row["stale_since"],
+        )
+        if row["status"] == "stale" and row["stale_since"] is not None
+        else None,
+        review=Review(
+            reason=row["review_reason"] or "", cause=row["review_cause"], since=row["review_since"]
+        )
+        if row["review_since"] is not None
+        else None,
+        cites=list(row["cites"] or []),
+        verified_at=row["verified_at"],
     )
+
+
+def _fingerprint(value: str | dict | None) -> Fingerprint | None:
+    """The stored JSON back into its shape (asyncpg hands jsonb over as text)."""
+    if value is None:
+        return None
+    raw = value.encode() if isinstance(value, str) else msgspec.json.encode(value)
+    return msgspec.json.decode(raw, type=Fingerprint)
+
+
+def fingerprint_json(fp: Fingerprint | dict | None) -> str | None:
+    """A fingerprint as the jsonb parameter asyncpg takes (text)."""
+    return None if fp is None else msgspec.json.encode(fp).decode()
 
 
 async def get_row(conn: asyncpg.Connection, bank_id: int, fact_id: int, *, lock: bool = False):
@@ -83,21 +116,28 @@ async def list_facts(
     project: str | None = None,
     after: int = 0,
     limit: int = 100,
+    statuses: Sequence[str] | None = None,
+    source_kinds: Sequence[str] | None = None,
 ) -> tuple[list[Fact], int | None]:
-    """A page of a bank's facts in id order; deleted facts only when asked for by status."""
+    """A page of a bank's facts in id order; deleted facts only when asked for by status
+    (`status`, or any of `statuses`). `source_kinds`: only facts with one of these sources
+    (verify pages a project's `file` and `commit` facts, stale ones included)."""
+    wanted = [status] if status is not None else list(statuses) if statuses else None
     rows = await conn.fetch(
         FACT_SELECT
         + """ WHERE f.bank_id = $1 AND f.id > $2
-              AND ($3::text IS NULL AND f.status <> 'deleted' OR f.status = $3)
+              AND ($3::text[] IS NULL AND f.status <> 'deleted' OR f.status = ANY($3))
               AND ($4::text IS NULL OR f.category = $4)
               AND ($5::text IS NULL OR f.project = $5)
+              AND ($7::text[] IS NULL OR f.source_kind = ANY($7))
             ORDER BY f.id LIMIT $6""",
         bank_id,
         after,
-        status,
+        wanted,
         category,
         project,
         limit + 1,
+        list(source_kinds) if source_kinds else None,
     )
     now = datetime.now(UTC)
     facts = [to_fact(r, now) for r in rows[:limit]]
@@ -125,18 +165,23 @@ async def record_event(
     agent: str = "",
     reason: str = "",
     related: int | None = None,
+    project: str | None = None,
+    remotes: Sequence[str] = (),
 ) -> None:
-    """One row of a fact's history: every trust change and lifecycle step, with who and why.
+    """One row of a fact's history: every trust change and lifecycle step, with who and why
+    (a confirm also where: the caller's project key and its repository's remotes).
 
     The reason and agent are redacted here, whoever wrote them: this is the one door into
     `fact_events`, and a secret that lands there stays until the fact is purged. (Write paths
     clean them earlier under the bank's policy; this is the last step, always `redact`.)"""
-    if reason or agent:
-        reason, agent = await asyncio.to_thread(_clean_event_text, reason, agent)
+    if reason or agent or project or remotes:
+        reason, agent, project, remotes = await asyncio.to_thread(
+            _clean_event_text, reason, agent, project, remotes
+        )
     await conn.execute(
         """INSERT INTO fact_events (fact_id, bank_id, kind, trust_before, trust_after, member_id,
-                                    agent, reason, related_fact)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)""",
+                                    agent, reason, related_fact, project, remotes)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)""",
         fact_id,
         bank_id,
         kind,
@@ -146,11 +191,23 @@ async def record_event(
         agent,
         reason,
         related,
+        project,
+        list(remotes),
     )
 
 
-def _clean_event_text(reason: str, agent: str) -> tuple[str, str]:
-    return redaction.clean_text("reason", reason), redaction.clean_text("agent", agent)
+def _clean_event_text(
+    reason: str, agent: str, project: str | None, remotes: Sequence[str]
+) -> tuple[str, str, str | None, list[str]]:
+    clean = redaction.redact_fields(
+        {"reason": reason, "agent": agent, "project": project, "remotes": list(remotes)}
+    )[0]
+    return (
+        str(clean["reason"]),
+        str(clean["agent"]),
+        clean["project"],  # type: ignore[return-value]
+        list(clean["remotes"] or []),
+    )
 
 
 async def lock_bank(conn: asyncpg.Connection, bank_id: int) -> None:
@@ -192,7 +249,7 @@ async def bank_stats(conn: asyncpg.Connection, bank_id: int) -> dict:
 async def events(conn: asyncpg.Connection, bank_id: int, fact_id: int) -> list[dict]:
     rows = await conn.fetch(
         """SELECT e.id, e.kind, e.trust_before, e.trust_after, m.name AS member, e.agent,
-                  e.reason, e.related_fact, e.created_at
+                  e.reason, e.related_fact, e.created_at, e.project, e.remotes
            FROM fact_events e LEFT JOIN members m ON m.id = e.member_id
            WHERE e.bank_id = $1 AND e.fact_id = $2 ORDER BY e.id""",
         bank_id,

@@ -4,15 +4,25 @@ anything is stored or embedded, with secrets redacted first (principle 10).
 A fact is one atomic claim with a category from the bank's registry, a source (kind plus a
 location) and a verbatim quote from that source. Text that looks like a pasted conversation or
 a log dump is refused with the reason: memory that ingests transcripts spreads their errors.
+
+A derived fact (source kind `fact`, issue 16) cites other facts of the bank: its location lists
+their ids ("#12, #15"), each must exist and still hold (not deleted, not superseded), and the
+quote must be verbatim (whitespace normalised) from one cited fact's content. `check` parses
+the ids; `check_citations` decides on the cited rows the caller read (the gate itself never
+touches the database). A fingerprint (what the client saw of a file or commit source) is only
+for `file` and `commit` sources; its path is redacted with the fact's other fields.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import msgspec
+
 from factbank.errors import Refused, reason
-from factbank.models import NewFact
+from factbank.models import Fingerprint, NewFact
 from factbank.write import redaction
 
 MAX_QUOTE_CHARS = 2000
@@ -27,6 +37,9 @@ MAX_CONTENT_LINES = 4
 # Writer questions (principle 15): two to four are asked for; six leaves room for aliases.
 MAX_QUESTIONS = 6
 MAX_QUESTION_CHARS = 200
+# A derived fact cites at most this many facts (the review cascade walks them).
+MAX_CITES = 20
+FINGERPRINTED = ("file", "commit")
 
 _SPEAKER = re.compile(
     r"^\s*(user|assistant|human|ai|system|claude|codex|gpt|me|you|q|a|用户|助手|我|你)\s*[:：>]",
@@ -40,6 +53,7 @@ _LOG_LINE = re.compile(
 )
 _SHA = re.compile(r"^[0-9a-f]{7,40}$", re.IGNORECASE)
 _URL = re.compile(r"^https?://\S+$", re.IGNORECASE)
+_CITATION = re.compile(r"^#?(\d{1,18})$")
 
 
 @dataclass
@@ -58,6 +72,8 @@ class Prepared:
     agent: str
     redacted: list[redaction.Finding] = field(default_factory=list)
     questions: list[str] = field(default_factory=list)
+    fingerprint: Fingerprint | None = None
+    cites: list[int] = field(default_factory=list)  # source kind `fact`: the cited ids
 
 
 def _dump_reason(text: str, what: str) -> str | None:
@@ -74,7 +90,25 @@ def _dump_reason(text: str, what: str) -> str | None:
     return None
 
 
-def _check_source(kind: str, location: str) -> str | None:
+def cited_ids(location: str) -> list[int] | None:
+    """The fact ids a `fact` source lists ("#12, #15" or "12 15"), in order, each once; None
+    when the location is not such a list."""
+    parts = [p for p in re.split(r"[\s,;]+", location) if p]
+    ids = [int(m.group(1)) if (m := _CITATION.match(p)) else None for p in parts]
+    if not ids or None in ids:
+        return None
+    return list(dict.fromkeys(i for i in ids if i is not None))
+
+
+def check_source(kind: str, location: str) -> str | None:
+    """Why a location does not fit its source kind (None: it does)."""
+    if kind == "fact":
+        ids = cited_ids(location)
+        if ids is None:
+            return "source kind 'fact' needs the cited fact ids as its location, e.g. '#12, #15'"
+        if len(ids) > MAX_CITES:
+            return f"a derived fact cites {len(ids)} facts; the limit is {MAX_CITES}"
+        return None
     if kind in ("file", "doc", "command") and not location:
         hint = {
             "file": "a path, e.g. src/app.py:42",
@@ -185,7 +219,7 @@ def check(new: NewFact, *, max_chars: int, policy: str, agent: str = "") -> Prep
         reasons.append(
             reason("source.location", f"location is longer than {MAX_LOCATION_CHARS} characters")
         )
-    elif why := _check_source(new.source.kind, location):
+    elif why := check_source(new.source.kind, location):
         reasons.append(reason("source.location", why))
     project = (new.project or "").strip() or None
     if project and len(project) > MAX_PROJECT_CHARS:
@@ -194,9 +228,21 @@ def check(new: NewFact, *, max_chars: int, policy: str, agent: str = "") -> Prep
         )
     tags = _clean_tags(new.tags, reasons)
     questions = clean_questions(new.questions, reasons)
+    if new.fingerprint is not None and new.source.kind not in FINGERPRINTED:
+        reasons.append(
+            reason(
+                "fingerprint",
+                f"a fingerprint is for file and commit sources, not '{new.source.kind}'",
+            )
+        )
     if reasons:
         raise Refused(reasons)
+    cites: list[int] = []
+    if new.source.kind == "fact":
+        cites = cited_ids(location) or []
+        location = ", ".join(f"#{i}" for i in cites)
 
+    fp_path = new.fingerprint.path.strip() if new.fingerprint is not None else None
     clean, findings = redaction.redact_fields(
         {
             "content": content,
@@ -204,6 +250,7 @@ def check(new: NewFact, *, max_chars: int, policy: str, agent: str = "") -> Prep
             "source": location,
             "tags": tags,
             "questions": questions,
+            "fingerprint.path": fp_path,
         }
     )
     if findings and policy == "reject":
@@ -224,4 +271,34 @@ def check(new: NewFact, *, max_chars: int, policy: str, agent: str = "") -> Prep
         agent=(new.agent or agent or "")[:64],
         redacted=findings,
         questions=list(clean["questions"] or []),
+        fingerprint=None
+        if new.fingerprint is None
+        else msgspec.structs.replace(new.fingerprint, path=str(clean["fingerprint.path"])),
+        cites=cites,
     )
+
+
+def check_citations(p: Prepared, cited: Mapping[int, tuple[str, str]]) -> list[dict[str, str]]:
+    """The refusals of a derived fact, given the rows its ids name in its bank ({id: (status,
+    content)}; an id absent from the mapping is not in the bank): each cited fact must exist
+    and still hold, and the quote must be verbatim from one of them."""
+    out: list[dict[str, str]] = []
+    for fact_id in p.cites:
+        if fact_id not in cited:
+            out.append(reason("source.location", f"cites #{fact_id}: no such fact in this bank"))
+        elif cited[fact_id][0] in ("deleted", "superseded"):
+            out.append(
+                reason("source.location", f"cites #{fact_id}, which is {cited[fact_id][0]}")
+            )
+    if out:
+        return out
+    needle = " ".join(p.quote.split())
+    if not any(needle in " ".join(cited[i][1].split()) for i in p.cites):
+        out.append(
+            reason(
+                "quote",
+                "a derived fact quotes one of the facts it cites verbatim; the quote is in "
+                "none of " + ", ".join(f"#{i}" for i in p.cites),
+            )
+        )
+    return out

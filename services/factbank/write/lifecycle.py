@@ -14,13 +14,13 @@ from collections.abc import Sequence
 import asyncpg
 
 from factbank.errors import Refused
-from factbank.models import Fact
+from factbank.models import Confirm, Fact, NewFact, Source
 from factbank.read import embedder, lexicon
 from factbank.store import banks, ceremony, facts
 from factbank.store.banks import Principal
 from factbank.trust import DEFAULT as POLICY
-from factbank.write import redaction, retain
-from factbank.write.gate import MAX_TAG_CHARS, MAX_TAGS, clean_questions
+from factbank.write import derived, redaction, retain
+from factbank.write.gate import MAX_TAG_CHARS, MAX_TAGS, Prepared, clean_questions
 from factbank.write.retain import Deps
 
 
@@ -45,52 +45,167 @@ async def clean_reason(deps: Deps, principal: Principal, reason: str) -> str:
     return await asyncio.to_thread(redaction.clean_text, "reason", reason, policy)
 
 
-async def _judge(deps: Deps, principal: Principal, fact_id: int, kind: str, reason: str) -> Fact:
+async def confirm(
+    deps: Deps,
+    principal: Principal,
+    fact_id: int,
+    reason: str = "",
+    evidence: Confirm | None = None,
+) -> Fact:
+    """The fact held when checked: trust rises and decay restarts. With `evidence` (issue 16):
+    a fresh quote (location, fingerprint) re-anchors the fact, and a stale one becomes active
+    again (event `refreshed`); the caller's project and remotes are recorded on the confirm
+    event for the rule gate. A fact under review is reviewed (event `reviewed`). A stale fact
+    confirmed without a fresh quote is refused: nobody looked at its source."""
     reason = await clean_reason(deps, principal, reason)
+    where, refresh = await _evidence(deps, principal, fact_id, evidence)
     async with ceremony.write(deps.pool, principal) as w:
         row = await _locked(w, fact_id)
+        if row["status"] == "stale" and refresh is None:
+            raise Refused.one(
+                "quote",
+                f"fact #{fact_id} is stale ({row['stale_reason'] or 'its source changed'}): "
+                "confirm it with a fresh quote from its source (and its location if it moved), "
+                "or supersede it",
+            )
         before = row["trust"]
-        if kind == "confirmed":
-            after = POLICY.stored(POLICY.confirm(before))
-            status = (
-                "active"
-                if row["status"] == "disputed" and POLICY.injectable(after)
-                else row["status"]
-            )
-            await w.conn.execute(
-                "UPDATE facts SET trust = $2, status = $3, confirmed_at = now(), "
-                "updated_at = now() WHERE id = $1",
-                fact_id,
-                after,
-                status,
-            )
-        else:
-            after = POLICY.stored(POLICY.dispute(before))
-            status = (
-                "disputed"
-                if row["status"] == "active" and not POLICY.injectable(after)
-                else row["status"]
-            )
-            await w.conn.execute(
-                "UPDATE facts SET trust = $2, status = $3, updated_at = now() WHERE id = $1",
-                fact_id,
-                after,
-                status,
-            )
-        await w.event(fact_id, kind, before=before, after=after, reason=reason)
-        action = {"confirmed": "fact.confirm", "disputed": "fact.dispute"}[kind]
-        await w.audit(action, str(fact_id), {"before": before, "after": after})
+        after = POLICY.stored(POLICY.confirm(before))
+        status = row["status"]
+        if status == "stale" or (status == "disputed" and POLICY.injectable(after)):
+            status = "active" if POLICY.injectable(after) else "disputed"
+        await w.conn.execute(
+            "UPDATE facts SET trust = $2, status = $3, confirmed_at = now(), "
+            "updated_at = now() WHERE id = $1",
+            fact_id,
+            after,
+            status,
+        )
+        await w.event(fact_id, "confirmed", before=before, after=after, reason=reason, **where)
+        done = await _refresh_and_review(w, row, refresh)
+        await w.audit("fact.confirm", str(fact_id), {"before": before, "after": after, **done})
         return await w.fact(fact_id)
-
-
-async def confirm(deps: Deps, principal: Principal, fact_id: int, reason: str = "") -> Fact:
-    return await _judge(deps, principal, fact_id, "confirmed", reason)
 
 
 async def dispute(deps: Deps, principal: Principal, fact_id: int, reason: str) -> Fact:
     if not reason.strip():
         raise Refused.one("reason", "say why the fact is wrong")
-    return await _judge(deps, principal, fact_id, "disputed", reason)
+    reason = await clean_reason(deps, principal, reason)
+    async with ceremony.write(deps.pool, principal) as w:
+        row = await _locked(w, fact_id)
+        before = row["trust"]
+        after = POLICY.stored(POLICY.dispute(before))
+        status = (
+            "disputed"
+            if row["status"] == "active" and not POLICY.injectable(after)
+            else row["status"]
+        )
+        await w.conn.execute(
+            "UPDATE facts SET trust = $2, status = $3, updated_at = now() WHERE id = $1",
+            fact_id,
+            after,
+            status,
+        )
+        await w.event(fact_id, "disputed", before=before, after=after, reason=reason)
+        await w.audit("fact.dispute", str(fact_id), {"before": before, "after": after})
+        return await w.fact(fact_id)
+
+
+async def _evidence(
+    deps: Deps, principal: Principal, fact_id: int, evidence: Confirm | None
+) -> tuple[dict, Prepared | None]:
+    """What a confirm brings, cleaned before the transaction: where it was made ({project,
+    remotes}, redacted under the bank's policy) and, when it carries a quote, location or
+    fingerprint, the fact's evidence re-checked by the write gate (the one gate: the fact as
+    stored, with the new quote, location and fingerprint)."""
+    if evidence is None:
+        return {}, None
+    where: dict = {}
+    if evidence.project or evidence.remotes:
+        policy = await policy_of(deps.pool, principal.bank_id)
+        remotes = list(dict.fromkeys(r.strip() for r in evidence.remotes if r.strip()))
+        clean = await asyncio.to_thread(
+            redaction.clean_fields,
+            {"project": (evidence.project or "").strip() or None, "remotes": remotes},
+            policy,
+        )
+        where = {"project": clean["project"], "remotes": list(clean["remotes"] or [])}
+    if evidence.quote is None and evidence.location is None and evidence.fingerprint is None:
+        return where, None
+    async with deps.pool.acquire() as conn:
+        row = await facts.get_row(conn, principal.bank_id, fact_id)
+        fp = evidence.fingerprint
+        if fp is None and evidence.location is None and row["fingerprint"] is not None:
+            fp = facts.to_fact(row).fingerprint  # the same place: its fingerprint stands
+        item = NewFact(
+            content=row["content"],
+            category=row["category"],
+            source=Source(
+                kind=row["source_kind"],
+                location=row["source_location"] if evidence.location is None
+                else evidence.location,
+            ),
+            quote=row["quote"] if evidence.quote is None else evidence.quote,
+            origin=row["origin"],
+            tentative=row["tentative"],
+            tags=list(row["tags"]),
+            questions=list(row["questions"]),
+            project=row["project"],
+            fingerprint=fp,
+        )
+        prepared, errors = await retain._gated(conn, deps, principal, [item])
+    if errors:
+        raise Refused(errors[0]["reasons"])
+    return where, prepared[0]
+
+
+async def _refresh_and_review(
+    w: ceremony.Write, row: asyncpg.Record, refresh: Prepared | None
+) -> dict:
+    """A confirm's lifecycle steps: the evidence re-anchored (a stale fact's stale cleared)
+    and a review flag cleared. Returns what happened, for the audit row."""
+    fact_id, t = row["id"], row["trust"]
+    done: dict = {}
+    if refresh is not None:
+        await w.conn.execute(
+            """UPDATE facts SET quote = $2, source_location = $3, fingerprint = $4::jsonb,
+                      verified_at = now(), stale_reason = NULL, stale_context = NULL,
+                      stale_since = NULL
+               WHERE id = $1""",
+            fact_id,
+            refresh.quote,
+            refresh.source_location,
+            facts.fingerprint_json(refresh.fingerprint),
+        )
+        moved = (
+            f" (was {row['source_location']})"
+            if refresh.source_location != row["source_location"]
+            else ""
+        )
+        why = (
+            f"fresh quote from {refresh.source_location or 'its source'}{moved}"
+            + (f"; was stale: {row['stale_reason']}" if row["status"] == "stale" else "")
+        )
+        await w.event(fact_id, "refreshed", before=t, after=t, reason=why)
+        done["refreshed"] = True
+    if row["review_since"] is not None:
+        await w.conn.execute(
+            "UPDATE facts SET review_reason = NULL, review_cause = NULL, review_since = NULL "
+            "WHERE id = $1",
+            fact_id,
+        )
+        await w.event(
+            fact_id,
+            "reviewed",
+            before=t,
+            after=t,
+            reason=f"review cleared: {row['review_reason'] or 'a cited fact changed'}",
+            related=row["review_cause"]
+            if row["review_cause"] is not None
+            and await w.conn.fetchval("SELECT 1 FROM facts WHERE id = $1", row["review_cause"])
+            else None,
+        )
+        done["reviewed"] = True
+    return done
 
 
 async def edit(
@@ -188,11 +303,15 @@ async def delete(deps: Deps, principal: Principal, fact_id: int, reason: str = "
         await lexicon.unindex_fact(w.conn, principal.bank_id, fact_id)
         await w.conn.execute("DELETE FROM fact_vectors WHERE fact_id = $1", fact_id)
         await w.event(fact_id, "deleted", before=row["trust"], after=row["trust"], reason=reason)
+        flagged = await derived.flag_dependents(w, fact_id, "was deleted")
         # The audit log outlives a purge: it keeps the reason's hash, never its words.
         await w.audit(
             "fact.delete",
             str(fact_id),
-            {"reason_sha256": hashlib.sha256(reason.encode()).hexdigest() if reason else ""},
+            {
+                "reason_sha256": hashlib.sha256(reason.encode()).hexdigest() if reason else "",
+                "flagged": flagged,
+            },
         )
         return await w.fact(fact_id)
 
@@ -204,6 +323,13 @@ async def purge(deps: Deps, principal: Principal, fact_id: int) -> dict:
     async with ceremony.write(deps.pool, principal) as w:
         conn = w.conn
         row = await facts.get_row(conn, principal.bank_id, fact_id, lock=True)
+        # Its dependents learn it is gone (a deleted fact's were flagged when it was deleted);
+        # the flag keeps naming it by id.
+        flagged = (
+            await derived.flag_dependents(w, fact_id, "was purged")
+            if row["status"] != "deleted"
+            else []
+        )
         if row["indexed"]:
             await lexicon.unindex_fact(conn, principal.bank_id, fact_id)
         await conn.execute(
@@ -226,7 +352,9 @@ async def purge(deps: Deps, principal: Principal, fact_id: int) -> dict:
                 [embedder.text_hash(t) for t in texts],
             )
             cache_removed = int(result.rsplit(" ", 1)[-1])
-        await w.audit("fact.purge", str(fact_id), {"cache_rows_removed": cache_removed})
+        await w.audit(
+            "fact.purge", str(fact_id), {"cache_rows_removed": cache_removed, "flagged": flagged}
+        )
     return {"purged": fact_id, "cache_rows_removed": cache_removed}
 
 

@@ -25,7 +25,7 @@ from factbank.runtime.settings import Settings
 from factbank.store import banks, ceremony, facts
 from factbank.store.banks import Principal
 from factbank.trust import DEFAULT as POLICY
-from factbank.write import claims, gate
+from factbank.write import claims, derived, gate
 from factbank.write.gate import Prepared
 
 NEAR = 0.90  # cosine of e5-small passages: "port 8080" vs "port 8081" 0.988, unrelated ~0.86
@@ -101,7 +101,12 @@ async def store_vectors(
 
 
 def _gate_all(
-    items: Sequence[NewFact], max_chars: int, policy: str, agent: str, categories: set[str]
+    items: Sequence[NewFact],
+    max_chars: int,
+    policy: str,
+    agent: str,
+    categories: set[str],
+    cited: dict[int, tuple[str, str]] | None = None,
 ) -> tuple[list[Prepared | None], list[dict]]:
     prepared: list[Prepared | None] = []
     errors: list[dict] = []
@@ -111,6 +116,8 @@ def _gate_all(
             if p.category not in categories:
                 known = ", ".join(sorted(categories))
                 raise Refused.one("category", f"unknown category {p.category!r}; known: {known}")
+            if p.cites and (why := gate.check_citations(p, cited or {})):
+                raise Refused(why)
             prepared.append(p)
         except Refused as exc:
             prepared.append(None)
@@ -127,8 +134,9 @@ async def _gated(
     policy = await banks.redaction_policy(conn, principal.bank_id)
     rows = await conn.fetch("SELECT name FROM categories WHERE bank_id = $1", principal.bank_id)
     categories = {r["name"] for r in rows}
+    cited = await derived.cited_rows(conn, principal.bank_id, items)
     return await asyncio.to_thread(
-        _gate_all, items, deps.settings.max_fact_chars, policy, principal.agent, categories
+        _gate_all, items, deps.settings.max_fact_chars, policy, principal.agent, categories, cited
     )
 
 
@@ -268,8 +276,9 @@ async def _insert(
         """INSERT INTO facts (bank_id, content, category, tags, source_kind, source_location,
                               quote, project, origin, tentative, trust, created_by_member,
                               created_by_agent, content_hash, embedding, embedding_model,
-                              questions)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+                              questions, fingerprint)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
+                   $18::jsonb)
            RETURNING id""",
         principal.bank_id,
         p.content,
@@ -288,7 +297,9 @@ async def _insert(
         vector,
         model,
         p.questions,
+        facts.fingerprint_json(p.fingerprint),
     )
+    await derived.store_citations(conn, principal.bank_id, fact_id, p.cites)
     await store_vectors(conn, principal.bank_id, fact_id, p.content, p.questions, vectors)
     await lexicon.index_fact(
         conn, principal.bank_id, fact_id, lexicon.lexical_text(p.content, p.tags, p.questions)
@@ -425,7 +436,14 @@ async def supersede(
                 reason=reason,
                 related=new_id,
             )
-        await w.audit("fact.supersede", str(new_id), {"replaces": [o["id"] for o in olds]})
+        flagged = [
+            f for o in olds for f in await derived.flag_dependents(
+                w, o["id"], "was superseded", exclude=[new_id]
+            )
+        ]
+        await w.audit(
+            "fact.supersede", str(new_id), {"replaces": [o["id"] for o in olds], "flagged": flagged}
+        )
         fact = await w.fact(new_id)
     return Outcome(
         "stored", fact, [], _redacted(p), f"supersedes #{', #'.join(str(o['id']) for o in olds)}"

@@ -1,0 +1,65 @@
+"""Check (issue 16): what `POST /v1/facts` would do with each of a list of facts, deciding
+everything and saving nothing. `factbank migrate-native` shows its candidates this way before
+the user accepts any.
+
+The steps are retain's own, never a copy: the write gate under the bank's redaction policy and
+category registry (`retain._gated`, derived facts' citations included), then the
+duplicate-vs-correction decision (`retain._near_duplicates` and `claims.compare`, principle 3).
+Per fact: "refused" with the reasons, "same_claim" with the fact a save would reinforce, or
+"new" with the facts it may supersede; and what redaction would remove (field and kind, never
+the text).
+
+Nothing is written, held by the database itself: the whole check runs in a READ ONLY
+transaction, and embeddings the cache lacks are computed without being cached
+(`embed_passages(store=False)`). Each fact is judged against the bank as it stands, not
+against the others in the same list.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+
+from factbank.models import CheckVerdict, NewFact
+from factbank.read import embedder, lexicon
+from factbank.store.banks import Principal
+from factbank.write import claims, retain
+from factbank.write.retain import Deps, Vectors
+
+MAX_CHECK = 200
+
+
+async def check_many(
+    deps: Deps,
+    principal: Principal,
+    items: Sequence[NewFact],
+    refused: Mapping[int, list[dict[str, str]]] | None = None,
+) -> list[CheckVerdict]:
+    """One verdict per item, in order. `refused`: items the caller already refused (their
+    project, agent or category under the bank's policy), by index: not gated again."""
+    refused = dict(refused or {})
+    out: list[CheckVerdict | None] = [None] * len(items)
+    todo = [i for i in range(len(items)) if i not in refused]
+    async with deps.pool.acquire() as conn, conn.transaction(readonly=True):
+        prepared, errors = await retain._gated(conn, deps, principal, [items[i] for i in todo])
+        for e in errors:
+            refused[todo[e["index"]]] = e["reasons"]
+        ok = [(todo[k], p) for k, p in enumerate(prepared) if p is not None]
+        vectors = [Vectors() for _ in ok]
+        if deps.embedder is not None and ok:
+            texts = [lexicon.indexed_text(p.content, p.tags) for _, p in ok]
+            found = await embedder.embed_passages(conn, deps.embedder, texts, store=False)
+            vectors = [Vectors(v) for v in found]
+        for (i, p), v in zip(ok, vectors, strict=True):
+            verdict = CheckVerdict(verdict="new", redacted=retain._redacted(p))
+            for old in await retain._near_duplicates(conn, principal.bank_id, p, v):
+                same = await asyncio.to_thread(claims.compare, p.content, old["content"])
+                if same.same_claim:
+                    verdict.verdict, verdict.same_as = "same_claim", old["id"]
+                    verdict.possible_duplicate_of = []
+                    break
+                verdict.possible_duplicate_of.append(old["id"])
+            out[i] = verdict
+    for i, reasons in refused.items():
+        out[i] = CheckVerdict(verdict="refused", reasons=reasons)
+    return [v for v in out if v is not None]
