@@ -25,7 +25,18 @@ BODIES: dict[tuple[str, str], Any] = {
     ("POST", "/v1/facts"): FACT,
     ("POST", "/v1/facts/import"): FACT,  # sent as JSONL
     ("POST", "/v1/facts/supersede"): {"fact": FACT, "replaces": [1], "reason": "moved"},
-    ("POST", "/v1/facts/{fact_id}/confirm"): {"reason": "checked"},
+    ("POST", "/v1/facts/{fact_id}/confirm"): {
+        "reason": "checked", "quote": "port: 8080", "location": "deploy/api.yaml:14",
+        "fingerprint": {"path": "deploy/api.yaml", "line": 14, "lines": 1,
+                        "quote_sha256": "0" * 64},
+        "project": "p", "remotes": ["github.com/acme/api"],
+    },
+    ("POST", "/v1/facts/verify"): {"project": "p", "results": [
+        {"id": 1, "verdict": "moved", "location": "deploy/api.yaml:20", "reason": "moved",
+         "context": "20: port: 8080",
+         "fingerprint": {"path": "deploy/api.yaml", "line": 20, "quote_sha256": "0" * 64}},
+    ]},
+    ("POST", "/v1/facts/check"): {"facts": [FACT]},
     ("POST", "/v1/facts/{fact_id}/dispute"): {"reason": "wrong"},
     ("PATCH", "/v1/facts/{fact_id}"): {"tags": ["a"], "category": "environment",
                                        "questions": ["q?"]},

@@ -48,7 +48,18 @@ BODIES: dict[tuple[str, str], Any] = {
         "restore": {"id": 1, "status": "active", "trust": 0.5, "supersede_reason": "moved"},
     },
     ("POST", "/v1/facts/supersede"): {"fact": FACT, "replaces": ["{fact_id}"], "reason": "moved"},
-    ("POST", "/v1/facts/{fact_id}/confirm"): {"reason": "checked"},
+    ("POST", "/v1/facts/{fact_id}/confirm"): {
+        "reason": "checked", "quote": "port: 8080", "location": "deploy/api.yaml:14",
+        "fingerprint": {"path": "deploy/api.yaml", "line": 14, "quote_sha256": "0" * 64},
+        "project": "proj", "remotes": ["github.com/acme/api"],
+    },
+    # The facts `Fresh` makes are of project "proj", so the batch applies.
+    ("POST", "/v1/facts/verify"): {"project": "proj", "results": [
+        {"id": "{fact_id}", "verdict": "stale", "location": "deploy/api.yaml:20",
+         "reason": "the quote is gone", "context": "12: port: 9090",
+         "fingerprint": {"path": "deploy/api.yaml", "line": 20, "quote_sha256": "0" * 64}},
+    ]},
+    ("POST", "/v1/facts/check"): {"facts": [FACT]},
     ("POST", "/v1/facts/{fact_id}/dispute"): {"reason": "wrong"},
     ("PATCH", "/v1/facts/{fact_id}"): {
         "tags": ["a"],
@@ -146,6 +157,7 @@ class Fresh:
         body = fact_body(
             f"Worker pool {self.n} runs on host w{self.n}.internal",
             quote=f"host: w{self.n}.internal",
+            project="proj",  # what the verify body names
         )
         r = await self.stack.ingest.post("/v1/facts", json=body, headers=auth(self.token))
         assert r.status_code == 201, r.text
@@ -256,6 +268,17 @@ async def test_no_secret_planted_anywhere_lands_anywhere(stack, two_banks, conn,
     assert await conn.fetchval(
         "SELECT count(*) FROM categories WHERE description LIKE '%[REDACTED:%'"
     )
+    # Issue 16's strings: a stale reason and context (verify), a confirm's remotes and project,
+    # a refreshed quote and location.
+    for sql in (
+        "SELECT count(*) FROM facts WHERE stale_reason LIKE '%[REDACTED:%'",
+        "SELECT count(*) FROM facts WHERE stale_context LIKE '%[REDACTED:%'",
+        "SELECT count(*) FROM fact_events WHERE remotes::text LIKE '%[REDACTED:%'",
+        "SELECT count(*) FROM fact_events WHERE kind = 'confirmed' AND project LIKE '%[REDACTED:%'",
+        "SELECT count(*) FROM facts WHERE source_location LIKE 'deploy/api.yaml:14%' "
+        "AND quote LIKE '%[REDACTED:%'",
+    ):
+        assert await conn.fetchval(sql), sql
 
 
 @pytest.fixture
