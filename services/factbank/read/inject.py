@@ -201,18 +201,21 @@ async def _stale_section(
 
 def stale_lines(rows, budget: int) -> str:
     """The line group for these facts within `budget` tokens ("" for none): a line per fact
-    with its reason while they fit, then the rest by id, then how many more."""
-    used = estimate_tokens(STALE_HEADER)
-    lines: list[str] = []
+    with its reason while they fit, then the rest by id, then how many more. Measured on the
+    joined text, as the session block counts it."""
+    lines: list[str] = [STALE_HEADER]
     rest: list[int] = []
+
+    def fits(line: str) -> bool:
+        return estimate_tokens("\n".join([*lines, line])) <= budget
+
     for row in rows:
         if row["status"] == "stale":
             why = "stale: " + _clip(row["stale_reason"] or "its source changed")
         else:
             why = "under review: " + _clip(row["review_reason"] or "a fact it cites changed")
         line = f"- #{row['id']} {why}"
-        if not rest and used + estimate_tokens(line) <= budget:
-            used += estimate_tokens(line)
+        if not rest and fits(line):
             lines.append(line)
         else:
             rest.append(row["id"])
@@ -224,10 +227,10 @@ def stale_lines(rows, budget: int) -> str:
         line = f"- also {ids}" + (f" (+{more} more)" if more else "") if named else (
             f"- {more} more"
         )
-        if used + estimate_tokens(line) <= budget:
+        if fits(line):
             lines.append(line)
             break
-    return "\n".join([STALE_HEADER, *lines]) if lines else ""
+    return "\n".join(lines) if len(lines) > 1 else ""
 
 
 def _clip(text: str) -> str:
