@@ -30,7 +30,7 @@ def test_the_server_checks_exactly_the_schema_vocabularies() -> None:
     assert hints["origin"] is schema.Origin
     assert typing.get_type_hints(models.Source)["kind"] is schema.SourceKind
     assert typing.get_type_hints(models.Fact)["origin"] is schema.Origin
-    assert schema.SOURCE_KINDS == ("file", "url", "commit", "command", "user", "doc")
+    assert schema.SOURCE_KINDS == ("file", "url", "commit", "command", "user", "doc", "fact")
     assert schema.ORIGINS == ("user", "verified", "inferred")
     for kind in schema.SOURCE_KINDS:
         msgspec.convert({"kind": kind}, models.Source)
