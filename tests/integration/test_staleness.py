@@ -8,6 +8,7 @@ the real services and Postgres."""
 from __future__ import annotations
 
 import hashlib
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -334,6 +335,21 @@ async def test_a_derived_fact_cites_facts_that_hold_and_quotes_one(stack, two_ba
         headers=auth(alpha.rw))
     assert r.status_code == 422 and "deleted" in r.text
     assert await conn.fetchval("SELECT count(*) FROM fact_citations") == 2
+
+
+async def test_an_imported_derived_fact_may_cite_a_fact_retired_since(stack, two_banks):
+    alpha, _ = two_banks
+    a, _, _ = await chain(stack, alpha.rw)
+    r = await stack.ingest.delete(f"/v1/facts/{a['id']}", headers=auth(alpha.rw))
+    line = derived("Probes target port 8080 on the API", [a["id"]], "port 8080")
+    r = await stack.ingest.post("/v1/facts/import", content=json.dumps(line) + "\n",
+                                headers=auth(alpha.rw))
+    assert r.status_code == 422 and "deleted" in r.text, r.text  # a new fact: must hold
+    restored = {**line, "restore": {"id": 7, "status": "active", "trust": 0.5}}
+    r = await stack.ingest.post("/v1/facts/import", content=json.dumps(restored) + "\n",
+                                headers=auth(alpha.rw))
+    assert r.status_code == 201, r.text
+    assert r.json()["results"][0]["fact"]["cites"] == [a["id"]]
 
 
 async def test_stale_cascades_review_flags_transitively(stack, two_banks):

@@ -278,15 +278,20 @@ def check(new: NewFact, *, max_chars: int, policy: str, agent: str = "") -> Prep
     )
 
 
-def check_citations(p: Prepared, cited: Mapping[int, tuple[str, str]]) -> list[dict[str, str]]:
+def check_citations(
+    p: Prepared, cited: Mapping[int, tuple[str, str]], *, restoring: bool = False
+) -> list[dict[str, str]]:
     """The refusals of a derived fact, given the rows its ids name in its bank ({id: (status,
     content)}; an id absent from the mapping is not in the bank): each cited fact must exist
-    and still hold, and the quote must be verbatim from one of them."""
+    and still hold, and the quote must be verbatim from one of them. `restoring` (an import
+    of an exported fact, in its exported state): a cited fact retired since still counts, as
+    it did when the fact was written; it must still exist in this bank (the client maps
+    exported ids to this bank's, as it does `superseded_by`)."""
     out: list[dict[str, str]] = []
     for fact_id in p.cites:
         if fact_id not in cited:
             out.append(reason("source.location", f"cites #{fact_id}: no such fact in this bank"))
-        elif cited[fact_id][0] in ("deleted", "superseded"):
+        elif not restoring and cited[fact_id][0] in ("deleted", "superseded"):
             out.append(
                 reason("source.location", f"cites #{fact_id}, which is {cited[fact_id][0]}")
             )

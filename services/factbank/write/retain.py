@@ -116,7 +116,8 @@ def _gate_all(
             if p.category not in categories:
                 known = ", ".join(sorted(categories))
                 raise Refused.one("category", f"unknown category {p.category!r}; known: {known}")
-            if p.cites and (why := gate.check_citations(p, cited or {})):
+            restoring = getattr(item, "restore", None) is not None  # an exported fact
+            if p.cites and (why := gate.check_citations(p, cited or {}, restoring=restoring)):
                 raise Refused(why)
             prepared.append(p)
         except Refused as exc:
