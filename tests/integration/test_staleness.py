@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from factbank.read import inject
+from factbank.runtime.observability import STALENESS
 from factbank.store import banks
 from tests.integration.conftest import auth, fact_body
 from tests.integration.test_secrets_everywhere import dump_tables
@@ -152,6 +153,7 @@ async def test_verify_fresh_moved_stale_in_one_transaction(stack, two_banks, con
         "Staging uses Postgres 16", "deploy/staging.yaml:3", "postgres: 16")))["fact"]
     moved_fp = fingerprint("deploy/app.yaml", 18, "threads: 4")
     before = await version(conn, "alpha")
+    counted = {k: STALENESS.labels(outcome=k)._value.get() for k in ("fresh", "moved", "stale")}
     out = await verify(stack, alpha.rw, [
         {"id": a["id"], "verdict": "fresh"},
         {"id": b["id"], "verdict": "moved", "location": "deploy/app.yaml:18",
@@ -162,6 +164,8 @@ async def test_verify_fresh_moved_stale_in_one_transaction(stack, two_banks, con
     assert (out["fresh"], out["moved"], out["stale"], out["still_stale"]) == (1, 1, 1, 0)
     assert sorted(f["id"] for f in out["changed"]) == sorted([b["id"], c["id"]])
     assert await version(conn, "alpha") == before + 1  # one transaction, one version
+    assert {k: STALENESS.labels(outcome=k)._value.get() - v for k, v in counted.items()} == {
+        "fresh": 1, "moved": 1, "stale": 1}  # counted (principle 13)
 
     fa = (await history(stack, alpha.ro, a["id"]))["fact"]
     assert fa["verified_at"] is not None and fa["status"] == "active"

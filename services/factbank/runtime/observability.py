@@ -24,6 +24,11 @@ RECALL_RESULTS = Counter(
 RECALL_BELOW_FLOOR = Counter(
     "factbank_recall_below_floor_total", "Candidates refused by the recall floor"
 )
+# Issue 16: what verify applied (fresh, moved, stale, still_stale, skipped) and the review flags
+# the cascade set (flagged). A client whose checks never arrive shows as no movement here.
+STALENESS = Counter(
+    "factbank_staleness_total", "Verify verdicts applied and review flags set", ["outcome"]
+)
 CACHE = Counter("factbank_cache_total", "Recall cache lookups", ["kind", "result"])
 EMBEDDER_FALLBACKS = Counter(
     "factbank_embedder_fallbacks_total", "Recalls served lexical-only because no embedder"

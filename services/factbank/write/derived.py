@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 import asyncpg
 
 from factbank.models import NewFact
+from factbank.runtime.observability import STALENESS
 from factbank.store import ceremony
 from factbank.write import gate
 
@@ -109,6 +110,7 @@ async def flag_dependents(
         cause,
     )
     flagged = sorted((r["id"], r["trust"], r["review_reason"]) for r in rows)
+    STALENESS.labels(outcome="flagged").inc(len(flagged))
     for fact_id, t, why in flagged:
         await w.event(fact_id, "flagged", before=t, after=t, reason=why, related=cause)
     return [fact_id for fact_id, _, _ in flagged]

@@ -34,6 +34,7 @@ import msgspec
 
 from factbank.errors import BatchRefused, Refused, reason
 from factbank.models import Fingerprint, Skipped, VerifyAnswer, VerifyResult
+from factbank.runtime.observability import STALENESS
 from factbank.store import ceremony, facts
 from factbank.store.banks import Principal
 from factbank.write import derived, gate, redaction
@@ -213,6 +214,9 @@ async def verify(
             },
         )
         answer.changed = [await w.fact(i) for i in changed]
+    for outcome in ("fresh", "moved", "stale", "still_stale"):
+        STALENESS.labels(outcome=outcome).inc(getattr(answer, outcome))
+    STALENESS.labels(outcome="skipped").inc(len(answer.skipped))
     return answer
 
 
