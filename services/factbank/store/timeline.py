@@ -96,6 +96,7 @@ class Conflict:
     seconds_ago: int
     session: str
     for_session: str = ""  # the session whose event ran into it (its harness session id)
+    other_id: int | None = None  # the session row of `session`: told in its next prompt
 
     def warning(self) -> str:
         return conflict_warning(self)
@@ -377,12 +378,12 @@ async def record(
             await conn.execute(
                 """INSERT INTO timeline_events
                        (bank_id, session_id, project, kind, at, agent, member, machine,
-                        branch, path, detail)
+                        branch, path, detail, other_session)
                    SELECT $1, x.sid, x.project, 'conflict', x.at, s.agent, $2, s.machine,
-                          s.branch, x.path, x.detail
+                          s.branch, x.path, x.detail, x.other
                    FROM unnest($3::bigint[], $4::text[], $5::timestamptz[], $6::text[],
-                               $7::text[]) WITH ORDINALITY AS x(sid, project, at, path, detail,
-                                                                 ord)
+                               $7::text[], $8::bigint[])
+                        WITH ORDINALITY AS x(sid, project, at, path, detail, other, ord)
                    JOIN timeline_sessions s ON s.id = x.sid
                    ORDER BY x.ord""",
                 user.bank_id,
@@ -392,6 +393,7 @@ async def record(
                 [at for _, _, at in found],
                 [c.path for c, _, _ in found],
                 [c.warning() for c, _, _ in found],
+                [c.other_id for c, _, _ in found],
             )
         if any(e.kind == "session_start" for e in events):
             await cleanup(conn, retention_days, bank_id=user.bank_id)
@@ -414,8 +416,8 @@ async def _batch_conflicts(
     within the window before it was stored (the latest touch of each), nearest first; with
     the event's project and time (where the conflict is recorded)."""
     hits = await conn.fetch(
-        """SELECT DISTINCT ON (x.id, s.session_key) x.id, s.session_key, e.member, e.agent,
-                  e.machine, e.branch, e.at
+        """SELECT DISTINCT ON (x.id, s.session_key) x.id, s.session_key, s.id AS other_id,
+                  e.member, e.agent, e.machine, e.branch, e.at
            FROM unnest($2::bigint[], $3::text[], $4::text[], $5::timestamptz[], $6::text[])
                 AS x(id, project, path, at, skey)
            JOIN timeline_events e
@@ -448,6 +450,7 @@ async def _batch_conflicts(
                 seconds_ago=int(abs((r["at"] - h["at"]).total_seconds())),
                 session=h["session_key"],
                 for_session=session_keys[r["session_id"]],
+                other_id=h["other_id"],
             )
             for h in by_event.get(r["id"], [])
         ]
@@ -539,6 +542,48 @@ async def live_conflicts(
         limit,
     )
     return [dict(r) for r in rows]
+
+
+async def tell_conflicts(
+    conn: asyncpg.Connection,
+    bank_id: int,
+    session_key: str,
+    *,
+    window_minutes: int = DEFAULT_WINDOW_MINUTES,
+    limit: int = 3,
+) -> list[str]:
+    """The conflicts another session's edit ran into with a file this session touched, not
+    yet told to this session and within the window: each is returned once (marked told), as
+    a warning naming that other session's file, member, agent, machine and branch."""
+    rows = await conn.fetch(
+        """UPDATE timeline_events e SET told_at = now()
+           FROM timeline_sessions me
+           WHERE e.id IN (
+               SELECT c.id FROM timeline_events c JOIN timeline_sessions m
+                      ON m.id = c.other_session
+               WHERE m.bank_id = $1 AND m.session_key = $2 AND c.bank_id = $1
+                 AND c.kind = 'conflict' AND c.told_at IS NULL
+                 AND c.at >= now() - make_interval(mins => $3)
+               ORDER BY c.at DESC LIMIT $4
+               FOR UPDATE SKIP LOCKED)
+             AND me.id = e.other_session
+           RETURNING e.path, e.member, e.agent, e.machine, e.branch, e.at,
+                     me.branch AS my_branch""",
+        bank_id,
+        session_key,
+        window_minutes,
+        limit,
+    )
+    now = datetime.now(UTC)
+    return [
+        conflict_warning(Conflict(
+            path=r["path"], member=r["member"], agent=r["agent"], machine=r["machine"],
+            branch=r["branch"],
+            other_branch=bool(r["branch"] and r["my_branch"] and r["branch"] != r["my_branch"]),
+            seconds_ago=int((now - r["at"]).total_seconds()), session="",
+        ))
+        for r in sorted(rows, key=lambda r: r["at"], reverse=True)
+    ]
 
 
 async def add_handoff(

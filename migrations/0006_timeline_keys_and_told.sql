@@ -9,3 +9,12 @@
 ALTER TABLE timeline_events ADD COLUMN key text;
 CREATE UNIQUE INDEX timeline_events_key ON timeline_events (session_id, key)
     WHERE key IS NOT NULL;
+
+-- A conflict is told to both sessions (issue 15): the one editing now learns it from its own
+-- hook; the other session, whose earlier touch the edit ran into (`other_session`), learns it
+-- once, in its next prompt block, which marks it `told_at` (as a handoff is delivered once).
+ALTER TABLE timeline_events
+    ADD COLUMN other_session bigint REFERENCES timeline_sessions (id) ON DELETE SET NULL,
+    ADD COLUMN told_at timestamptz;
+CREATE INDEX timeline_events_untold ON timeline_events (other_session)
+    WHERE kind = 'conflict' AND told_at IS NULL;
