@@ -15,7 +15,7 @@ import re
 import sys
 
 COMMAND_MODULES = ("server", "admin", "login", "facts", "mcp_command", "install", "evals",
-                   "timeline")
+                   "timeline", "history")
 
 
 class Parser(argparse.ArgumentParser):

@@ -32,14 +32,14 @@ EXIT = re.compile(r"^\s*(?:Error:\s*)?Exit code (-?\d+)")
 
 
 def root_dir() -> str:
-    base = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"),
+    """Claude Code's home (`$CLAUDE_CONFIG_DIR`, else ~/.claude)."""
+    return os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"),
                                                                 ".claude")
-    return os.path.join(base, "projects")
 
 
 def files(root: str | None = None) -> list[str]:
-    """The session files, oldest first."""
-    root = root or root_dir()
+    """The session files under `<home>/projects/<dir>/`, oldest first."""
+    root = os.path.join(root or root_dir(), "projects")
     out = []
     try:
         dirs = sorted(os.scandir(root), key=lambda e: e.name)

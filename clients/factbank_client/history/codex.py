@@ -30,8 +30,8 @@ SHELLS = {"-lc", "-c"}
 
 
 def root_dir() -> str:
-    base = os.environ.get("CODEX_HOME") or os.path.join(os.path.expanduser("~"), ".codex")
-    return base
+    """Codex's home (`$CODEX_HOME`, else ~/.codex)."""
+    return os.environ.get("CODEX_HOME") or os.path.join(os.path.expanduser("~"), ".codex")
 
 
 def files(root: str | None = None) -> list[str]:

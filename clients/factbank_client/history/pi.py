@@ -28,6 +28,7 @@ EXIT = re.compile(r"Command exited with code (-?\d+)\s*$")
 
 
 def root_dir() -> str:
+    """Pi's agent directory (`$PI_CODING_AGENT_DIR`, else ~/.pi/agent)."""
     return os.environ.get("PI_CODING_AGENT_DIR") or os.path.join(os.path.expanduser("~"),
                                                                     ".pi", "agent")
 
