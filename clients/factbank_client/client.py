@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 
 from factbank_client.config import ClientConfig
+from factbank_client.project import repo_root
 
 AGENT_HEADER = "X-Factbank-Agent"
 # Connect fast (a down service should fail in seconds), read patiently (the first write of a
@@ -561,6 +562,35 @@ def merge_injections(blocks: Sequence[tuple[str, dict]]) -> dict:
     }
 
 
+# --- the fact an agent or a person writes ------------------------------------------------
+
+
+def new_fact(content: str, category: str | None, source_kind: str, location: str, quote: str,
+             *, tags: Sequence[str], questions: Sequence[str] | None = None,
+             origin: str | None = None, tentative: bool | None = None,
+             project: str | None = None, check_files: bool = True,
+             cwd: Path | None = None) -> dict:
+    """The NewFact body the CLI and the MCP tools send. With `check_files`, a file source's
+    quote is checked against the file here first (QuoteNotFound if it is not there) and the
+    location stored relative to the repository root. An `origin` or `tentative` of None, no
+    questions and no project are left out: the server's defaults apply."""
+    if source_kind == "file" and check_files:
+        cwd = cwd or Path.cwd()
+        location = check_file_quote(location, quote, cwd=cwd, root=repo_root(cwd)).location
+    fact: dict[str, Any] = {"content": content, "category": category,
+                            "source": {"kind": source_kind, "location": location},
+                            "quote": quote, "tags": list(tags)}
+    if questions:
+        fact["questions"] = list(questions)
+    if origin is not None:
+        fact["origin"] = origin
+    if tentative is not None:
+        fact["tentative"] = tentative
+    if project:
+        fact["project"] = project
+    return fact
+
+
 # --- moving facts between banks ----------------------------------------------------------
 
 
@@ -599,14 +629,6 @@ def merge_questions(current: Sequence[str], add: Sequence[str],
         seen.add(key)
         out.append(" ".join(q.split()))
     return out
-
-
-def matched_question(hit: dict) -> str | None:
-    """The writer question a search hit matched best, or None (content or lexical only)."""
-    match = hit.get("match")
-    if isinstance(match, str) and match.startswith("question: "):
-        return match[len("question: "):]
-    return None
 
 
 def is_exported_fact(obj: dict) -> bool:

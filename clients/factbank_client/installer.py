@@ -11,7 +11,10 @@ What each harness gets (all in the user's home, never in a project):
   `env_vars` passes FACTBANK_* through), the block in `~/.codex/AGENTS.md`. Codex runs a hook
   only once the user trusted it (`/hooks` in Codex, or `--trust` here).
 * Pi: the extension `~/.pi/agent/extensions/factbank.ts` (Pi has no command hooks and no MCP)
-  and the block in `~/.pi/agent/AGENTS.md`.
+  and the block in `~/.pi/agent/AGENTS.md`. The extension is written from the package's
+  `assets/pi/factbank.ts` with the tool texts of `assets/tools.toml` and the constants of
+  `schema.py` filled in (`pi_extension_text`), so Pi describes its tools in the MCP server's
+  words; a re-install after an upgrade rewrites it with the new texts.
 
 Why it is built like this (principle 8): every edit is computed first as (path, old text, new
 text), so `--dry-run` prints exactly the diff that would be written; entries are found again by
@@ -36,6 +39,7 @@ from typing import Any
 
 from factbank_client import installer_files as files
 from factbank_client import installer_toml as toml
+from factbank_client import tools
 from factbank_client.config import create_private_temp
 
 HARNESSES = ("claude", "codex", "pi")
@@ -52,6 +56,8 @@ CODEX_ENV_VARS = ("FACTBANK_CONFIG", "FACTBANK_URL", "FACTBANK_RECALL_URL", "FAC
                   "FACTBANK_TEAM_TOKEN")
 PI_EXTENSION = "factbank.ts"
 PI_MARKER = "factbank-extension"
+# Where the extension's SHARED constant gets its value (see pi_extension_text).
+PI_SHARED = "/* factbank:shared */ null as unknown as Shared"
 MANIFEST_VERSION = 1
 
 
@@ -140,20 +146,21 @@ def hook_command(event: str, python: str | None = None, script: str | None = Non
 
 
 @dataclass(frozen=True)
-class Runtime:
-    """What the installed entries run: this interpreter and this copy of hooks.py (tests
+class Launcher:
+    """What the installed entries launch: this interpreter and this copy of hooks.py (tests
     pass another, to install "from another path")."""
 
     python: str = ""
     script: str = ""
 
     @classmethod
-    def current(cls) -> Runtime:
+    def current(cls) -> Launcher:
         return cls(python_exe(), hook_script())
 
 
-def hook_handlers(rt: Runtime) -> dict[str, dict]:
-    return {event: {"type": "command", "command": hook_command(arg, rt.python, rt.script),
+def hook_handlers(launcher: Launcher) -> dict[str, dict]:
+    return {event: {"type": "command",
+                    "command": hook_command(arg, launcher.python, launcher.script),
                     "timeout": HOOK_TIMEOUT}
             for event, arg in HOOK_EVENTS.items()}
 
@@ -164,6 +171,16 @@ def mcp_args(agent: str) -> list[str]:
 
 def asset_text(*parts: str) -> str:
     return resources.files("factbank_client").joinpath("assets", *parts).read_text("utf-8")
+
+
+def pi_extension_text() -> str:
+    """The Pi extension as installed: the asset with `tools.pi_shared()` (the tool texts and
+    the wire constants) written in as a JSON literal where SHARED is declared."""
+    text = asset_text("pi", PI_EXTENSION)
+    if text.count(PI_SHARED) != 1:
+        raise InstallError(f"the packaged {PI_EXTENSION} lacks its SHARED declaration")
+    shared = json.dumps(tools.pi_shared(), ensure_ascii=False, indent=2)
+    return text.replace(PI_SHARED, "/* factbank:shared */ " + shared)
 
 
 # --- pending edits ---------------------------------------------------------------------------
@@ -324,10 +341,10 @@ def _copy(data: dict) -> dict:
 # --- pieces shared by the harnesses -----------------------------------------------------------
 
 
-def install_hooks(edits: Edits, entry: dict, path: Path, rt: Runtime) -> None:
+def install_hooks(edits: Edits, entry: dict, path: Path, launcher: Launcher) -> None:
     data, style = _json(edits, path)
     before, created = _copy(data), []
-    files.set_hooks(data, hook_handlers(rt), created)
+    files.set_hooks(data, hook_handlers(launcher), created)
     _record(entry, path, created_file=not edits.existed(path), containers=created)
     _write_json(edits, entry, path, before, data, style)
 
@@ -364,10 +381,10 @@ def uninstall_block(edits: Edits, entry: dict, path: Path) -> None:
 # --- Claude Code -------------------------------------------------------------------------------
 
 
-def install_claude(edits: Edits, entry: dict, paths: Paths, rt: Runtime,
+def install_claude(edits: Edits, entry: dict, paths: Paths, launcher: Launcher,
                    notes: list[str]) -> None:
     settings = paths.claude_settings()
-    install_hooks(edits, entry, settings, rt)
+    install_hooks(edits, entry, settings, launcher)
     data, style = _json(edits, settings)
     before, created = _copy(data), []
     allow = files.ensure(data, ("permissions", "allow"), list, created)
@@ -383,7 +400,7 @@ def install_claude(edits: Edits, entry: dict, paths: Paths, rt: Runtime,
     if MCP_NAME in servers and not files.is_our_mcp(servers[MCP_NAME]):
         notes.append(f"replaced a '{MCP_NAME}' MCP server in {cj} that was not factbank's "
                      "stdio server")
-    servers[MCP_NAME] = {"type": "stdio", "command": rt.python,
+    servers[MCP_NAME] = {"type": "stdio", "command": launcher.python,
                          "args": mcp_args(MCP_AGENT["claude"]), "env": {}}
     _record(entry, cj, created_file=not edits.existed(cj), containers=created)
     _write_json(edits, entry, cj, before, data, style)
@@ -420,9 +437,9 @@ def uninstall_claude(edits: Edits, entry: dict, paths: Paths) -> None:
 # --- Codex -------------------------------------------------------------------------------------
 
 
-def _codex_server(rt: Runtime) -> dict[str, Any]:
+def _codex_server(launcher: Launcher) -> dict[str, Any]:
     return {
-        "command": rt.python,
+        "command": launcher.python,
         "args": mcp_args(MCP_AGENT["codex"]),
         # The server reads the factbank client config itself; these only pass overrides on.
         "env_vars": list(CODEX_ENV_VARS),
@@ -438,9 +455,9 @@ def _toml_doc(edits: Edits, path: Path) -> dict:
         raise InstallError(f"{path} is not valid TOML ({exc}); nothing was changed") from exc
 
 
-def install_codex(edits: Edits, entry: dict, paths: Paths, rt: Runtime,
+def install_codex(edits: Edits, entry: dict, paths: Paths, launcher: Launcher,
                   notes: list[str]) -> None:
-    install_hooks(edits, entry, paths.codex_hooks(), rt)
+    install_hooks(edits, entry, paths.codex_hooks(), launcher)
 
     path = paths.codex_config()
     doc = _toml_doc(edits, path)
@@ -450,7 +467,7 @@ def install_codex(edits: Edits, entry: dict, paths: Paths, rt: Runtime,
     if (doc.get("features") or {}).get("hooks") is False:
         notes.append(f"{path} has [features] hooks = false: Codex will not run factbank's "
                      "hooks until that is removed")
-    server = _codex_server(rt)
+    server = _codex_server(launcher)
     _record(entry, path, created_file=not edits.existed(path))
     if current != server:
         try:
@@ -492,14 +509,14 @@ def uninstall_codex(edits: Edits, entry: dict, paths: Paths) -> None:
 # --- Pi ----------------------------------------------------------------------------------------
 
 
-def install_pi(edits: Edits, entry: dict, paths: Paths, rt: Runtime,
+def install_pi(edits: Edits, entry: dict, paths: Paths, launcher: Launcher,
                notes: list[str]) -> None:
-    del rt, notes
+    del launcher, notes
     ext = paths.pi_extension()
     text = edits.read(ext)
     if text is not None and PI_MARKER not in text:
         raise InstallError(f"{ext} exists and is not factbank's extension; move it away first")
-    new = asset_text("pi", PI_EXTENSION)
+    new = pi_extension_text()
     _record(entry, ext, created_file=text is None)
     if new != text:
         edits.write(ext, new)
@@ -563,13 +580,13 @@ def expand(names: list[str] | tuple[str, ...]) -> list[str]:
 
 
 def plan_install(names: list[str] | tuple[str, ...], paths: Paths,
-                 rt: Runtime | None = None) -> Plan:
-    rt = rt or Runtime.current()
+                 launcher: Launcher | None = None) -> Plan:
+    launcher = launcher or Launcher.current()
     manifest = load_manifest(paths)
     edits, notes = Edits(), []
     for h in expand(names):
         entry = manifest["harnesses"].setdefault(h, {})
-        INSTALL[h](edits, entry, paths, rt, notes)
+        INSTALL[h](edits, entry, paths, launcher, notes)
     changes = edits.changes()
     for c in changes:
         if c.old is None and c.new is not None:

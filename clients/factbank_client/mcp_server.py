@@ -12,7 +12,9 @@ Two ways to run it, both thin skins over `Client`:
 
 The tool descriptions are the only manual the agent reads, so they say WHEN to use each tool,
 not just what it does (principles 14 and 15: the writer is an LLM; ask it for tags that
-bridge languages and aliases, and for the questions a later teammate would ask).
+bridge languages and aliases, and for the questions a later teammate would ask). They live in
+assets/tools.toml (factbank_client/tools.py), the one table the Pi extension is written from
+too; the answers are written by factbank_client/render.py.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, TypeVar
 
 import httpx
 from mcp.server.mcpserver import Context, MCPServer
@@ -31,199 +33,55 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from factbank_client import config as client_config
+from factbank_client import render, tools
 from factbank_client.client import (
     AGENT_HEADER,
     DEFAULT_TIMEOUT,
     Client,
     FactbankError,
-    check_file_quote,
-    matched_question,
+    new_fact,
 )
-from factbank_client.project import project_key, repo_root
+from factbank_client.project import project_key
+from factbank_client.schema import MAX_QUESTIONS, SEARCH_LIMIT, SEARCH_LIMIT_MAX, Origin, SourceKind
 
 log = logging.getLogger("factbank.mcp")
 
-INSTRUCTIONS = """\
-factbank is a shared memory of verified facts, used by all your user's agents on all their \
-machines (and, with a team bank, by teammates). Facts injected into your context show \
-`#id` and trust; confirm, dispute or supersede them by that id.
+TEXTS = tools.texts("mcp")  # every description below comes from assets/tools.toml
 
-- Before assuming how this user or project does something (tools, hosts, ports, commands, \
-conventions, past decisions, known errors), call `search`.
-- When you learn something durable and checkable, call `add` AT ONCE: one atomic fact, an \
-honest origin, the real source and a verbatim quote from it, tags naming its topic, the \
-systems involved and their other names in both Chinese and English, and 2-4 questions a later \
-teammate would ask whose answer is this fact, in English AND Chinese, in everyday words.
-- When a fact you used turned out right, `confirm` it; wrong, `dispute` it; replaced by a \
-newer truth, `supersede` it (history is kept).
-- Never store secrets, credentials, tokens or personal data, and never whole conversations.\
-"""
 
-ADD_DESCRIPTION = """\
-Save ONE durable fact you just learned, right away (do not wait for the end of the task).
+def _text(param: str, tool: str = "add") -> str:
+    return TEXTS.param(tool, param)
 
-Use it for things worth knowing in a later session or on another machine: the user's \
-preferences and conventions ("uses pnpm, never npm"), environment facts (hosts, ports, paths), \
-project commands and layout, decisions with their reason, and gotchas (error -> cause -> fix).
-Do NOT use it for: guesses, task progress, things true only for this session, whole \
-conversations or logs, or anything secret (passwords, tokens, keys, personal data).
 
-Rules: one atomic claim per call (split compound facts); `quote` is copied verbatim from the \
-source (for a file source it is checked against the file); `origin` is honest: "user" only if \
-the user said it, "verified" only if you read it in a file/URL/command output yourself, else \
-"inferred"; set `tentative` when unsure. `tags`: 3-8 short tags naming the topic, the systems \
-involved and their aliases or generic words, in BOTH Chinese and English (e.g. ["postgres", \
-"数据库", "database", "backup", "备份"]) - they are how a later search in either language \
-finds this fact. `questions`: 2-4 questions a later teammate or agent would type whose answer \
-is this fact, in BOTH English and Chinese whatever the fact's language, in everyday words and \
-aliases, NOT the fact's own wording (e.g. for "Backups run pg_dump nightly to s3://acme-bak": \
-["how are the database backups made?", "数据库备份存在哪里？"]). Why: each question is \
-stored as an extra vector of the fact, and a search matches the closest one; measured on \
-realistic zh/en agent facts, this took top-5 recall from 0.60 to 0.94, and across languages \
-from 0.20 to 0.92.
-If a fact in memory is wrong or outdated, use `supersede` instead of adding a contradiction. \
-If the answer says the new fact is similar to existing ones, check them: if they no longer \
-hold, supersede them (include the new fact's id in `replaces` too, to keep one current copy).\
-"""
-
-SEARCH_DESCRIPTION = """\
-Search the shared memory (every bank you can read) before assuming anything about this user, \
-machine, team or project: which tool or package manager, which host or port, how to build, \
-test or deploy, why something was decided, what an error means. Ask in natural language, in \
-Chinese or English. Results show `#id`, bank, trust, match and the source: a match of 0.50 \
-or more is a confident one; weaker candidates shown only because a confident one passed are \
-marked "below the gate". A result found through one of the fact's stored questions shows \
-which one. A result reached through an outdated fact says so and shows the current one. An \
-empty answer means nothing relevant is stored - proceed normally, and `add` what you then learn.\
-"""
-
-GET_DESCRIPTION = """\
-Read one fact by id with its full history: source, verbatim quote, trust events (confirmed, \
-disputed, reinforced), the facts it replaced and what replaced it. Use it before relying on, \
-confirming, disputing or superseding a fact you only saw summarised.\
-"""
-
-SUPERSEDE_DESCRIPTION = """\
-Replace facts that no longer hold with the current truth: stores the new fact (same rules as \
-`add`: atomic, honest origin, real source, verbatim quote, bilingual tags, 2-4 questions in \
-English and Chinese) and retires the old ones, linked to it with your reason, so a later \
-recall of the old claim returns the new one. \
-Use it when you have evidence the old claim changed (port moved, tool replaced, decision \
-reversed). Pass every outdated id in `replaces`.\
-"""
-
-CONFIRM_DESCRIPTION = """\
-You relied on fact `id` and checked that it still holds (you ran it, read the file, the user \
-agreed): trust rises and its age decay restarts. Say how you checked in `reason`.\
-"""
-
-DISPUTE_DESCRIPTION = """\
-Fact `id` looks wrong or did not work: trust falls and it is shown with less weight. Say what \
-you saw in `reason`. If you know the correct claim, use `supersede` instead.\
-"""
-
-DELETE_DESCRIPTION = """\
-Remove fact `id` from recall (soft delete; its history stays). Only for facts that should never \
-have been stored: a secret, a transcript, a mistake with no current replacement. For outdated \
-facts use `supersede`, for doubtful ones `dispute`.\
-"""
-
-LIST_CATEGORIES_DESCRIPTION = """\
-List the categories facts are filed under in each bank (with what belongs in each and how \
-many facts they hold). Call it when unsure which category a new fact belongs to.\
-"""
-
-ADD_CATEGORY_DESCRIPTION = """\
-Add a category to a bank's registry, only when no existing category fits a whole class of \
-facts (check `list_categories` first). Names: lowercase letters, digits, '-' or '_'.\
-"""
-
-SourceKind = Literal["file", "url", "commit", "command", "user", "doc"]
-Origin = Literal["user", "verified", "inferred"]
-
-Content = Annotated[str, Field(description="The fact: one atomic claim, a sentence or two, "
-                                           "self-contained (name the system it is about).")]
-Category = Annotated[str, Field(description="A category name: preferences, environment, "
-                                            "project, decisions, gotchas, people, reference "
-                                            "(or one from list_categories).")]
-Kind = Annotated[SourceKind, Field(description="Where the fact comes from: file, url, commit, "
-                                               "command, user (the user said it), doc.")]
-Location = Annotated[str, Field(description="file: path[:line] (relative to the repository); "
-                                            "url: the URL; commit: the SHA; command: the "
-                                            "command run; user: empty or a short context.")]
-Quote = Annotated[str, Field(description="Verbatim text from the source: the file lines, the "
-                                         "page sentence, the command output, or the user's "
-                                         "own words. Not a paraphrase.")]
+# The parameters add and supersede share (and search's project).
+Content = Annotated[str, Field(description=_text("content"))]
+Category = Annotated[str, Field(description=_text("category"))]
+Kind = Annotated[SourceKind, Field(description=_text("source_kind"))]
+Location = Annotated[str, Field(description=_text("source_location"))]
+Quote = Annotated[str, Field(description=_text("quote"))]
 # Not `min_length=1`: a missing or empty list would come back as a raw pydantic error. The
-# tools check it themselves (`_need_tags`) and the schema still lists tags as required.
-Tags = Annotated[list[str] | None, Field(
-    description="3-8 tags naming the topic, the systems involved and their aliases/generic "
-    "words, in both Chinese and English, e.g. [\"pnpm\", \"包管理器\", \"package manager\", "
-    "\"node\"].")]
-Questions = Annotated[list[str], Field(
-    max_length=6,
-    description="2-4 questions a later teammate would type whose answer is this fact, in BOTH "
-    "English and Chinese whatever the fact's language; everyday words and aliases, not the "
-    "fact's own wording (each is an extra search vector of the fact), e.g. [\"which package "
-    "manager do we use?\", \"装依赖用 npm 还是 pnpm？\"].")]
-OriginArg = Annotated[Origin, Field(description="user: the user said it; verified: you checked "
-                                                "the source yourself; inferred: your conclusion.")]
-Tentative = Annotated[bool, Field(description="True when you are not sure yet (lower trust).")]
-ProjectArg = Annotated[str | None, Field(description="Project key; default: the current "
-                                                     "repository. Use \"\" for a fact that holds "
-                                                     "everywhere (e.g. a personal preference).")]
-FactId = Annotated[int, Field(description="The fact id (shown as #id).")]
-Reason = Annotated[str, Field(description="Why: what you checked or saw.")]
+# tools check it themselves (`build_fact`) and the schema still lists tags as required.
+Tags = Annotated[list[str] | None, Field(description=_text("tags"))]
+Questions = Annotated[list[str], Field(max_length=MAX_QUESTIONS,
+                                       description=_text("questions"))]
+OriginArg = Annotated[Origin, Field(description=_text("origin"))]
+Tentative = Annotated[bool, Field(description=_text("tentative"))]
+ProjectArg = Annotated[str | None, Field(description=_text("project"))]
+FactId = Annotated[int, Field(description=_text("id", "confirm"))]
+Reason = Annotated[str, Field(description=_text("reason", "confirm"))]
 
 ClientFor = Callable[[Context], Client]
+T = TypeVar("T")
 _LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
-def _fail(exc: FactbankError) -> ToolError:
-    return ToolError(str(exc))
-
-
-def _fact_line(fact: dict, bank: str | None = None, match: float | None = None,
-               companion: bool = False) -> str:
-    src = fact.get("source") or {}
-    where = f"{src.get('kind', '?')} {src.get('location') or ''}".strip()
-    label = f"{bank}, " if bank else ""
-    flags = " tentative" if fact.get("tentative") else ""
-    flags += f", match {match:.2f}" if match is not None else ""
-    flags += ", below the gate" if companion else ""
-    status = "" if fact.get("status") == "active" else f" {fact.get('status')}"
-    return (f"#{fact['id']} [{label}trust {fact.get('effective_trust', fact.get('trust', 0)):.2f}"
-            f"{status}{flags}] {fact['content']} (source: {where}; "
-            f"tags: {', '.join(fact.get('tags') or []) or '-'})")
-
-
-def _when(value: Any) -> str:
-    return str(value or "-")[:16].replace("T", " ")
-
-
-NO_QUESTIONS = ("It has no questions, so only searches worded like it will find it: call add "
-                "again with the same content plus 2-4 `questions` (English and Chinese); a "
-                "repeat adds them to this fact.")
-
-
-def _outcome_text(outcome: dict) -> str:
-    fact = outcome["fact"]
-    verb = "Reinforced existing" if outcome["status"] == "reinforced" else "Stored"
-    lines = [f"{verb} fact #{fact['id']} in {outcome.get('bank', fact.get('bank'))} "
-             f"(trust {fact['trust']:.2f})."]
-    for item in outcome.get("redacted") or []:
-        lines.append(f"Redacted a {item.get('kind', 'secret')} from {item.get('field', '?')}; "
-                     "never send secrets.")
-    if outcome.get("possible_duplicate_of"):
-        ids = [int(i) for i in outcome["possible_duplicate_of"]]
-        lines.append(f"Similar but different claim(s) already stored: "
-                     f"{', '.join(f'#{i}' for i in ids)}. If they no longer hold, call supersede "
-                     f"with replaces={[*ids, fact['id']]}; if they still hold, nothing to do.")
-    elif outcome.get("note"):
-        lines.append(str(outcome["note"]))
-    if not fact.get("questions"):
-        lines.append(NO_QUESTIONS)
-    return "\n".join(lines)
+def _call(fn: Callable[..., T], *args: Any, **kw: Any) -> T:
+    """`fn(*args, **kw)`, with a FactbankError (the server's refusal, every reason on one
+    line) raised as the tool's error."""
+    try:
+        return fn(*args, **kw)
+    except FactbankError as exc:
+        raise ToolError(str(exc)) from None
 
 
 def build_server(client_for: ClientFor, *, local_files: bool,
@@ -233,8 +91,13 @@ def build_server(client_for: ClientFor, *, local_files: bool,
     stdio one, or one made from the request's bearer token). With `local_files`, a file
     source's quote is checked against the file on this machine before anything is sent."""
     level = os.environ.get("FACTBANK_LOG_LEVEL", "WARNING").upper()
-    server = MCPServer(name, instructions=INSTRUCTIONS, version="1",
+    server = MCPServer(name, instructions=TEXTS.instructions, version="1",
                        log_level=level if level in _LEVELS else "WARNING")
+
+    def tool(fn: Callable[..., str]) -> Callable[..., str]:
+        """Register `fn` as the tool of its name, described as tools.toml says."""
+        return server.tool(description=TEXTS.tools[fn.__name__].description,
+                           structured_output=False)(fn)
 
     def build_fact(content: str, category: str, source_kind: str, source_location: str,
                    quote: str, tags: list[str] | None, questions: list[str] | None, origin: str,
@@ -244,26 +107,15 @@ def build_server(client_for: ClientFor, *, local_files: bool,
                 "tags is required: give 3-8 short tags naming the topic, the systems and their "
                 "aliases, in English and Chinese, e.g. tags=[\"pnpm\", \"包管理器\", "
                 "\"package manager\", \"node\"]; nothing was saved")
-        location = source_location
-        if source_kind == "file" and local_files:
-            cwd = Path.cwd()
-            try:
-                location = check_file_quote(source_location, quote, cwd=cwd,
-                                            root=repo_root(cwd)).location
-            except FactbankError as exc:
-                raise ToolError(f"refused: {exc}") from None
-        fact: dict[str, Any] = {"content": content, "category": category,
-                                "source": {"kind": source_kind, "location": location},
-                                "quote": quote, "tags": tags, "origin": origin,
-                                "tentative": tentative}
-        if questions:
-            fact["questions"] = questions
-        project = default_project() if project is None else project
-        if project:
-            fact["project"] = project
-        return fact
+        try:
+            return new_fact(content, category, source_kind, source_location, quote, tags=tags,
+                            questions=questions, origin=origin, tentative=tentative,
+                            project=default_project() if project is None else project,
+                            check_files=local_files)
+        except FactbankError as exc:
+            raise ToolError(f"refused: {exc}") from None
 
-    @server.tool(description=ADD_DESCRIPTION, structured_output=False)
+    @tool
     def add(content: Content, category: Category, source_kind: Kind, source_location: Location,
             quote: Quote, ctx: Context, tags: Tags = None,
             questions: Questions = [],  # noqa: B006 (pydantic copies it)
@@ -271,70 +123,27 @@ def build_server(client_for: ClientFor, *, local_files: bool,
             project: ProjectArg = None) -> str:
         fact = build_fact(content, category, source_kind, source_location, quote, tags,
                           questions, origin, tentative, project)
-        try:
-            return _outcome_text(client_for(ctx).add(fact))
-        except FactbankError as exc:
-            raise _fail(exc) from None
+        return render.outcome_text(_call(client_for(ctx).add, fact), TEXTS.name,
+                                   TEXTS.messages["no_questions"])
 
-    @server.tool(description=SEARCH_DESCRIPTION, structured_output=False)
-    def search(query: Annotated[str, Field(description="What you want to know, in natural "
-                                                       "language (Chinese or English).")],
+    @tool
+    def search(query: Annotated[str, Field(description=_text("query", "search"))],
                ctx: Context,
-               limit: Annotated[int, Field(ge=1, le=20, description="At most this many.")] = 5,
+               limit: Annotated[int, Field(ge=1, le=SEARCH_LIMIT_MAX,
+                                           description=_text("limit", "search"))] = SEARCH_LIMIT,
                project: ProjectArg = None) -> str:
         project = default_project() if project is None else project
-        try:
-            data = client_for(ctx).search(query, project=project or None, limit=limit)
-        except FactbankError as exc:
-            raise _fail(exc) from None
-        lines = []
-        for r in data["results"]:
-            lines.append(_fact_line(r["fact"], r["bank"], r.get("relevance"),
-                                    bool(r.get("companion"))))
-            if matched_question(r):
-                lines.append(f"    (matched its question: {matched_question(r)!r})")
-            if r.get("via"):
-                lines.append(f"    (found via outdated #{r['via']['superseded']}, replaced "
-                             f"because: {r['via'].get('reason') or '-'})")
-        for bank, why in (data.get("degraded") or {}).items():
-            lines.append(f"(note: {bank} search degraded: {why})")
-        return "\n".join(lines) if data["results"] else \
-            "\n".join(["No stored fact matches; proceed, and add what you learn.", *lines[0:]])
+        return render.search_text(_call(client_for(ctx).search, query, project=project or None,
+                                        limit=limit))
 
-    @server.tool(description=GET_DESCRIPTION, structured_output=False)
+    @tool
     def get(id: FactId, ctx: Context) -> str:
-        try:
-            data = client_for(ctx).history(id)
-        except FactbankError as exc:
-            raise _fail(exc) from None
-        fact = data["fact"]
-        by = fact.get("created_by") or {}
-        lines = [_fact_line(fact, data["bank"]),
-                 f"quote: {fact['quote']!r}",
-                 f"questions: {' | '.join(fact.get('questions') or []) or '-'}",
-                 f"category: {fact['category']}; project: {fact.get('project') or '-'}; "
-                 f"origin: {fact['origin']}; by {by.get('member', '?')}/{by.get('agent') or '-'}"
-                 f" at {_when(fact['created_at'])}"]
-        for e in data.get("events") or []:
-            before, after = e.get("trust_before"), e.get("trust_after")
-            trust = f"{after}" if before is None else f"{before} -> {after}"
-            lines.append(f"  {_when(e['created_at'])} {e['kind']} (trust {trust})"
-                         f" by {e.get('member') or '?'}/{e.get('agent') or '-'}"
-                         + (f": {e['reason']}" if e.get("reason") else ""))
-        for old in data.get("supersedes") or []:
-            lines.append(f"replaced #{old['id']}: {old['content']} "
-                         f"(because: {old.get('supersede_reason') or '-'})")
-        current = data.get("current")
-        if current and current["id"] != fact["id"]:
-            lines.append(f"OUTDATED: superseded ({fact.get('supersede_reason') or '-'}); current:"
-                         f" {_fact_line(current)}")
-        return "\n".join(lines)
+        return render.history_text(_call(client_for(ctx).history, id))
 
-    @server.tool(description=SUPERSEDE_DESCRIPTION, structured_output=False)
-    def supersede(replaces: Annotated[list[int], Field(min_length=1, description="Ids of the "
-                                                       "facts that no longer hold.")],
-                  reason: Annotated[str, Field(description="Why they no longer hold (the "
-                                                           "evidence).")],
+    @tool
+    def supersede(replaces: Annotated[list[int], Field(
+                      min_length=1, description=_text("replaces", "supersede"))],
+                  reason: Annotated[str, Field(description=_text("reason", "supersede"))],
                   content: Content, category: Category, source_kind: Kind,
                   source_location: Location, quote: Quote, ctx: Context, tags: Tags = None,
                   questions: Questions = [],  # noqa: B006 (pydantic copies it)
@@ -342,64 +151,43 @@ def build_server(client_for: ClientFor, *, local_files: bool,
                   tentative: Tentative = False, project: ProjectArg = None) -> str:
         fact = build_fact(content, category, source_kind, source_location, quote, tags,
                           questions, origin, tentative, project)
-        try:
-            outcome = client_for(ctx).supersede(fact, replaces, reason)
-        except FactbankError as exc:
-            raise _fail(exc) from None
-        return (f"Stored fact #{outcome['fact']['id']} in {outcome['bank']}; it supersedes "
-                f"{', '.join(f'#{i}' for i in replaces)} ({reason}).")
+        outcome = _call(client_for(ctx).supersede, fact, replaces, reason)
+        return render.superseded_text(outcome, replaces, reason)
 
     def judge(method: str, verb: str, fact_id: int, reason: str, ctx: Context) -> str:
-        try:
-            fact = getattr(client_for(ctx), method)(fact_id, reason)
-        except FactbankError as exc:
-            raise _fail(exc) from None
-        return f"{verb} #{fact['id']}: status {fact['status']}, trust now {fact['trust']:.2f}."
+        return render.judged_text(verb, _call(getattr(client_for(ctx), method), fact_id, reason))
 
-    @server.tool(description=CONFIRM_DESCRIPTION, structured_output=False)
+    @tool
     def confirm(id: FactId, reason: Reason, ctx: Context) -> str:
         return judge("confirm", "Confirmed", id, reason, ctx)
 
-    @server.tool(description=DISPUTE_DESCRIPTION, structured_output=False)
+    @tool
     def dispute(id: FactId, reason: Reason, ctx: Context) -> str:
         return judge("dispute", "Disputed", id, reason, ctx)
 
-    @server.tool(description=DELETE_DESCRIPTION, structured_output=False)
+    @tool
     def delete(id: FactId, reason: Reason, ctx: Context) -> str:
         return judge("delete", "Deleted", id, reason, ctx)
 
-    @server.tool(description=LIST_CATEGORIES_DESCRIPTION, structured_output=False)
+    @tool
     def list_categories(ctx: Context) -> str:
-        try:
-            data = client_for(ctx).categories()
-        except FactbankError as exc:
-            raise _fail(exc) from None
-        lines = []
-        for bank, cats in data.items():
-            lines.append(f"{bank}:")
-            lines.extend(f"  {c['name']} ({c.get('facts', 0)} facts"
-                         + (", injected at session start" if c.get("auto_inject") else "")
-                         + f"): {c.get('description') or ''}" for c in cats)
-        return "\n".join(lines)
+        return render.categories_text(_call(client_for(ctx).categories))
 
-    @server.tool(description=ADD_CATEGORY_DESCRIPTION, structured_output=False)
-    def add_category(name: Annotated[str, Field(description="lowercase, e.g. runbooks")],
-                     description: Annotated[str, Field(description="What belongs in it.")],
+    @tool
+    def add_category(name: Annotated[str, Field(description=_text("name", "add_category"))],
+                     description: Annotated[str, Field(
+                         description=_text("description", "add_category"))],
                      ctx: Context,
-                     auto_inject: Annotated[bool, Field(description="Inject its facts at every "
-                                                        "session start (rarely).")] = False,
-                     decays: Annotated[bool, Field(description="Facts lose trust with age "
-                                                   "(false for preferences-like).")] = True
-                     ) -> str:
-        try:
-            data = client_for(ctx).add_category(name, description, auto_inject=auto_inject,
-                                                decays=decays)
-        except FactbankError as exc:
-            raise _fail(exc) from None
+                     auto_inject: Annotated[bool, Field(
+                         description=_text("auto_inject", "add_category"))] = False,
+                     decays: Annotated[bool, Field(
+                         description=_text("decays", "add_category"))] = True) -> str:
+        data = _call(client_for(ctx).add_category, name, description, auto_inject=auto_inject,
+                     decays=decays)
         return f"Added category {data['name']!r} to {data['bank']}."
 
-    for tool in ("add", "supersede"):  # required in what the agent sees; checked in the tool
-        schema = server._tool_manager.get_tool(tool).parameters
+    for key in ("add", "supersede"):  # required in what the agent sees; checked in the tool
+        schema = server._tool_manager.get_tool(key).parameters
         if "tags" not in schema.setdefault("required", []):
             schema["required"].append("tags")
         if isinstance(schema["properties"].get("tags"), dict):

@@ -7,8 +7,10 @@ from typing import Annotated, Literal
 
 import msgspec
 
-SourceKind = Literal["file", "url", "commit", "command", "user", "doc"]
-Origin = Literal["user", "verified", "inferred"]
+# The closed vocabularies the client also sends: one definition, in the wire contract module
+# (dependency-free; see its docstring for why the server imports it from the client package).
+from factbank_client.schema import Origin, SourceKind
+
 Status = Literal["active", "superseded", "disputed", "stale", "deleted"]
 
 

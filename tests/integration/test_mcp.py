@@ -102,7 +102,7 @@ async def test_stdio_lists_tools_that_say_when_to_use_them(env: Env):
     for words in ("right away", "verbatim", "secret", "atomic", "honest", "chinese",
                   "`questions`: 2-4 questions", "everyday words", "0.60 to 0.94"):
         assert words in text, words
-    assert "2-4 questions" in mcp_server.INSTRUCTIONS
+    assert "2-4 questions" in (mcp_server.TEXTS.instructions or "")
     assert "before assuming" in (tools["search"].description or "")
     assert "supersede" in (tools["dispute"].description or "")
     assert info is None or info.name == "factbank"

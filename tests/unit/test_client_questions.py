@@ -13,7 +13,7 @@ from mcp import Client as McpClient
 
 from factbank_client import config as client_config
 from factbank_client import mcp_server
-from factbank_client.cli import facts as cli_facts
+from factbank_client.cli import common as cli_common
 from factbank_client.cli.main import main
 from factbank_client.client import Client
 
@@ -81,7 +81,7 @@ def hit(f: dict, *, relevance: float, match: str | None, companion: bool = False
 @pytest.fixture
 def bank(monkeypatch, tmp_path) -> FakeBank:
     fake = FakeBank()
-    monkeypatch.setattr(cli_facts, "_client", fake.client)
+    monkeypatch.setattr(cli_common, "client", fake.client)
     monkeypatch.chdir(tmp_path)
     return fake
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from factbank_client import config, installer
+from factbank_client.cli import common as cli_common
 from factbank_client.cli import facts as cli_facts
 
 TOKEN = "fb_" + "s" * 43
@@ -129,7 +130,7 @@ class FakeClient:
 @pytest.mark.parametrize("existing", [False, True])
 def test_export_out_is_0600_from_the_start(tmp_path, monkeypatch, watch, existing):
     opened, _ = watch
-    monkeypatch.setattr(cli_facts, "_client", FakeClient)
+    monkeypatch.setattr(cli_common, "client", FakeClient)
     out = tmp_path / "facts.jsonl"
     if existing:
         out.write_text("old")

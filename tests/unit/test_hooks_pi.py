@@ -1,26 +1,41 @@
 """The Pi extension's pure parts, run in node (through Pi's own TypeScript loader, jiti) and
 compared with the Python client: the project key must be identical, or a fact saved from Pi
 would never be injected into Claude Code/Codex in the same repository (and vice versa); the
-minimal config reader must read what `factbank login` writes.
+minimal config reader must read what `factbank login` writes; a fact and an outcome read as
+render.py writes them for MCP. The extension is loaded as `factbank install pi` writes it
+(tool texts and constants filled in).
 
 Skips when node or the harness install (tests/harness/npm.py) is missing; it never installs.
 """
 
 from __future__ import annotations
 
+import atexit
+import functools
 import json
 import shutil
 import subprocess
+import tempfile
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from factbank_client import config as client_config
+from factbank_client import installer, render
 from factbank_client.project import normalise_remote, project_key
+from factbank_client.tools import texts
 from tests.harness.npm import harness_dir
 
-EXTENSION = Path(__file__).resolve().parents[2] / "clients/factbank_client/assets/pi/factbank.ts"
+
+@functools.cache
+def installed_extension() -> Path:
+    """The extension as `factbank install pi` writes it, in a temp dir of its own."""
+    home = Path(tempfile.mkdtemp(prefix="factbank-pi-"))
+    atexit.register(shutil.rmtree, home, ignore_errors=True)
+    path = home / installer.PI_EXTENSION
+    path.write_text(installer.pi_extension_text(), "utf-8")
+    return path
 
 REMOTES = [
     "git@github.com:Acme/Api.git",
@@ -54,7 +69,7 @@ def run_ts(body: str) -> object:
         const {{ createJiti }} = require({json.dumps(str(_jiti()))});
         const jiti = createJiti(process.cwd() + "/");
         (async () => {{
-          const m = await jiti.import({json.dumps(str(EXTENSION))});
+          const m = await jiti.import({json.dumps(str(installed_extension()))});
           let result;
           {body}
           process.stdout.write(JSON.stringify(result));
@@ -153,11 +168,14 @@ def test_pi_tools_ask_for_bilingual_questions_and_say_why() -> None:
             assert must in props["questions"]["description"], (name, must)
         assert "questions" not in got[name]["parameters"]["required"]
     add = got["factbank_add"]["description"]
-    for must in ("2-4 `questions`", "BOTH English and Chinese whatever the fact's language",
-                 "not the fact's wording", "0.60 to 0.94", "0.20 to 0.92"):
+    for must in ("`questions`: 2-4 questions", "BOTH English and Chinese whatever the fact's "
+                 "language", "NOT the fact's own wording", "0.60 to 0.94", "0.20 to 0.92",
+                 "use `factbank_supersede` instead"):
         assert must in add, must
     assert "2-4 questions" in got["factbank_supersede"]["description"]
-    assert "below the gate" in got["factbank_search"]["description"]
+    search = got["factbank_search"]["description"]
+    # The match score explained again (issue 13: Pi's copy of this text had lost it).
+    assert "a match of 0.50 or more is a confident one" in search and "below the gate" in search
 
 
 def test_pi_fact_carries_questions_and_the_answer_nudges_without_them(tmp_path: Path) -> None:
@@ -182,10 +200,43 @@ def test_pi_search_lines_show_the_matched_question_and_companions() -> None:
             "status": "active", "source": {"kind": "user", "location": ""}, "tags": ["pnpm"]}
     hits = [{"fact": fact, "bank": "personal", "match": "question: " + QUESTIONS[1]},
             {"fact": {**fact, "id": 2}, "bank": "team", "match": "content", "companion": True},
-            {"fact": {**fact, "id": 3}, "bank": "team", "match": None}]
+            {"fact": {**fact, "id": 3}, "bank": "team", "match": None},
+            {"fact": {**fact, "id": 4}, "bank": "team", "relevance": 0.487, "companion": True}]
     got = run_ts(f"result = {json.dumps(hits)}.map((h) => m.hitLines(h));")
     assert got[0] == ["#1 [personal, trust 0.90] The team uses pnpm (source: user; tags: pnpm)",
                       f"    (matched its question: {json.dumps(QUESTIONS[1], ensure_ascii=False)})"]
     assert got[1] == ["#2 [team, trust 0.90, below the gate] The team uses pnpm "
                       "(source: user; tags: pnpm)"]
     assert len(got[2]) == 1 and "below the gate" not in got[2][0]
+    assert got[3] == ["#4 [team, trust 0.90, match 0.49, below the gate] The team uses pnpm "
+                      "(source: user; tags: pnpm)"]
+
+
+# --- the same text as the MCP server (factbank_client/render.py) ------------------------------
+
+FACTS = [
+    {"id": 7, "content": "The API listens on 9090", "trust": 0.5, "effective_trust": 0.43,
+     "status": "disputed", "tentative": True, "tags": ["api", "端口"],
+     "source": {"kind": "file", "location": "deploy/api.yaml:4"}, "questions": []},
+    {"id": 8, "content": "Deploys go through ArgoCD", "trust": 0.9, "status": "active",
+     "source": {"kind": "user", "location": ""}, "tags": [], "questions": ["how?"]},
+]
+OUTCOMES = [
+    {"status": "stored", "bank": "personal", "fact": FACTS[0], "possible_duplicate_of": [2, 5],
+     "redacted": [{"kind": "aws-key", "field": "content"}, {"field": "quote"}], "note": "x"},
+    {"status": "reinforced", "bank": "team", "fact": FACTS[1], "note": "same claim"},
+    {"status": "stored", "bank": "team", "fact": FACTS[1]},
+]
+
+
+def test_pi_writes_facts_and_outcomes_as_render_does_for_mcp() -> None:
+    cases = [(f, b, m, c) for f in FACTS for b in (None, "team") for m in (None, 0.5049)
+             for c in (False, True)]
+    got = run_ts(f"""result = {{
+        lines: {json.dumps(cases)}.map(([fact, bank, match, companion]) =>
+          m.factLine(fact, bank ?? undefined, match ?? undefined, companion)),
+        outcomes: {json.dumps(OUTCOMES)}.map((o) => m.outcomeText(o, o.bank))}};""")
+    assert got["lines"] == [render.fact_line(f, b, m, c) for f, b, m, c in cases]
+    pi = texts("pi")
+    assert got["outcomes"] == [render.outcome_text(o, pi.name, pi.messages["no_questions"])
+                               for o in OUTCOMES]

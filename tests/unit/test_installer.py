@@ -123,12 +123,13 @@ def paths_for(home: Path) -> installer.Paths:
     return installer.Paths.from_env({"HOME": str(home)})
 
 
-OTHER = installer.Runtime("/opt/factbank-venv/bin/python3",
+OTHER = installer.Launcher("/opt/factbank-venv/bin/python3",
                           "/opt/factbank-venv/lib/python3.11/site-packages/factbank_client/hooks.py")
 
 
-def install(home: Path, names=("all",), rt: installer.Runtime | None = None) -> installer.Plan:
-    plan = installer.plan_install(list(names), paths_for(home), rt)
+def install(home: Path, names=("all",),
+            launcher: installer.Launcher | None = None) -> installer.Plan:
+    plan = installer.plan_install(list(names), paths_for(home), launcher)
     installer.apply(plan)
     return plan
 
@@ -218,6 +219,9 @@ def test_install_all_into_existing_config(home: Path) -> None:
 
     ext = home / ".pi" / "agent" / "extensions" / "factbank.ts"
     assert installer.PI_MARKER in ext.read_text()
+    # Written with the tool texts and constants filled in, never as the bare asset.
+    assert ext.read_text() == installer.pi_extension_text()
+    assert installer.PI_SHARED not in ext.read_text() and '"factbank_search"' in ext.read_text()
     assert (home / ".pi" / "agent" / "extensions" / "other.ts").read_text() == PI_OTHER_EXT
 
 
@@ -235,7 +239,7 @@ def test_reinstall_from_another_path_replaces_in_place(home: Path) -> None:
     seed(home)
     install(home)
     first = json.loads((home / ".codex" / "hooks.json").read_text())
-    install(home, rt=OTHER)
+    install(home, launcher=OTHER)
 
     for path in (home / ".claude" / "settings.json", home / ".codex" / "hooks.json"):
         data = json.loads(path.read_text())
@@ -259,7 +263,7 @@ def test_uninstall_restores_every_file_exactly(home: Path) -> None:
     seed(home)
     before = snapshot(home)
     install(home)
-    install(home, rt=OTHER)  # a reinstall from elsewhere in between changes nothing
+    install(home, launcher=OTHER)  # a reinstall from elsewhere in between changes nothing
     uninstall(home)
     after = snapshot(home)
     assert after == before

@@ -5,7 +5,10 @@
 //   session-start block (first prompt of a session) and the per-prompt block, and adds them as
 //   one hidden message. The service keeps "each fact at most once per session".
 // - tools: factbank_search / _add / _get / _confirm / _dispute / _supersede over the same HTTP
-//   API the MCP server uses.
+//   API the MCP server uses, described in the same words: `factbank install pi` writes the
+//   tool texts (factbank_client/assets/tools.toml) and the wire constants
+//   (factbank_client/schema.py) into SHARED below, so this file is never installed as it
+//   stands in the package.
 // Injection never hurts the session: every call has a 0.9 s deadline and every failure is
 // logged to ~/.cache/factbank/pi.log and otherwise ignored.
 // Config: the factbank client config (~/.config/factbank/config.toml, or $FACTBANK_CONFIG),
@@ -23,6 +26,27 @@ const INJECT_TIMEOUT_MS = Math.round(1000 * (Number(process.env.FACTBANK_HOOK_TI
 const TOOL_TIMEOUT_MS = 30000;
 const AGENT = "pi";
 const DEFAULT_URL = "http://127.0.0.1:8701";
+
+// --- what the MCP server shares with this file (written in at install time) -----------------
+
+interface ToolText {
+  name: string;
+  label: string;
+  description: string;
+  params: Record<string, string>; // parameter -> its description
+}
+
+interface Shared {
+  tools: Record<string, ToolText>; // by the tool's key: search, add, get, ...
+  messages: Record<string, string>;
+  sourceKinds: string[];
+  origins: string[];
+  maxQuestions: number;
+  searchLimit: number;
+  searchLimitMax: number;
+}
+
+export const SHARED: Shared = /* factbank:shared */ null as unknown as Shared;
 
 // --- config ------------------------------------------------------------------------------
 
@@ -316,43 +340,47 @@ export function matchedQuestion(hit: any): string | null {
   return typeof m === "string" && m.startsWith("question: ") ? m.slice("question: ".length) : null;
 }
 
-/** One search hit as text: the fact line, "below the gate" for a companion, and the question
- * it matched (like the MCP server's search output). */
+/** One search hit as text: the fact line with its match, "below the gate" for a companion,
+ * and the question it matched (like the MCP server's search output). */
 export function hitLines(r: any): string[] {
-  const lines = [factLine(r.fact, r.bank, Boolean(r.companion))];
+  const match = typeof r.relevance === "number" ? r.relevance : undefined;
+  const lines = [factLine(r.fact, r.bank, match, Boolean(r.companion))];
   const q = matchedQuestion(r);
   if (q) lines.push(`    (matched its question: ${JSON.stringify(q)})`);
   if (r.via) lines.push(`    (found via outdated #${r.via.superseded}, replaced because: ${r.via.reason ?? "-"})`);
   return lines;
 }
 
-export function factLine(f: any, bank?: string, companion = false): string {
+/** One fact as a line that leads with its id and trust (factbank_client/render.py fact_line;
+ * a test runs both on the same facts). */
+export function factLine(f: any, bank?: string, match?: number, companion = false): string {
   const src = f.source ?? {};
   const where = `${src.kind ?? "?"} ${src.location ?? ""}`.trim();
   const trust = Number(f.effective_trust ?? f.trust ?? 0).toFixed(2);
   const status = f.status && f.status !== "active" ? ` ${f.status}` : "";
   const tentative = f.tentative ? " tentative" : "";
+  const matched = match === undefined ? "" : `, match ${match.toFixed(2)}`;
   const gate = companion ? ", below the gate" : "";
-  return `#${f.id} [${bank ? bank + ", " : ""}trust ${trust}${status}${tentative}${gate}] ${f.content} ` +
+  return `#${f.id} [${bank ? bank + ", " : ""}trust ${trust}${status}${tentative}${matched}${gate}] ${f.content} ` +
     `(source: ${where}; tags: ${(f.tags ?? []).join(", ") || "-"})`;
 }
 
-export const QUESTIONS_HELP = "2-4 questions a later teammate would type whose answer is this fact, in BOTH English and Chinese whatever the fact's language; everyday words and aliases, not the fact's own wording (each is an extra search vector of the fact), e.g. [\"which package manager do we use?\", \"装依赖用 npm 还是 pnpm？\"].";
-const QUESTIONS_WHY = "Also 2-4 `questions` a later teammate would type to find it, in BOTH English and Chinese whatever the fact's language, in everyday words and aliases, not the fact's wording: each is stored as an extra vector of the fact and a search matches the closest one; measured on realistic zh/en agent facts this took top-5 recall from 0.60 to 0.94, and across languages from 0.20 to 0.92.";
-const NO_QUESTIONS = "It has no questions, so only searches worded like it will find it: call factbank_add again with the same content plus 2-4 `questions` (English and Chinese); a repeat adds them to this fact.";
-
-export const FACT_PROPS = {
-  content: { type: "string", description: "The fact: one atomic claim, a sentence or two, self-contained (name the system it is about)." },
-  category: { type: "string", description: "preferences, environment, project, decisions, gotchas, people, reference (or a bank's own category)." },
-  source_kind: { type: "string", enum: ["file", "url", "commit", "command", "user", "doc"], description: "Where the fact comes from; user = the user said it." },
-  source_location: { type: "string", description: "file: path[:line] relative to the repository; url: the URL; commit: the SHA; command: the command run; user: empty or short context." },
-  quote: { type: "string", description: "Verbatim text from the source (file lines, page sentence, command output, the user's own words). Not a paraphrase." },
-  tags: { type: "array", items: { type: "string" }, minItems: 1, description: "3-8 tags naming the topic, the systems and their aliases/generic words, in BOTH Chinese and English, e.g. [\"pnpm\", \"包管理器\", \"package manager\", \"node\"]." },
-  questions: { type: "array", items: { type: "string" }, maxItems: 6, description: QUESTIONS_HELP },
-  origin: { type: "string", enum: ["user", "verified", "inferred"], description: "user: the user said it; verified: you checked the source yourself; inferred: your conclusion." },
-  tentative: { type: "boolean", description: "True when you are not sure yet (lower trust)." },
-  project: { type: "string", description: "Project key; default: the current repository. \"\" for a fact that holds everywhere (e.g. a personal preference)." },
-};
+/** The schema of a fact's fields, described as `tool` describes them. */
+export function factProps(tool: string) {
+  const d = SHARED.tools[tool].params;
+  return {
+    content: { type: "string", description: d.content },
+    category: { type: "string", description: d.category },
+    source_kind: { type: "string", enum: SHARED.sourceKinds, description: d.source_kind },
+    source_location: { type: "string", description: d.source_location },
+    quote: { type: "string", description: d.quote },
+    tags: { type: "array", items: { type: "string" }, minItems: 1, description: d.tags },
+    questions: { type: "array", items: { type: "string" }, maxItems: SHARED.maxQuestions, description: d.questions },
+    origin: { type: "string", enum: SHARED.origins, description: d.origin },
+    tentative: { type: "boolean", description: d.tentative },
+    project: { type: "string", description: d.project },
+  };
+}
 const FACT_REQUIRED = ["content", "category", "source_kind", "source_location", "quote", "tags"];
 
 export function buildFact(p: any, cwd: string): any {
@@ -375,15 +403,17 @@ export function outcomeText(o: any, bank: string): string {
   if (o.possible_duplicate_of?.length) {
     const ids = o.possible_duplicate_of.map(Number);
     lines.push(`Similar but different claim(s) already stored: ${ids.map((i: number) => "#" + i).join(", ")}. ` +
-      `If they no longer hold, call factbank_supersede with replaces=[${[...ids, f.id].join(", ")}]; if they still hold, nothing to do.`);
+      `If they no longer hold, call ${SHARED.tools.supersede.name} with replaces=[${[...ids, f.id].join(", ")}]; if they still hold, nothing to do.`);
   } else if (o.note) lines.push(String(o.note));
-  if (!f.questions?.length) lines.push(NO_QUESTIONS);
+  if (!f.questions?.length) lines.push(SHARED.messages.no_questions);
   return lines.join("\n");
 }
 
 // --- the extension ----------------------------------------------------------------------------
 
 export default function factbank(pi: any) {
+  const T = SHARED.tools;
+  const described = (tool: string) => ({ name: T[tool].name, label: T[tool].label, description: T[tool].description });
   let sessionId: string = randomUUID();
   let sessionBlockDue = true;
   let cwd = process.cwd();
@@ -428,21 +458,19 @@ export default function factbank(pi: any) {
   });
 
   pi.registerTool({
-    name: "factbank_search",
-    label: "factbank search",
-    description: "Search the shared memory (every bank you can read) before assuming anything about this user, machine, team or project: which tool or package manager, which host or port, how to build, test or deploy, why something was decided, what an error means. Ask in natural language, Chinese or English. Results show #id, bank, trust and source; weaker candidates shown only because a confident one passed are marked \"below the gate\", and a result found through one of the fact's stored questions shows which one. An empty answer means nothing relevant is stored.",
+    ...described("search"),
     parameters: {
       type: "object",
       properties: {
-        query: { type: "string", description: "What you want to know, in natural language (Chinese or English)." },
-        limit: { type: "integer", minimum: 1, maximum: 20, description: "At most this many (default 5)." },
-        project: FACT_PROPS.project,
+        query: { type: "string", description: T.search.params.query },
+        limit: { type: "integer", minimum: 1, maximum: SHARED.searchLimitMax, default: SHARED.searchLimit, description: T.search.params.limit },
+        project: { type: "string", description: T.search.params.project },
       },
       required: ["query"],
     },
     async execute(_id: string, params: any) {
       const cfg = loadConfig();
-      const limit = Number(params.limit ?? 5);
+      const limit = Number(params.limit ?? SHARED.searchLimit);
       const project = params.project === undefined || params.project === null ? projectKey(cwd) : params.project;
       const body: any = { query: params.query, limit, mode: "hybrid" };
       if (project) body.project = project;
@@ -469,10 +497,8 @@ export default function factbank(pi: any) {
   });
 
   pi.registerTool({
-    name: "factbank_add",
-    label: "factbank add",
-    description: "Save ONE durable fact you just learned, right away (do not wait for the end of the task): the user's preferences and conventions, environment facts (hosts, ports, paths), project commands and layout, decisions with their reason, gotchas (error -> cause -> fix). Not for guesses, task progress, session-only things, conversations or anything secret. One atomic claim per call; quote verbatim from the source; honest origin; 3-8 tags in BOTH Chinese and English. " + QUESTIONS_WHY + " If a stored fact is wrong or outdated, use factbank_supersede instead.",
-    parameters: { type: "object", properties: FACT_PROPS, required: FACT_REQUIRED },
+    ...described("add"),
+    parameters: { type: "object", properties: factProps("add"), required: FACT_REQUIRED },
     async execute(_id: string, params: any) {
       const cfg = loadConfig();
       const bank = writeBank(cfg, params.category);
@@ -482,10 +508,8 @@ export default function factbank(pi: any) {
   });
 
   pi.registerTool({
-    name: "factbank_get",
-    label: "factbank get",
-    description: "Read one fact by id with its history (source, verbatim quote, confirmations, disputes, what it replaced and what replaced it). Use it before relying on, confirming, disputing or superseding a fact you only saw summarised.",
-    parameters: { type: "object", properties: { id: { type: "integer", description: "The fact id (shown as #id)." } }, required: ["id"] },
+    ...described("get"),
+    parameters: { type: "object", properties: { id: { type: "integer", description: T.get.params.id } }, required: ["id"] },
     async execute(_id: string, params: any) {
       const cfg = loadConfig();
       const bank = await owner(cfg, Number(params.id));
@@ -501,12 +525,12 @@ export default function factbank(pi: any) {
     },
   });
 
-  const judge = (name: string, verb: string, route: string, description: string) => pi.registerTool({
-    name, label: name.replace("_", " "), description,
+  const judge = (route: string, verb: string) => pi.registerTool({
+    ...described(route),
     parameters: {
       type: "object",
-      properties: { id: { type: "integer", description: "The fact id (shown as #id)." },
-                    reason: { type: "string", description: "Why: what you checked or saw." } },
+      properties: { id: { type: "integer", description: T[route].params.id },
+                    reason: { type: "string", description: T[route].params.reason } },
       required: ["id", "reason"],
     },
     async execute(_id: string, params: any) {
@@ -517,21 +541,17 @@ export default function factbank(pi: any) {
       return text(`${verb} #${f.id}: status ${f.status}, trust now ${Number(f.trust).toFixed(2)}.`);
     },
   });
-  judge("factbank_confirm", "Confirmed", "confirm",
-    "You relied on fact `id` and checked that it still holds (ran it, read the file, the user agreed): trust rises and its age decay restarts. Say how you checked in `reason`.");
-  judge("factbank_dispute", "Disputed", "dispute",
-    "Fact `id` looks wrong or did not work: trust falls. Say what you saw in `reason`. If you know the correct claim, use factbank_supersede instead.");
+  judge("confirm", "Confirmed");
+  judge("dispute", "Disputed");
 
   pi.registerTool({
-    name: "factbank_supersede",
-    label: "factbank supersede",
-    description: "Replace facts that no longer hold with the current truth: stores the new fact (same rules as factbank_add, including 2-4 questions in English and Chinese) and retires the old ones, linked to it with your reason, so a later recall of the old claim returns the new one. Pass every outdated id in `replaces`.",
+    ...described("supersede"),
     parameters: {
       type: "object",
       properties: {
-        replaces: { type: "array", items: { type: "integer" }, minItems: 1, description: "Ids of the facts that no longer hold." },
-        reason: { type: "string", description: "Why they no longer hold (the evidence)." },
-        ...FACT_PROPS,
+        replaces: { type: "array", items: { type: "integer" }, minItems: 1, description: T.supersede.params.replaces },
+        reason: { type: "string", description: T.supersede.params.reason },
+        ...factProps("supersede"),
       },
       required: ["replaces", "reason", ...FACT_REQUIRED],
     },

@@ -1,0 +1,80 @@
+"""What the commands that call the services share: a client over the configured banks, a
+service's refusal as a one-line `CommandError`, the project a command is about, and the
+`--json` switch between the answer for scripts and the text for people (factbank_client/
+render.py writes that text)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+from factbank_client import config as client_config
+from factbank_client.cli.main import CommandError
+from factbank_client.cli.output import add_json_flag, print_json
+from factbank_client.client import Client, FactbankError
+from factbank_client.project import project_key
+
+T = TypeVar("T")
+
+PROJECT_HELP = "project key (default: this repository's)"
+
+
+@contextmanager
+def command(sub, name: str, func: Callable, *, fact: bool = False, json: bool = True,
+            **parser: Any) -> Iterator[Any]:
+    """Declare subcommand `name` running `func`: the `with` body adds its own arguments
+    between what every such command has. With `fact`, it is about one fact: its `id` comes
+    first and `--bank` (which bank holds it) after the body's options; then `--json`."""
+    p = sub.add_parser(name, **parser)
+    if fact:
+        p.add_argument("id", type=int)
+    yield p
+    if fact:
+        p.add_argument("--bank")
+    if json:
+        add_json_flag(p)
+    p.set_defaults(func=func)
+
+
+def client() -> Client:
+    return Client(client_config.load())
+
+
+def call(fn: Callable[..., T], *args: Any, **kw: Any) -> T:
+    """`fn(*args, **kw)`, with a FactbankError (the server's refusal, every reason on one
+    line) raised as a CommandError: exit code 2, no traceback."""
+    try:
+        return fn(*args, **kw)
+    except FactbankError as exc:
+        raise CommandError(str(exc)) from None
+
+
+def add_project_option(p) -> None:
+    p.add_argument("--project", help=PROJECT_HELP)
+
+
+def project(args) -> str | None:
+    """`--project`, else this repository's key; None with `--global` or outside a repo."""
+    if getattr(args, "no_project", False):
+        return None
+    return args.project or project_key(Path.cwd())
+
+
+def bank_notes(notes: Mapping[str, str] | None, what: str) -> None:
+    """What happened to some banks on the way (a degraded search, a bank skipped), on stderr:
+    `factbank: <bank><what>: <why>`, one line each."""
+    for bank, why in (notes or {}).items():
+        print(f"factbank: {bank}{what}: {why}", file=sys.stderr)
+
+
+def show(args, data: Any, lines: Callable[[], Iterable[str]]) -> int:
+    """`--json`: the service's answer; else the lines for people. Exit code 0."""
+    if args.json:
+        print_json(data)
+    else:
+        for line in lines():
+            print(line)
+    return 0

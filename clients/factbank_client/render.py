@@ -1,0 +1,376 @@
+"""The client's text layer: how facts, outcomes, histories and timelines read, for the two
+audiences the client has.
+
+- An agent (the MCP tools): one line per fact that leads with `#id` and trust, so the agent
+  can confirm, dispute or supersede by id, and answers that name the tool to call next. The
+  Pi extension writes the same lines in TypeScript (`assets/pi/factbank.ts`); a test runs both
+  on the same answers (tests/unit/test_hooks_pi.py).
+- A person (the CLI): a block per fact, tables of hits, events and categories.
+
+Both are built from the same pieces (a time to the minute, the source as "kind location",
+tags, questions, who did it), so a field reads the same wherever it is shown. Functions
+return text, lines or table rows; printing stays with the caller. Pure functions of the
+services' answers: no I/O, nothing imported but the standard library.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+# A tool's name as the agent sees it, by the tool's key (`supersede` -> `factbank_supersede`
+# in Pi); see factbank_client/tools.py.
+Names = Callable[[str], str]
+
+# --- the pieces --------------------------------------------------------------------------
+
+
+def when(value: Any) -> str:
+    """An ISO time to the minute ("2026-11-29 19:01"), or "-"."""
+    return str(value or "-")[:16].replace("T", " ")
+
+
+def where(fact: Mapping) -> str:
+    """The source as "kind location" ("file deploy/api.yaml:4", "user")."""
+    src = fact.get("source") or {}
+    return f"{src.get('kind', '?')} {src.get('location') or ''}".strip()
+
+
+def tags(fact: Mapping) -> str:
+    return ", ".join(fact.get("tags") or []) or "-"
+
+
+def questions(fact: Mapping) -> str:
+    return " | ".join(fact.get("questions") or []) or "-"
+
+
+def who(member: Any, agent: Any) -> str:
+    """Who did it: "member/agent", "?" and "-" for what is not known."""
+    return f"{member or '?'}/{agent or '-'}"
+
+
+def short(text: str, width: int = 80) -> str:
+    """One line of at most `width` characters (white space folded, "…" where cut)."""
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def id_list(ids: Iterable[int], sep: str = ", ") -> str:
+    return sep.join(f"#{i}" for i in ids)
+
+
+def matched_question(hit: Mapping) -> str | None:
+    """The writer question a search hit matched best, or None (content or lexical only)."""
+    match = hit.get("match")
+    if isinstance(match, str) and match.startswith("question: "):
+        return match[len("question: "):]
+    return None
+
+
+def current(history: Mapping) -> dict | None:
+    """The fact that replaced the one a history is about, when it is outdated."""
+    now = history.get("current")
+    return now if now and now["id"] != history["fact"]["id"] else None
+
+
+# --- for an agent (MCP; mirrored by the Pi extension) -------------------------------------
+
+
+def fact_line(fact: Mapping, bank: str | None = None, match: float | None = None,
+              companion: bool = False) -> str:
+    label = f"{bank}, " if bank else ""
+    flags = " tentative" if fact.get("tentative") else ""
+    flags += f", match {match:.2f}" if match is not None else ""
+    flags += ", below the gate" if companion else ""
+    status = "" if fact.get("status") == "active" else f" {fact.get('status')}"
+    return (f"#{fact['id']} [{label}trust {fact.get('effective_trust', fact.get('trust', 0)):.2f}"
+            f"{status}{flags}] {fact['content']} (source: {where(fact)}; tags: {tags(fact)})")
+
+
+def hit_lines(hit: Mapping) -> list[str]:
+    """A search hit: its fact line, the stored question it matched, the outdated fact it was
+    reached through."""
+    lines = [fact_line(hit["fact"], hit["bank"], hit.get("relevance"),
+                       bool(hit.get("companion")))]
+    question = matched_question(hit)
+    if question:
+        lines.append(f"    (matched its question: {question!r})")
+    if hit.get("via"):
+        lines.append(f"    (found via outdated #{hit['via']['superseded']}, replaced "
+                     f"because: {hit['via'].get('reason') or '-'})")
+    return lines
+
+
+def search_text(data: Mapping) -> str:
+    lines = [line for hit in data["results"] for line in hit_lines(hit)]
+    lines += [f"(note: {bank} search degraded: {why})"
+              for bank, why in (data.get("degraded") or {}).items()]
+    if not data["results"]:
+        lines.insert(0, "No stored fact matches; proceed, and add what you learn.")
+    return "\n".join(lines)
+
+
+def outcome_text(outcome: Mapping, name: Names, no_questions: str) -> str:
+    """What an add answers: stored or reinforced, what was redacted, which similar claims
+    may need a supersede (with the exact ids to pass), and `no_questions` when the fact has
+    none."""
+    fact = outcome["fact"]
+    verb = "Reinforced existing" if outcome["status"] == "reinforced" else "Stored"
+    lines = [f"{verb} fact #{fact['id']} in {outcome.get('bank', fact.get('bank'))} "
+             f"(trust {fact['trust']:.2f})."]
+    for item in outcome.get("redacted") or []:
+        lines.append(f"Redacted a {item.get('kind', 'secret')} from {item.get('field', '?')}; "
+                     "never send secrets.")
+    if outcome.get("possible_duplicate_of"):
+        ids = [int(i) for i in outcome["possible_duplicate_of"]]
+        lines.append(f"Similar but different claim(s) already stored: {id_list(ids)}. If they "
+                     f"no longer hold, call {name('supersede')} with replaces="
+                     f"{[*ids, fact['id']]}; if they still hold, nothing to do.")
+    elif outcome.get("note"):
+        lines.append(str(outcome["note"]))
+    if not fact.get("questions"):
+        lines.append(no_questions)
+    return "\n".join(lines)
+
+
+def superseded_text(outcome: Mapping, replaces: Sequence[int], reason: str) -> str:
+    return (f"Stored fact #{outcome['fact']['id']} in {outcome['bank']}; it supersedes "
+            f"{id_list(replaces)} ({reason}).")
+
+
+def history_text(data: Mapping) -> str:
+    """One fact with its source, quote, questions, trust events, what it replaced and, when
+    it is outdated, the current fact."""
+    fact = data["fact"]
+    by = fact.get("created_by") or {}
+    lines = [fact_line(fact, data["bank"]),
+             f"quote: {fact['quote']!r}",
+             f"questions: {questions(fact)}",
+             f"category: {fact['category']}; project: {fact.get('project') or '-'}; "
+             f"origin: {fact['origin']}; by {who(by.get('member'), by.get('agent'))}"
+             f" at {when(fact['created_at'])}"]
+    for e in data.get("events") or []:
+        before, after = e.get("trust_before"), e.get("trust_after")
+        trust = f"{after}" if before is None else f"{before} -> {after}"
+        lines.append(f"  {when(e['created_at'])} {e['kind']} (trust {trust})"
+                     f" by {who(e.get('member'), e.get('agent'))}"
+                     + (f": {e['reason']}" if e.get("reason") else ""))
+    for old in data.get("supersedes") or []:
+        lines.append(f"replaced #{old['id']}: {old['content']} "
+                     f"(because: {old.get('supersede_reason') or '-'})")
+    now = current(data)
+    if now:
+        lines.append(f"OUTDATED: superseded ({fact.get('supersede_reason') or '-'}); current:"
+                     f" {fact_line(now)}")
+    return "\n".join(lines)
+
+
+def judged_text(verb: str, fact: Mapping) -> str:
+    return f"{verb} #{fact['id']}: status {fact['status']}, trust now {fact['trust']:.2f}."
+
+
+def categories_text(data: Mapping[str, list[dict]]) -> str:
+    lines = []
+    for bank, cats in data.items():
+        lines.append(f"{bank}:")
+        lines.extend(f"  {c['name']} ({c.get('facts', 0)} facts"
+                     + (", injected at session start" if c.get("auto_inject") else "")
+                     + f"): {c.get('description') or ''}" for c in cats)
+    return "\n".join(lines)
+
+
+# --- for a person (the CLI) ---------------------------------------------------------------
+
+
+def outcome_lines(outcome: Mapping, *, note: bool = True) -> list[str]:
+    fact = outcome["fact"]
+    lines = [f"{outcome['status']} fact {fact['id']} in {outcome['bank']} "
+             f"(trust {fact['trust']:.2f})"]
+    lines += [f"  redacted: {item.get('kind', item)} in {item.get('field', '?')}"
+              for item in outcome.get("redacted") or []]
+    if note and outcome.get("note"):
+        lines.append(f"  note: {outcome['note']}")
+    if outcome.get("possible_duplicate_of"):
+        ids = " ".join(str(i) for i in [*outcome["possible_duplicate_of"], fact["id"]])
+        lines.append(f"  if it does: factbank supersede {ids} --reason WHY --content ... "
+                     "(retires them all, keeps one current copy)")
+    return lines
+
+
+def fact_lines(fact: Mapping, bank: str | None = None) -> list[str]:
+    by = fact.get("created_by") or {}
+    lines = [
+        f"#{fact['id']}  {fact['status']}{' tentative' if fact.get('tentative') else ''}  "
+        f"trust {fact['trust']:.2f} (effective {fact['effective_trust']:.2f})  "
+        f"{bank or fact['bank']}",
+        f"  {fact['content']}",
+        f"  source:   {where(fact)}",
+        f"  quote:    {fact['quote']!r}",
+        f"  category: {fact['category']}   tags: {tags(fact)}",
+        f"  questions: {questions(fact)}",
+        f"  project:  {fact.get('project') or '-'}",
+        f"  origin:   {fact['origin']}, by {who(by.get('member'), by.get('agent'))} "
+        f"at {when(fact['created_at'])}, confirmed {when(fact['confirmed_at'])}",
+    ]
+    if fact.get("superseded_by"):
+        lines.append(f"  superseded by #{fact['superseded_by']}: "
+                     f"{fact.get('supersede_reason') or ''}")
+    return lines
+
+
+HIT_COLUMNS = ["id", "bank", "score", "trust", "category", "content"]
+
+
+def hit_rows(results: Iterable[Mapping]) -> tuple[list[dict], list[str]]:
+    """Search hits as table rows, and the columns to show (`matched question` only when a
+    hit has one)."""
+    rows = []
+    for r in results:
+        f = r["fact"]
+        via = r.get("via")
+        note = f" (via #{via['superseded']}: {via.get('reason') or ''})" if via else ""
+        note += " (below the gate)" if r.get("companion") else ""
+        question = matched_question(r)
+        rows.append({"id": f["id"], "bank": r["bank"], "score": f"{r['score']:.3f}",
+                     "trust": f"{f['effective_trust']:.2f}", "category": f["category"],
+                     "content": short(f["content"]) + note,
+                     "matched question": short(question, 50) if question else None})
+    columns = list(HIT_COLUMNS)
+    if any(row["matched question"] for row in rows):
+        columns.append("matched question")
+    return rows, columns
+
+
+EVENT_COLUMNS = ["at", "event", "trust", "by", "related", "reason"]
+
+
+def event_rows(events: Iterable[Mapping]) -> list[dict]:
+    def trust(value: Any) -> str:
+        return "-" if value is None else f"{value}"
+
+    return [{"at": when(e["created_at"]), "event": e["kind"],
+             "trust": f"{trust(e['trust_before'])} -> {trust(e['trust_after'])}",
+             "by": who(e.get("member"), e.get("agent")),
+             "related": e.get("related_fact"), "reason": e.get("reason") or ""}
+            for e in events]
+
+
+def links_lines(data: Mapping) -> list[str]:
+    """A history's links: the facts it superseded and the ones that superseded it."""
+    lines = [f"supersedes #{old['id']}: {short(old['content'])} "
+             f"({old.get('supersede_reason') or ''})" for old in data.get("supersedes") or []]
+    lines += [f"superseded by #{new['id']}: {short(new['content'])}"
+              for new in data.get("successors") or []]
+    return lines
+
+
+def questions_lines(fact: Mapping, *, changed: bool) -> list[str]:
+    listed = fact.get("questions") or []
+    lines = [f"fact {fact['id']} in {fact['bank_label']} {'now has' if changed else 'has'} "
+             f"{len(listed)} question{'' if len(listed) == 1 else 's'}"]
+    lines += [f"  {q}" for q in listed]
+    if not listed:
+        lines.append(f"  add 2-4, in English and Chinese: factbank questions {fact['id']} "
+                     "--add '...' --add '...'")
+    return lines
+
+
+def judged_line(verb: str, fact: Mapping) -> str:
+    return (f"{verb} fact {fact['id']} in {fact['bank_label']}: status {fact['status']}, "
+            f"trust {fact['trust']:.2f}")
+
+
+CATEGORY_COLUMNS = ["bank", "name", "facts", "auto_inject", "decays", "description"]
+CATEGORY_NOTE = ("\nauto_inject: what session start injects from the category: all its facts, "
+                 "or only the current project's.")
+
+
+def category_rows(data: Mapping[str, list[dict]]) -> list[dict]:
+    rows = [{"bank": bank, **c} for bank, cats in data.items() for c in cats]
+    for r in rows:
+        # What session start really injects: every fact of an auto-inject category, and of
+        # any other category the facts of the current project (inject.session_block).
+        r["auto_inject"] = "all" if r.get("auto_inject") else "project"
+        r["decays"] = "yes" if r.get("decays") else "no"
+    return rows
+
+
+def nested_lines(data: Any, indent: str = "") -> list[str]:
+    """Nested dicts and lists (a bank's stats) as an indented outline."""
+    if isinstance(data, dict):
+        lines = []
+        for key, value in data.items():
+            if isinstance(value, dict | list):
+                lines += [f"{indent}{key}:", *nested_lines(value, indent + "  ")]
+            else:
+                lines.append(f"{indent}{key}: {'-' if value is None else value}")
+        return lines
+    if isinstance(data, list):
+        return [f"{indent}- " + ", ".join(f"{k}={v}" for k, v in item.items())
+                if isinstance(item, dict) else f"{indent}- {item}" for item in data]
+    return [f"{indent}{data}"]
+
+
+# --- the timeline (for a person) ----------------------------------------------------------
+
+
+TIMELINE_COLUMNS = ["when", "who", "machine", "branch", "kind", "what"]
+
+
+def ago(at: str | None, now: datetime) -> str:
+    """How long before `now` an ISO time was: "42s ago", "5m ago", "3h ago", "2d ago"."""
+    if not at:
+        return "-"
+    try:
+        then = datetime.fromisoformat(at)
+    except ValueError:
+        return at
+    seconds = int((now - then).total_seconds())
+    if seconds < 60:
+        return f"{max(seconds, 0)}s ago"
+    if seconds < 3600:
+        return f"{seconds // 60}m ago"
+    if seconds < 86400:
+        return f"{seconds // 3600}h ago"
+    return f"{seconds // 86400}d ago"
+
+
+def timeline_what(e: Mapping) -> str:
+    kind = e.get("kind")
+    if kind == "file":
+        return f"{e.get('path', '')}" + (f" ({e['tool']})" if e.get("tool") else "")
+    if kind == "command":
+        command = " ".join(str(e.get("command", "")).split())
+        if len(command) > 80:
+            command = command[:79] + "…"
+        return f"$ {command}" + (f"  -> {e['exit_code']}" if "exit_code" in e else "")
+    if kind == "session_start":
+        return "session started" + (f" in {e['cwd']}" if e.get("cwd") else "")
+    if kind == "session_end":
+        return "session ended"
+    return str(e.get("detail") or "")
+
+
+def timeline_rows(events: Sequence[Mapping], now: datetime, *,
+                  projects: bool = False) -> tuple[list[dict], list[str]]:
+    """Timeline events as table rows, newest first as given, and the columns (with a
+    `project` column when `projects`)."""
+    rows = [{"when": ago(e.get("at"), now),
+             "who": "/".join(x for x in (e.get("member"), e.get("agent")) if x) or "-",
+             "machine": e.get("machine") or "-",
+             "branch": e.get("branch") or "-",
+             "kind": e.get("kind"),
+             "what": timeline_what(e)} for e in events]
+    columns = list(TIMELINE_COLUMNS)
+    if projects:
+        for row, e in zip(rows, events, strict=True):
+            row["project"] = e.get("project") or "-"
+        columns.insert(4, "project")
+    return rows, columns
+
+
+def handoff_line(handoff: Mapping, project: str) -> str:
+    target = handoff.get("to_agent") or handoff.get("to_member") or "the next session"
+    return (f"handoff #{handoff['id']} for {target} in {project} ({handoff['bank']} bank): "
+            "it appears once, in that session's start block")
