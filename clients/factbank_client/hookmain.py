@@ -248,8 +248,8 @@ def on_stop(data: dict, deadline: float) -> dict | None:
         state["reminders"] = int(state.get("reminders") or 0) + 1
         reminder = {"decision": "block", "reason": REMINDER}
     _state().save(session_id, state)
-    if agent_name(data) == "codex":  # its edits fire no PostToolUse: read them now
-        from factbank_client import hooks
+    if agent_name(data) == "codex" and isinstance(data.get("transcript_path"), str):
+        from factbank_client import hooks  # Codex's edits fire no PostToolUse: read them now
 
         hooks.detach("Stop", json.dumps(data).encode("utf-8"))
     return reminder

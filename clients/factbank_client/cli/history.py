@@ -13,10 +13,11 @@ import sys
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
-from factbank_client import config as client_config
+from factbank_client.cli import common
+from factbank_client.cli.common import command
 from factbank_client.cli.main import CommandError
-from factbank_client.cli.output import add_json_flag, print_json
-from factbank_client.client import Client, FactbankError
+from factbank_client.cli.output import print_json
+from factbank_client.client import FactbankError
 from factbank_client.history import HARNESSES, module, parse_time
 
 BATCH = 500
@@ -24,8 +25,8 @@ DEFAULT_DAYS = 30  # the server keeps 30 days by default: older events are not s
 
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "import-history",
+    with command(
+        sub, "import-history", cmd_import_history,
         help="backfill the timeline from local Claude Code, Codex or Pi sessions",
         description="Read the local session files of one harness (Claude Code's "
         "~/.claude/projects/*/*.jsonl, Codex's ~/.codex/sessions/**/rollout-*.jsonl, Pi's "
@@ -33,19 +34,17 @@ def register(sub) -> None:
         "(with exit codes) to the timeline, with the project key of each session's working "
         "directory. Conversation text is never read into it. The server redacts every "
         "string; each event is stored once, so running it again adds nothing. A session "
-        "written to in the last 5 minutes may still be running: its end is not recorded.")
-    p.add_argument("harness", choices=HARNESSES, help="whose transcripts to read")
-    p.add_argument("--since", help=f"only sessions and events since this date or time (ISO, "
-                                   f"e.g. 2026-11-01) or duration (7d, 12h); default "
-                                   f"{DEFAULT_DAYS}d, what the timeline keeps")
-    p.add_argument("--dry-run", action="store_true",
-                   help="read and count, send nothing")
-    p.add_argument("--dir", help="the harness's home to read (default ~/.claude, ~/.codex or "
-                                 "~/.pi/agent, or $CLAUDE_CONFIG_DIR, $CODEX_HOME, "
-                                 "$PI_CODING_AGENT_DIR)")
-    p.add_argument("--bank", help="bank label (default: team if configured, else personal)")
-    add_json_flag(p)
-    p.set_defaults(func=cmd_import_history)
+        "written to in the last 5 minutes may still be running: its end is not recorded.") as p:
+        p.add_argument("harness", choices=HARNESSES, help="whose transcripts to read")
+        p.add_argument("--since", help=f"only sessions and events since this date or time "
+                                       f"(ISO, e.g. 2026-11-01) or duration (7d, 12h); default "
+                                       f"{DEFAULT_DAYS}d, what the timeline keeps")
+        p.add_argument("--dry-run", action="store_true", help="read and count, send nothing")
+        p.add_argument("--dir", help="the harness's home to read (default ~/.claude, ~/.codex "
+                                     "or ~/.pi/agent, or $CLAUDE_CONFIG_DIR, $CODEX_HOME, "
+                                     "$PI_CODING_AGENT_DIR)")
+        p.add_argument("--bank",
+                       help="bank label (default: team if configured, else personal)")
 
 
 def since_time(text: str | None, now: datetime | None = None) -> datetime:
@@ -92,7 +91,7 @@ def _send(events: list[dict], bank: str | None, show: bool) -> dict:
     from tqdm import tqdm
 
     totals = {"recorded": 0, "duplicates": 0, "bank": bank}
-    with Client(client_config.load()) as client, tqdm(
+    with common.client() as client, tqdm(
             total=len(events), unit="event", desc="send", file=sys.stderr,
             disable=not show) as bar:
         for i in range(0, len(events), BATCH):
