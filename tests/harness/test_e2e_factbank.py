@@ -223,7 +223,7 @@ def test_codex_gets_session_and_prompt_facts_with_trusted_hooks(
     login(harness_home, services)
     configure_codex_home(harness_home, fake_model)  # offline switches before app-server runs
     out = install(harness_home, "codex", "--trust", "--codex-bin", str(harnesses.codex))
-    assert "trusted 3 factbank hook(s)" in out
+    assert "trusted 5 factbank hook(s)" in out  # facts: 3; the timeline: PostToolUse, SessionEnd
 
     # No --dangerously-bypass-hook-trust: the hooks run because the installer trusted them.
     result = run_codex(harness_home, repo, prompt, fake_model, harnesses=harnesses,
