@@ -586,16 +586,22 @@ async def tell_conflicts(
     ]
 
 
+# The hooks name Claude Code's sessions `claude`; its MCP server calls itself `claude-code`.
+# A handoff `--to claude-code` is meant for the same sessions.
+AGENT_ALIASES = {"claude-code": "claude"}
+
+
 async def add_handoff(
     pool: asyncpg.Pool, user: Principal, h: NewHandoff, policy: str
 ) -> dict[str, Any]:
     """Store a handoff (redacted) and put it on the timeline."""
+    to_agent = (h.to_agent or "").strip().lower() or None
     f = await asyncio.to_thread(
         _clean,
         {
             "text": h.text,
             "project": h.project,
-            "to_agent": h.to_agent,
+            "to_agent": AGENT_ALIASES.get(to_agent or "", to_agent),
             "to_member": h.to_member,
             "files": [_rel(p) or "" for p in h.files],
             "session_id": h.session_id,
