@@ -465,11 +465,12 @@ async def test_cli_handoff_and_timeline(cli_env, capsys):  # noqa: F811
         assert out["bank"] == "team" and out["recorded"] == 3
     out = ok(capsys, "handoff", "Retry refactor half done; tests fail", "--to", "claude-code",
              "--file", "src/retry.py", "--fact", "7")
-    assert "handoff #1 for claude-code in github.com/acme/api (team bank)" in out
+    # `claude-code` is Claude Code's MCP name; its sessions (named by the hooks) are `claude`
+    assert "handoff #1 for claude in github.com/acme/api (team bank)" in out
     out = ok(capsys, "timeline", "--since", "2h")
     lines = out.splitlines()
     assert lines[0].split() == ["WHEN", "WHO", "MACHINE", "BRANCH", "KIND", "WHAT"]
-    assert "handoff #1 to claude-code" in lines[1]
+    assert "handoff #1 to claude" in lines[1]
     assert "$ pytest -q tests/test_retry.py  -> 1" in out
     assert "src/retry.py (apply_patch)" in out and "alice/codex" in out
     data = json.loads(ok(capsys, "timeline", "--json"))
@@ -479,7 +480,7 @@ async def test_cli_handoff_and_timeline(cli_env, capsys):  # noqa: F811
     with Client(cli_env.config()) as client:
         (h,) = client.handoffs(project=cli_env.project, open_only=True)
         assert h["files"] == ["src/retry.py"] and h["fact_ids"] == [7]
-        assert h["to_agent"] == "claude-code"
+        assert h["to_agent"] == "claude"
         (warning,) = client.conflicts(cli_env.project, path="src/retry.py", session_id="cc-1")
         # "Ns ago": the CLI runs took seconds on a loaded box (0s expected, 2s seen)
         assert re.fullmatch(r"src/retry\.py was also touched by alice with codex on desk "
