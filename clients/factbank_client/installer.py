@@ -67,7 +67,7 @@ MCP_AGENT = {"claude": "claude-code", "codex": "codex"}
 # Non-destructive tools Claude Code may call without a prompt (not delete/add_category).
 CLAUDE_ALLOW = tuple(f"mcp__{MCP_NAME}__{t}" for t in
                      ("search", "get", "add", "confirm", "dispute", "supersede",
-                      "list_categories"))
+                      "list_categories", "handoff"))
 CODEX_ENV_VARS = ("FACTBANK_CONFIG", "FACTBANK_URL", "FACTBANK_RECALL_URL", "FACTBANK_TOKEN",
                   "FACTBANK_TEAM_TOKEN")
 PI_EXTENSION = "factbank.ts"
