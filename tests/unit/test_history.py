@@ -254,3 +254,15 @@ def test_unknown_harness_and_since():
     assert (since_time(None) - since_time("30d")).total_seconds() < 5
     with pytest.raises(CommandError, match="--since"):
         since_time("last week")
+
+
+def test_paths_through_a_symlink_are_relative_to_the_real_root(tmp_path):
+    from factbank_client.history import Session
+
+    r = repo(tmp_path)
+    link = tmp_path / "link"
+    link.symlink_to(r)
+    s = Session("s", "claude", str(link / "src"))
+    assert s.root == str(r.resolve())
+    assert s.file("k", None, str(link / "src" / "app.py"), "Edit")["path"] == "src/app.py"
+    assert s.start(None)["cwd"] == "src"

@@ -49,7 +49,9 @@ def test_tool_events_match_the_session_file_reader(tmp_path):
                   branch: m.gitBranch({json.dumps(str(r))}),
                   rel: m.relativeToRoot("../docs/a.md", {json.dumps(str(r))},
                                         {json.dumps(str(r / "src"))}),
-                  outside: m.relativeToRoot("/etc/hosts", {json.dumps(str(r))}, "/")}};
+                  outside: m.relativeToRoot("/etc/hosts", {json.dumps(str(r))}, "/"),
+                  root: m.relativeToRoot({json.dumps(str(r))}, {json.dumps(str(r))},
+                                         {json.dumps(str(r))})}};
     """)
     session = Session("pi-1", "pi", str(r))
     want = [e for c in CALLS for e in pi.tool_events(
@@ -61,8 +63,8 @@ def test_tool_events_match_the_session_file_reader(tmp_path):
     assert [e["key"] for e in got["events"]] == ["call_1:0", "call_3:0", "call_4:0"]
     assert got["events"][0]["path"] == "src/app.py" and got["events"][1]["exit_code"] == 2
     assert got["events"][0]["project"] == "github.com/acme/api"
-    assert (got["branch"], got["rel"], got["outside"]) == ("feature/pi", "docs/a.md",
-                                                          "/etc/hosts")
+    assert (got["branch"], got["rel"], got["outside"], got["root"]) == (
+        "feature/pi", "docs/a.md", "/etc/hosts", ".")  # the session start's cwd: "."-> ""
 
 
 def cfg_js(port: int) -> str:

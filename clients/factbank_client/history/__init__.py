@@ -73,9 +73,12 @@ def relative(path: str, root: str | None, cwd: str) -> str:
     """`path` (absolute, or relative to `cwd`) relative to the repo root; as given outside it."""
     full = os.path.normpath(path if os.path.isabs(path) else os.path.join(cwd, path))
     if root:
-        rel = os.path.relpath(full, root)
-        if not rel.startswith(".."):
-            return rel.replace(os.sep, "/")
+        # The root is a real path (project.repo_root resolves it); the harness's may go
+        # through a symlink (macOS /tmp -> /private/tmp).
+        for candidate in (full, os.path.realpath(full)):
+            rel = os.path.relpath(candidate, root)
+            if not rel.startswith(".."):
+                return rel.replace(os.sep, "/")
     return path
 
 

@@ -454,8 +454,15 @@ export function gitBranch(root: string | undefined): string {
 /** `p` (absolute, or relative to `cwd`) relative to the repository root; as given outside it. */
 export function relativeToRoot(p: string, root: string | undefined, cwd: string): string {
   if (!root) return p;
-  const rel = path.relative(root, path.resolve(cwd, p));
-  return rel && !rel.startsWith("..") && !path.isAbsolute(rel) ? rel.split(path.sep).join("/") : p;
+  let full = path.resolve(cwd, p);
+  try {
+    full = fs.realpathSync(full);  // repoRoot() is a real path: compare like with like
+  } catch {
+    // a file not there (any more): as given
+  }
+  const rel = path.relative(root, full);
+  if (rel === "") return ".";
+  return !rel.startsWith("..") && !path.isAbsolute(rel) ? rel.split(path.sep).join("/") : p;
 }
 
 function resultText(content: any): string {
