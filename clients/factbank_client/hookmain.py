@@ -205,7 +205,8 @@ def on_user_prompt_submit(data: dict, deadline: float) -> dict | None:
     from factbank_client import hookrecord
 
     told = hookrecord.take_warnings(session_id)  # left by this session's last edit
-    hookrecord.kick(data)  # anything still buffered goes now, in the background
+    if hookrecord.buffered():  # the service was down: send it now, in the background
+        AFTER.append(("Flush", b""))
     if not prompt.strip():
         return context_output("UserPromptSubmit", told)
     text = inject("prompt", session_id, project_of(data), prompt[:MAX_PROMPT_CHARS],
@@ -249,11 +250,13 @@ def on_stop(data: dict, deadline: float) -> dict | None:
         reminder = {"decision": "block", "reason": REMINDER}
     _state().save(session_id, state)
     if agent_name(data) == "codex" and isinstance(data.get("transcript_path"), str):
-        from factbank_client import hooks  # Codex's edits fire no PostToolUse: read them now
-
-        hooks.detach("Stop", json.dumps(data).encode("utf-8"))
+        AFTER.append(("Stop", json.dumps(data).encode("utf-8")))  # its edits fire no hook
     return reminder
 
+
+# Recording work an event leaves for a detached child, started once the output is written
+# (hookentry.detach hands the hook's pipes to /dev/null).
+AFTER: list[tuple[str, bytes]] = []
 
 HANDLERS = {
     "SessionStart": on_session_start,
@@ -312,4 +315,9 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.flush()
         except Exception as exc:  # e.g. the harness closed the pipe
             _log(f"{event}: cannot write output: {exc}")
+    if AFTER:
+        from factbank_client import hookentry
+
+        work, raw = AFTER.pop()
+        hookentry.detach(work, raw)
     return 0

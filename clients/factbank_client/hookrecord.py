@@ -1,6 +1,6 @@
 """The hooks record the timeline (issue 15): what a session touched and ran, never facts.
 
-Runs in the child `hooks.detach` forks (the hook itself has already returned), except the
+Runs in the child `hookentry.detach` forks (the hook itself has already returned), except the
 session start, which `hookmain` records itself before it asks for the session block.
 
 What each harness reports, and so what is recorded from where (seen in the real harnesses,
@@ -24,7 +24,7 @@ at a time (an flock) sends the whole buffer. What is not accepted stays buffered
 the next event, so a service that is down loses nothing within the bound. A file event's
 answer carries its conflicts (another session touched the file within the window); they are
 left in `sessions/<id>.pending` as the exact PostToolUse output, which the session's next
-hook prints (`hooks.take_pending`), or its next prompt hook (`take_warnings`).
+hook prints (`hookentry.take_pending`), or its next prompt hook (`take_warnings`).
 """
 
 from __future__ import annotations
@@ -75,10 +75,14 @@ def buffer_path() -> str:
     return os.path.join(_state().cache_dir(), "timeline-buffer.jsonl")
 
 
+HOOK_TIME: list[float] = []  # when the hook ran (set by `process`): its events' time
+
+
 def _now() -> Any:
+    """When the hook ran (not when its child got round to the work), else now."""
     from datetime import UTC, datetime
 
-    return datetime.now(UTC)
+    return datetime.fromtimestamp(HOOK_TIME[-1], UTC) if HOOK_TIME else datetime.now(UTC)
 
 
 def _session(data: dict, agent: str) -> Any:
@@ -312,11 +316,11 @@ def _warnings_of(output: bytes) -> list[str]:
 def leave_pending(session: str, warnings: list[str]) -> None:
     """Leave `warnings` (with any not yet shown) for the session's next hook, as the exact
     PostToolUse output (the hook prints it without parsing it)."""
-    from factbank_client import hooks
+    from factbank_client import hookentry
 
-    safe = hooks.safe_name(session)
-    path = hooks.pending_path(safe)
-    earlier = _warnings_of(hooks.take_pending(safe))
+    safe = hookentry.safe_name(session)
+    path = hookentry.pending_path(safe)
+    earlier = _warnings_of(hookentry.take_pending(safe))
     merged = list(dict.fromkeys([*warnings, *earlier]))[:MAX_WARNINGS]
     out = {"hookSpecificOutput": {"hookEventName": "PostToolUse",
                                   "additionalContext": conflict_text(merged)}}
@@ -333,18 +337,22 @@ def leave_pending(session: str, warnings: list[str]) -> None:
 def take_warnings(session_id: str) -> str:
     """The conflict warning this session's edits left and no hook has shown yet ("" if
     none), for the prompt hook's output."""
-    from factbank_client import hooks
+    from factbank_client import hookentry
 
-    return conflict_text(_warnings_of(hooks.take_pending(hooks.safe_name(session_id))))
+    return conflict_text(_warnings_of(hookentry.take_pending(hookentry.safe_name(session_id))))
 
 
 # --- the entry points ------------------------------------------------------------------
 
 
-def process(event: str, raw: bytes) -> None:
+def process(event: str, raw: bytes, at: float | None = None) -> None:
     """A recording hook's work, in the forked child: the events buffered, the buffer sent,
-    the conflicts left for the session's next hook. Never raises; bounded by an alarm."""
+    the conflicts left for the session's next hook. `at`: when the hook ran (time.time()).
+    Never raises; bounded by an alarm."""
     import signal
+
+    if at is not None:
+        HOOK_TIME.append(at)
 
     signal.alarm(CHILD_DEADLINE)  # SIGALRM's default action ends the process
     try:
@@ -376,13 +384,10 @@ def process(event: str, raw: bytes) -> None:
         _log(f"{event}: {type(exc).__name__}: {exc}")
 
 
-def kick(data: dict) -> None:
-    """Send what is still buffered (the service was down), in the background."""
+def buffered() -> bool:
+    """Events wait in the buffer (the service was down, or another hook is sending)."""
     path = buffer_path()
-    if os.path.exists(path) or os.path.exists(path + ".sending"):
-        from factbank_client import hooks
-
-        hooks.detach("Flush", b"")
+    return os.path.exists(path) or os.path.exists(path + ".sending")
 
 
 def record_session_start(data: dict, deadline: float) -> None:
