@@ -32,9 +32,10 @@ import httpx
 import msgspec
 from tqdm import tqdm
 
-from factbank_evals import metrics
+from factbank_evals import beir, metrics
+from factbank_evals.beir import read_jsonl
 from factbank_evals.grep_control import GrepControl, line_for
-from factbank_evals.stack import Stack
+from factbank_evals.stack import Stack, timed_post
 
 SET_DIR = Path(__file__).parent / "sets" / "agent-memory"
 # Order matters: the agent's path runs first, so it alone pays the cold query embedding; the
@@ -83,11 +84,6 @@ class Loaded:
     reinforced: int = 0
     superseded: int = 0
     merged: list[tuple[str, str]] = field(default_factory=list)  # (set id, merged into)
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    with path.open(encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
 
 
 def load_set(
@@ -283,28 +279,9 @@ def _record(case: Case, labels: list[list[str]], ms: float, tokens: int, **extra
     return rec
 
 
-def _search(
-    http: httpx.Client, stack: Stack, text: str, mode: str, floor: bool, limit: int = LIMIT
-):
-    t = time.perf_counter()
-    r = http.post(
-        stack.recall + "/v1/search",
-        json={"query": text, "mode": mode, "limit": limit, "floor": floor},
-    )
-    ms = (time.perf_counter() - t) * 1000
-    r.raise_for_status()
-    return r.json(), ms
-
-
 def _inject(http: httpx.Client, stack: Stack, text: str) -> tuple[dict, float]:
-    t = time.perf_counter()
-    r = http.post(
-        stack.recall + "/v1/inject",
-        json={"kind": "prompt", "session_id": "eval-" + uuid.uuid4().hex, "prompt": text},
-    )
-    ms = (time.perf_counter() - t) * 1000
-    r.raise_for_status()
-    return r.json(), ms
+    return timed_post(http, stack.recall + "/v1/inject",
+                      {"kind": "prompt", "session_id": "eval-" + uuid.uuid4().hex, "prompt": text})
 
 
 def run_methods(
@@ -325,8 +302,7 @@ def run_methods(
         out["inject"] = []
     for case in tqdm(cases, desc=desc, unit="q", disable=not progress, leave=False):
         for name, mode, floor in SERVER_METHODS:
-            body, ms = _search(http, stack, case.text, mode, floor)
-            hits = body["results"]
+            hits, ms = beir.search(http, stack, case.text, mode, floor, limit=LIMIT)
             extra = {}
             if name == "hybrid":
                 extra["top_relevance"] = round(hits[0]["relevance"], 4) if hits else 0.0
@@ -337,10 +313,8 @@ def run_methods(
             if name == "dense":
                 # Plain max-cosine over the same vectors: the dense hits re-ranked by their
                 # raw best-vector cosine, no centring, no trust (the control column).
-                body, ms = _search(http, stack, case.text, "dense", False, limit=50)
-                plain = sorted(
-                    body["results"], key=lambda h: (-(h["dense"] or -1.0), h["fact"]["id"])
-                )
+                hits50, ms = beir.search(http, stack, case.text, "dense", False, limit=50)
+                plain = sorted(hits50, key=lambda h: (-(h["dense"] or -1.0), h["fact"]["id"]))
                 labels = _labels([h["fact"]["id"] for h in plain][:LIMIT], by_fact)
                 out["cosine"].append(_record(case, labels, ms, block_tokens(plain)))
             if name == "hybrid+floor" and inject:
@@ -416,7 +390,7 @@ def current_floor() -> float | None:
     try:
         from factbank.read import fusion
 
-        return float(fusion.floor_for("zh"))
+        return float(fusion.DEFAULT.floor)
     except Exception:  # any API change: draw no floor rather than a wrong one
         return None
 
@@ -452,7 +426,7 @@ def evaluate(
         )
     refused_offtopic = {}
     for name, texts in (offtopic or {}).items():
-        got = [bool(_search(http, stack, t, "hybrid", True)[0]["results"]) for t in texts]
+        got = [bool(beir.search(http, stack, t, "hybrid", True, limit=LIMIT)[0]) for t in texts]
         refused_offtopic[name] = round(1 - sum(got) / max(len(got), 1), 3)
     return {
         "set": path.name if config == DEFAULT_CONFIG else f"{path.name} ({config})",

@@ -10,7 +10,6 @@ lexical-only, dense-only and hybrid, plus hybrid with the floor (what an agent i
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,43 +17,86 @@ import httpx
 from tqdm import tqdm
 
 from factbank_evals import metrics
-from factbank_evals.stack import Stack
+from factbank_evals.stack import Stack, timed_post
 
 MODES = ("lexical", "dense", "hybrid")
 IMPORT_CHUNK = 2000
 
 
-@dataclass
+@dataclass(frozen=True)
 class BeirSet:
+    """A BEIR-layout set: the corpus and the judged queries (id -> text, in file order) and, per
+    query, the ids of its relevant documents."""
+
     name: str
     corpus: dict[str, str]
     queries: dict[str, str]
     qrels: dict[str, set[str]]
 
+    @property
+    def doc_ids(self) -> list[str]:
+        return list(self.corpus)
+
+    @property
+    def doc_texts(self) -> list[str]:
+        return list(self.corpus.values())
+
+    @property
+    def query_ids(self) -> list[str]:
+        return list(self.queries)
+
+    @property
+    def query_texts(self) -> list[str]:
+        return list(self.queries.values())
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    with path.open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def _score(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def read_qrels(path: Path) -> dict[str, set[str]]:
+    """qrels.tsv (query-id, corpus-id, score): the documents with a score above 0, per query.
+
+    The first line is a header when its score is not a number, whatever its column names;
+    scores may be integers or graded floats ("1", "0.5"); 0 and negative scores are judged
+    not relevant. Any later line whose score is not a number is an error naming the line.
+    """
+    qrels: dict[str, set[str]] = {}
+    with path.open(encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            parts = line.rstrip("\r\n").split("\t")
+            if len(parts) < 3:
+                continue
+            score = _score(parts[2])
+            if score is None:
+                if n == 1:
+                    continue  # the header
+                raise ValueError(f"{path}:{n}: score {parts[2]!r} is not a number")
+            if score > 0:
+                qrels.setdefault(parts[0], set()).add(parts[1])
+    return qrels
+
 
 def load(path: Path) -> BeirSet:
+    """corpus.jsonl, queries.jsonl and qrels.tsv; only judged queries are kept.
+
+    A document is its text alone (no title): a stored fact has no title, and the XQuAD-R
+    titles are English even in the Chinese corpus, which would leak an English anchor into
+    the cross-lingual lexical leg.
+    """
     path = Path(path)
-    corpus = {}
-    with (path / "corpus.jsonl").open(encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                doc = json.loads(line)
-                corpus[str(doc["_id"])] = doc["text"]
-    queries = {}
-    with (path / "queries.jsonl").open(encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                q = json.loads(line)
-                queries[str(q["_id"])] = q["text"]
-    qrels: dict[str, set[str]] = {}
-    with (path / "qrels.tsv").open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh):
-            parts = line.rstrip("\n").split("\t")
-            if n == 0 and not parts[-1].strip().lstrip("-").isdigit():
-                continue  # header
-            if len(parts) >= 3 and int(parts[2]) > 0:
-                qrels.setdefault(parts[0], set()).add(parts[1])
-    queries = {q: t for q, t in queries.items() if q in qrels}
+    qrels = read_qrels(path / "qrels.tsv")
+    corpus = {str(d["_id"]): d["text"] for d in read_jsonl(path / "corpus.jsonl")}
+    queries = {str(q["_id"]): q["text"] for q in read_jsonl(path / "queries.jsonl")
+               if str(q["_id"]) in qrels}
     return BeirSet(path.name, corpus, queries, qrels)
 
 
@@ -98,14 +140,10 @@ def load_corpus(
 def search(
     http: httpx.Client, stack: Stack, query: str, mode: str, floor: bool, limit: int = 10
 ) -> tuple[list[dict], float]:
-    t = time.perf_counter()
-    r = http.post(
-        stack.recall + "/v1/search",
-        json={"query": query, "mode": mode, "limit": limit, "floor": floor},
-    )
-    ms = (time.perf_counter() - t) * 1000
-    r.raise_for_status()
-    return r.json()["results"], ms
+    """`POST /v1/search`: its results and the wall time in ms."""
+    body, ms = timed_post(http, stack.recall + "/v1/search",
+                          {"query": query, "mode": mode, "limit": limit, "floor": floor})
+    return body["results"], ms
 
 
 def run_queries(

@@ -47,7 +47,7 @@ import numpy as np
 from tqdm import tqdm
 
 from factbank_evals import metrics
-from factbank_evals.stack import Stack, running_stack
+from factbank_evals.stack import Stack, running_stack, timed_post
 
 _HAS_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 COLD_TARGET_MS = 50.0
@@ -329,14 +329,6 @@ class QueryTexts:
         return out
 
 
-def _timed(http: httpx.Client, url: str, body: dict) -> tuple[float, dict]:
-    t = time.perf_counter()
-    r = http.post(url, json=body)
-    ms = (time.perf_counter() - t) * 1000
-    r.raise_for_status()
-    return ms, r.json()
-
-
 def _stats(values: list[float]) -> dict:
     return {
         "p50_ms": round(statistics.median(values), 1),
@@ -348,19 +340,19 @@ def _stats(values: list[float]) -> dict:
 def measure_recall(http: httpx.Client, stack: Stack, texts: QueryTexts, size: int, n: int) -> dict:
     url = stack.recall + "/v1/search"
     for q in texts.take(3, size):  # warm-up: pool connections, plans, the first embedding
-        _timed(http, url, {"query": q, "limit": 5})
+        timed_post(http, url, {"query": q, "limit": 5})
     cold_q = texts.take(n, size)
     cold, emb_cached, hit, lexical, cached_flags = [], [], [], [], []
     for q in cold_q:
-        cold.append(_timed(http, url, {"query": q, "limit": 5})[0])
+        cold.append(timed_post(http, url, {"query": q, "limit": 5})[1])
     for q in cold_q:
-        emb_cached.append(_timed(http, url, {"query": q, "limit": 6})[0])
+        emb_cached.append(timed_post(http, url, {"query": q, "limit": 6})[1])
     for q in cold_q:
-        ms, body = _timed(http, url, {"query": q, "limit": 5})
+        body, ms = timed_post(http, url, {"query": q, "limit": 5})
         hit.append(ms)
         cached_flags.append(bool(body.get("cached")))
     for q in texts.take(n, size):
-        lexical.append(_timed(http, url, {"query": q, "limit": 5, "mode": "lexical"})[0])
+        lexical.append(timed_post(http, url, {"query": q, "limit": 5, "mode": "lexical"})[1])
     return {
         "cold": _stats(cold),
         "embedding_cached": _stats(emb_cached),
@@ -507,23 +499,12 @@ def table(result: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from factbank_evals.cli import bench_arguments
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_arguments(parser)
+    bench_arguments(parser)
     args = parser.parse_args(argv)
     return run_cli(args)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--sizes", default="1000,10000,100000",
-                        help="bank sizes, comma-separated (default 1000,10000,100000)")
-    parser.add_argument("--queries", type=int, default=40, help="queries per size and kind")
-    parser.add_argument(
-        "--ingest-n", type=int, default=50, help="single adds (0: skip the ingest rows)"
-    )
-    parser.add_argument("--ingest-batch", type=int, default=200, help="facts in the batch import")
-    parser.add_argument("--hook-runs", type=int, default=20, help="runs per hook (0: skip)")
-    parser.add_argument("--out", default=None, help="also write bench.json and bench.md here")
-    parser.add_argument("--json", action="store_true", help="print JSON for scripts")
 
 
 def run_cli(args) -> int:

@@ -32,6 +32,7 @@ import httpx
 
 from factbank.runtime.runner import free_port
 from factbank_client.installer import hook_script, python_exe
+from factbank_evals.metrics import percentile
 from factbank_evals.stack import running_stack
 
 TARGET_P50_MS = 100.0
@@ -66,11 +67,6 @@ PROMPTS = [
     "which package manager should I use here?",
     "why did we pick litestar?",
 ]
-
-
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(q * len(values)))]
 
 
 def make_home(root: Path, recall: str, ingest: str, token: str) -> tuple[dict, Path]:
@@ -158,7 +154,7 @@ def measure(n: int) -> dict:
                 cpus.append(cpu_ms)
                 hits += bool(out.strip())
             rows[name] = {"n": len(times), "p50_ms": round(statistics.median(times), 1),
-                          "p95_ms": round(pct(times, 0.95), 1),
+                          "p95_ms": round(percentile(times, 0.95), 1),
                           "max_ms": round(max(times), 1),
                           "cpu_p50_ms": round(statistics.median(cpus), 1), "printed": hits}
 

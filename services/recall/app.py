@@ -1,4 +1,9 @@
-"""The recall service: hybrid retrieval, injection blocks, and the bank's read views."""
+"""The recall service: hybrid retrieval, injection blocks, and the bank's read views.
+
+A handler names what it needs (`recall`, `reader`, `principal`, `service`:
+`factbank.runtime.web.DEPENDENCIES`); every route reads, under one guard declared once on the
+router (`READS`).
+"""
 
 from __future__ import annotations
 
@@ -6,8 +11,9 @@ from collections import defaultdict
 from collections.abc import AsyncIterator
 from typing import Any
 
+import asyncpg
 import msgspec
-from litestar import Litestar, Request, get, post
+from litestar import Litestar, Request, Router, get, post
 from litestar.exceptions import ValidationException
 from litestar.params import JSONBody, Parameter
 from litestar.response import Stream
@@ -17,8 +23,9 @@ from factbank.read import inject
 from factbank.read.cache import Cache
 from factbank.read.search import Recall, load_background, search
 from factbank.runtime.settings import Settings
-from factbank.runtime.web import Runtime, create_app, requires, runtime
+from factbank.runtime.web import ServiceState, create_app, requires
 from factbank.store import facts, timeline
+from factbank.store.banks import Principal
 from factbank.write import categories
 
 # The text /v1/inject and /v1/search work on: the head of a prompt (a hook sends all of it, up
@@ -68,10 +75,6 @@ class BankCache(Cache):
         return out
 
 
-def recall_of(request: Request) -> Recall:
-    return runtime(request).extras["recall"]
-
-
 def min_version(request: Request) -> int | None:
     """`X-Factbank-Min-Version`: the bank version this caller has written (read-your-writes)."""
     raw = request.headers.get("x-factbank-min-version", "")
@@ -82,18 +85,19 @@ def min_version(request: Request) -> int | None:
 
 @post(
     "/v1/search",
-    guards=[requires("read")],
     status_code=200,
     opt={"example": {"query": "which port does the API listen on?"}},
 )
-async def search_facts(request: Request, data: JSONBody[SearchQuery]) -> SearchResult:
+async def search_facts(
+    request: Request, recall: Recall, principal: Principal, data: JSONBody[SearchQuery]
+) -> SearchResult:
     """Hybrid search of this bank. Returns nothing rather than noise: unless the best match
     clears the recall gate (relevance 0.5), no result; after one that does, weaker related
     matches follow (relevance under 0.5). A superseded match comes back as its current
     successor, with `via` saying why."""
     return await search(
-        recall_of(request),
-        request.user.bank_id,
+        recall,
+        principal.bank_id,
         data.query[:MAX_QUERY_CHARS],
         project=data.project,
         limit=data.limit,
@@ -106,14 +110,14 @@ async def search_facts(request: Request, data: JSONBody[SearchQuery]) -> SearchR
 
 @post(
     "/v1/inject",
-    guards=[requires("read")],
     status_code=200,
     opt={"example": {"kind": "prompt", "session_id": "s1", "prompt": "deploy the API"}},
 )
-async def inject_block(request: Request, data: JSONBody[InjectRequest]) -> Injection:
+async def inject_block(
+    request: Request, recall: Recall, principal: Principal, data: JSONBody[InjectRequest]
+) -> Injection:
     """The text block an agent sees at session start or with a prompt ("" = inject nothing)."""
-    r = recall_of(request)
-    user = request.user
+    r, user = recall, principal
     if data.kind == "session":
         block = await inject.session_block(
             r,
@@ -149,9 +153,10 @@ async def inject_block(request: Request, data: JSONBody[InjectRequest]) -> Injec
     )
 
 
-@get("/v1/facts", guards=[requires("read")])
+@get("/v1/facts")
 async def list_facts(
-    request: Request,
+    reader: asyncpg.Pool,
+    principal: Principal,
     status: str | None = Parameter(default=None, description="active, superseded, ..."),
     category: str | None = Parameter(default=None),
     project: str | None = Parameter(default=None),
@@ -159,10 +164,10 @@ async def list_facts(
     limit: int = Parameter(default=100, ge=1, le=1000),
 ) -> FactPage:
     """A page of this bank's facts in id order; pass `next_cursor` back as `after`."""
-    async with runtime(request).reader.acquire() as conn:
+    async with reader.acquire() as conn:
         page, cursor = await facts.list_facts(
             conn,
-            request.user.bank_id,
+            principal.bank_id,
             status=status,
             category=category,
             project=project,
@@ -172,16 +177,15 @@ async def list_facts(
     return FactPage(facts=page, next_cursor=cursor)
 
 
-@get("/v1/export", guards=[requires("read")])
-async def export_facts(request: Request) -> Stream:
+@get("/v1/export")
+async def export_facts(reader: asyncpg.Pool, principal: Principal) -> Stream:
     """Every fact of this bank (deleted ones excluded) as JSONL, streamed in id order."""
-    rt = runtime(request)
-    bank_id = request.user.bank_id
+    bank_id = principal.bank_id
 
     async def lines() -> AsyncIterator[bytes]:
         after = 0
         while True:
-            async with rt.reader.acquire() as conn:
+            async with reader.acquire() as conn:
                 page, cursor = await facts.list_facts(conn, bank_id, after=after, limit=500)
             for fact in page:
                 yield msgspec.json.encode(fact) + b"\n"
@@ -192,26 +196,24 @@ async def export_facts(request: Request) -> Stream:
     return Stream(lines(), media_type="application/x-ndjson")
 
 
-@get("/v1/categories", guards=[requires("read")])
-async def list_categories(request: Request) -> dict:
+@get("/v1/categories")
+async def list_categories(reader: asyncpg.Pool, principal: Principal) -> dict:
     """This bank's category registry, with how many facts each holds."""
-    async with runtime(request).reader.acquire() as conn:
-        return {"categories": await categories.list_all(conn, request.user.bank_id)}
+    async with reader.acquire() as conn:
+        return {"categories": await categories.list_all(conn, principal.bank_id)}
 
 
-@get("/v1/stats", guards=[requires("read")])
-async def stats(request: Request) -> dict:
+@get("/v1/stats")
+async def stats(reader: asyncpg.Pool, recall: Recall, principal: Principal) -> dict:
     """Counts by status and category, index size, this bank's cache hit rates and the
     embedder in use."""
-    rt = runtime(request)
-    r = recall_of(request)
-    async with rt.reader.acquire() as conn:
-        counts = await facts.bank_stats(conn, request.user.bank_id)
+    async with reader.acquire() as conn:
+        counts = await facts.bank_stats(conn, principal.bank_id)
     return {
         **counts,
-        "embedder": r.embedder.name if r.embedder else None,
-        "embedder_error": r.embedder_error,
-        "cache": cache_of(r, request.user.bank_id),
+        "embedder": recall.embedder.name if recall.embedder else None,
+        "embedder_error": recall.embedder_error,
+        "cache": cache_of(recall, principal.bank_id),
     }
 
 
@@ -230,9 +232,10 @@ def _since(text: str | None):
         raise ValidationException(str(exc)) from None
 
 
-@get("/v1/timeline", guards=[requires("read")])
+@get("/v1/timeline")
 async def get_timeline(
-    request: Request,
+    reader: asyncpg.Pool,
+    principal: Principal,
     project: str | None = Parameter(default=None, max_length=300),
     since: str | None = Parameter(default=None, max_length=64, description="2h, 30m, ISO"),
     limit: int = Parameter(default=200, ge=1, le=1000),
@@ -240,20 +243,20 @@ async def get_timeline(
     """This bank's timeline, newest first: sessions started and ended, files touched, commands
     run, handoffs and conflicts (one project, since a time). Never facts."""
     after = _since(since)
-    async with runtime(request).reader.acquire() as conn:
+    async with reader.acquire() as conn:
         events = await timeline.list_timeline(
-            conn, request.user.bank_id, project=project, since=after, limit=limit
+            conn, principal.bank_id, project=project, since=after, limit=limit
         )
     return {"events": events}
 
 
 @get(
     "/v1/timeline/conflicts",
-    guards=[requires("read")],
     opt={"example": {"project": "github.com/acme/api", "path": "src/zircon.py"}},
 )
 async def get_conflicts(
-    request: Request,
+    service: ServiceState,
+    principal: Principal,
     project: str = Parameter(max_length=300),
     path: str | None = Parameter(default=None, max_length=1000),
     session_id: str | None = Parameter(default=None, max_length=200),
@@ -262,42 +265,40 @@ async def get_conflicts(
     """Live conflicts in a project: with `path` (and `session_id`), the other sessions that
     touched that file within the conflict window; without, the conflicts recorded in the
     window (those involving `session_id` when given)."""
-    rt = runtime(request)
-    window = rt.settings.conflict_window_minutes
-    async with rt.reader.acquire() as conn:
+    window = service.settings.conflict_window_minutes
+    async with service.reader.acquire() as conn:
         if path:
             found = await timeline.conflicts_for(
-                conn, request.user.bank_id, project, path, session_id or "", branch,
+                conn, principal.bank_id, project, path, session_id or "", branch,
                 window_minutes=window,
             )
             return {"conflicts": [c.warning() for c in found]}
         rows = await timeline.live_conflicts(
-            conn, request.user.bank_id, project, session_key=session_id, window_minutes=window
+            conn, principal.bank_id, project, session_key=session_id, window_minutes=window
         )
     return {"conflicts": [r["detail"] for r in rows]}
 
 
-@get("/v1/handoffs", guards=[requires("read")])
+@get("/v1/handoffs")
 async def list_handoffs(
-    request: Request,
+    reader: asyncpg.Pool,
+    principal: Principal,
     project: str | None = Parameter(default=None, max_length=300),
     open_only: bool = Parameter(query="open", default=False),
 ) -> dict:
     """This bank's handoffs (one project; `open=true`: not yet delivered), newest first.
     Listing does not deliver them."""
-    async with runtime(request).reader.acquire() as conn:
-        rows = await timeline.list_handoffs(
-            conn, request.user.bank_id, project, open_only=open_only
-        )
+    async with reader.acquire() as conn:
+        rows = await timeline.list_handoffs(conn, principal.bank_id, project, open_only=open_only)
     return {"handoffs": rows}
 
 
-async def _start(rt: Runtime) -> None:
+async def _start(rt: ServiceState) -> None:
     background = None
     if rt.model.embedder is not None:
         assert rt.pool is not None
         background = await load_background(rt.pool, rt.model.embedder)
-    rt.extras["recall"] = Recall(
+    rt.recall = Recall(
         rt.reader,
         rt.model.embedder,
         rt.model.error,
@@ -307,8 +308,23 @@ async def _start(rt: Runtime) -> None:
     )
 
 
-ROUTES = [search_facts, inject_block, list_facts, export_facts, list_categories, stats]
-ROUTES += [get_timeline, get_conflicts, list_handoffs]
+# Every route of recall reads, under the one guard they share.
+READS = Router(
+    "/",
+    guards=[requires("read")],
+    route_handlers=[
+        search_facts,
+        inject_block,
+        list_facts,
+        export_facts,
+        list_categories,
+        stats,
+        get_timeline,
+        get_conflicts,
+        list_handoffs,
+    ],
+)
+ROUTES = [READS]
 
 
 def create(settings: Settings | None = None, *, dsn: str | None = None) -> Litestar:

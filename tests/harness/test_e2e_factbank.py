@@ -11,6 +11,10 @@ against the fake model server. Everything is asserted from what the fake model r
   front of the next Claude Code session in the same repository, and absent in another one;
   saved with writer questions, it reaches a Claude Code prompt that shares no word with it.
 * Pi's own tools: `factbank_add` stores a fact, `factbank_search` finds it.
+* Claude Code, Codex: the Stop reminder comes once after five prompts, and never loops.
+
+A scenario that every harness goes through is one test parametrised by harness: its
+parameters are how that harness installs, runs and shows the facts.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -189,66 +193,55 @@ def seed_facts(svc: Services, tag: str, project: str) -> tuple[str, str, str]:
 
 
 # --- injection in each harness ----------------------------------------------------------------
+# One scenario, three harnesses: seed a project fact and a prompt-matched gotcha, install,
+# run one prompt, and look for both in what the model received. Each harness installs, runs
+# and shows the facts its own way; those three steps are the parameters.
 
 
-def test_claude_gets_session_and_prompt_facts(
-    harnesses: Harnesses, fake_model: FakeModel, harness_home: Path, tmp_path: Path,
-    services: Services,
-) -> None:
-    services.require_inject()
-    repo = make_repo(tmp_path, "claude-repo", "git@github.com:acme/claude-e2e.git")
-    s_mark, p_mark, prompt = seed_facts(services, "CLAUDE1", "github.com/acme/claude-e2e")
-    login(harness_home, services)
-    install(harness_home, "claude")
+def _install_claude(home: Path, fake_model: FakeModel, harnesses: Harnesses) -> None:
+    install(home, "claude")
 
-    result = run_claude(harness_home, repo, prompt, fake_model, harnesses=harnesses)
-    assert_ok(result, harness_home)
+
+def _install_codex_trusted(home: Path, fake_model: FakeModel, harnesses: Harnesses) -> None:
+    configure_codex_home(home, fake_model)  # offline switches before app-server runs
+    out = install(home, "codex", "--trust", "--codex-bin", str(harnesses.codex))
+    assert "trusted 5 factbank hook(s)" in out  # facts: 3; the timeline: PostToolUse, SessionEnd
+
+
+def _install_pi(home: Path, fake_model: FakeModel, harnesses: Harnesses) -> None:
+    install(home, "pi")
+
+
+def _run_codex_trusted(home: Path, repo: Path, prompt: str, fake_model: FakeModel, *,
+                       harnesses: Harnesses) -> Any:
+    # No --dangerously-bypass-hook-trust: the hooks run because the installer trusted them.
+    return run_codex(home, repo, prompt, fake_model, harnesses=harnesses,
+                     bypass_hook_trust=False)
+
+
+def _claude_saw(fake_model: FakeModel, result: Any, s_mark: str, p_mark: str,
+                home: Path) -> None:
     session = fake_model.requests_containing(s_mark)
     prompted = fake_model.requests_containing(p_mark)
-    assert session, "session-start fact never reached the model\n" + hook_log(harness_home)
-    assert prompted, "prompt fact never reached the model\n" + hook_log(harness_home)
+    assert session, "session-start fact never reached the model\n" + hook_log(home)
+    assert prompted, "prompt fact never reached the model\n" + hook_log(home)
     body = json.dumps(session[0].body)
     assert re.search(r"SessionStart hook additional context: \[factbank\][^\"]*" + s_mark, body)
     assert re.search(r"UserPromptSubmit hook additional context: \[factbank\][^\"]*" + p_mark,
                      json.dumps(prompted[0].body))
 
 
-def test_codex_gets_session_and_prompt_facts_with_trusted_hooks(
-    harnesses: Harnesses, fake_model: FakeModel, harness_home: Path, tmp_path: Path,
-    services: Services,
-) -> None:
-    services.require_inject()
-    repo = make_repo(tmp_path, "codex-repo", "https://github.com/acme/codex-e2e.git")
-    s_mark, p_mark, prompt = seed_facts(services, "CODEX1", "github.com/acme/codex-e2e")
-    login(harness_home, services)
-    configure_codex_home(harness_home, fake_model)  # offline switches before app-server runs
-    out = install(harness_home, "codex", "--trust", "--codex-bin", str(harnesses.codex))
-    assert "trusted 5 factbank hook(s)" in out  # facts: 3; the timeline: PostToolUse, SessionEnd
-
-    # No --dangerously-bypass-hook-trust: the hooks run because the installer trusted them.
-    result = run_codex(harness_home, repo, prompt, fake_model, harnesses=harnesses,
-                       bypass_hook_trust=False)
-    assert_ok(result, harness_home)
+def _codex_saw(fake_model: FakeModel, result: Any, s_mark: str, p_mark: str,
+               home: Path) -> None:
     for marker in (s_mark, p_mark):
         found = fake_model.requests_containing(marker)
         assert found, f"{marker} never reached the model\n{result.describe()}\n" + \
-            hook_log(harness_home)
+            hook_log(home)
         assert any(item.get("role") == "developer" and marker in json.dumps(item)
                    for item in found[0].body["input"])
 
 
-def test_pi_gets_session_and_prompt_facts(
-    harnesses: Harnesses, fake_model: FakeModel, harness_home: Path, tmp_path: Path,
-    services: Services,
-) -> None:
-    services.require_inject()
-    repo = make_repo(tmp_path, "pi-repo", "git@github.com:acme/pi-e2e.git")
-    s_mark, p_mark, prompt = seed_facts(services, "PI1", "github.com/acme/pi-e2e")
-    login(harness_home, services)
-    install(harness_home, "pi")
-
-    result = run_pi(harness_home, repo, prompt, fake_model, harnesses=harnesses)
-    assert_ok(result, harness_home)
+def _pi_saw(fake_model: FakeModel, result: Any, s_mark: str, p_mark: str, home: Path) -> None:
     gen = fake_model.generation_requests("chat")
     assert gen, result.describe()
     first = gen[0].body
@@ -257,6 +250,31 @@ def test_pi_gets_session_and_prompt_facts(
                    for m in first["messages"]), f"{marker} not in Pi's first request"
     assert {"factbank_search", "factbank_add", "factbank_confirm", "factbank_dispute",
             "factbank_supersede"} <= set(tool_names(first))
+
+
+@pytest.mark.parametrize(("install_for", "run", "saw", "remote", "project", "tag"), [
+    pytest.param(_install_claude, run_claude, _claude_saw, "git@github.com:acme/claude-e2e.git",
+                 "github.com/acme/claude-e2e", "CLAUDE1", id="claude"),
+    pytest.param(_install_codex_trusted, _run_codex_trusted, _codex_saw,
+                 "https://github.com/acme/codex-e2e.git", "github.com/acme/codex-e2e", "CODEX1",
+                 id="codex-trusted-hooks"),
+    pytest.param(_install_pi, run_pi, _pi_saw, "git@github.com:acme/pi-e2e.git",
+                 "github.com/acme/pi-e2e", "PI1", id="pi"),
+])
+def test_session_and_prompt_facts_reach_the_model(
+    install_for: Callable[..., None], run: Callable[..., Any], saw: Callable[..., None],
+    remote: str, project: str, tag: str, harnesses: Harnesses, fake_model: FakeModel,
+    harness_home: Path, tmp_path: Path, services: Services,
+) -> None:
+    services.require_inject()
+    repo = make_repo(tmp_path, "repo", remote)
+    s_mark, p_mark, prompt = seed_facts(services, tag, project)
+    login(harness_home, services)
+    install_for(harness_home, fake_model, harnesses)
+
+    result = run(harness_home, repo, prompt, fake_model, harnesses=harnesses)
+    assert_ok(result, harness_home)
+    saw(fake_model, result, s_mark, p_mark, harness_home)
 
 
 def test_pi_tools_add_and_search(
@@ -295,6 +313,19 @@ def test_pi_tools_add_and_search(
 # --- the product: Codex saves, Claude Code recalls (same repository only) ----------------------
 
 
+def install_all_for_codex_to_claude(home: Path, svc: Services, fake_model: FakeModel,
+                                    harnesses: Harnesses) -> None:
+    """Everything installed, Codex's hooks trusted, and Codex given time to start factbank's
+    MCP server: codex exec sends its first request ~1.5 s after start without waiting for MCP
+    servers, and the factbank server needs ~2 s to import the MCP SDK here. (Interactive Codex
+    has the server up long before the user's first prompt.)"""
+    login(home, svc)
+    configure_codex_home(home, fake_model)
+    install(home, "all", "--trust", "--codex-bin", str(harnesses.codex))
+    cfg = home / ".codex" / "config.toml"
+    cfg.write_text("mcp_optional_startup_grace_ms = 15000\n" + cfg.read_text())
+
+
 def test_fact_saved_by_codex_reaches_next_claude_session_in_same_repo_only(
     harnesses: Harnesses, fake_model: FakeModel, harness_home: Path, tmp_path: Path,
     services: Services,
@@ -302,14 +333,7 @@ def test_fact_saved_by_codex_reaches_next_claude_session_in_same_repo_only(
     services.require_inject()
     repo_a = make_repo(tmp_path, "api", "git@github.com:acme/e2e-api.git")
     repo_b = make_repo(tmp_path, "web", "git@github.com:acme/e2e-web.git")
-    login(harness_home, services)
-    configure_codex_home(harness_home, fake_model)
-    install(harness_home, "all", "--trust", "--codex-bin", str(harnesses.codex))
-    # codex exec sends its first request ~1.5 s after start without waiting for MCP servers;
-    # the factbank server needs ~2 s to import the MCP SDK here, so give it a grace period.
-    # (Interactive Codex has the server up long before the user's first prompt.)
-    cfg = harness_home / ".codex" / "config.toml"
-    cfg.write_text("mcp_optional_startup_grace_ms = 15000\n" + cfg.read_text())
+    install_all_for_codex_to_claude(harness_home, services, fake_model, harnesses)
 
     marker = "FBE2E-7Q4"
     fact = {"content": f"The e2e-api repository runs its tests with `make test-{marker}`.",
@@ -357,11 +381,7 @@ def test_fact_saved_by_codex_with_questions_is_found_by_a_claude_prompt_sharing_
     global gotcha is not injected at session start, so only the prompt can recall it."""
     services.require_inject()
     repo = make_repo(tmp_path, "billing", "git@github.com:acme/e2e-billing.git")
-    login(harness_home, services)
-    configure_codex_home(harness_home, fake_model)
-    install(harness_home, "all", "--trust", "--codex-bin", str(harnesses.codex))
-    cfg = harness_home / ".codex" / "config.toml"  # see the test above: MCP start-up grace
-    cfg.write_text("mcp_optional_startup_grace_ms = 15000\n" + cfg.read_text())
+    install_all_for_codex_to_claude(harness_home, services, fake_model, harnesses)
 
     marker = "FBQ-3X9"
     questions = ["Which cache port does the billing service use in staging?",
@@ -416,49 +436,50 @@ def reminder_requests(fake: FakeModel, since: int) -> list[Any]:
             and "factbank reminder" in r.dumps()]
 
 
-def test_claude_stop_reminds_once_after_five_prompts(
+def _next_claude_prompt(home: Path, repo: Path, prompt: str, fake_model: FakeModel, *,
+                        harnesses: Harnesses, first: bool) -> Any:
+    return run_claude(home, repo, prompt, fake_model, harnesses=harnesses,
+                      extra_args=[] if first else ["--continue"])
+
+
+def _next_codex_prompt(home: Path, repo: Path, prompt: str, fake_model: FakeModel, *,
+                       harnesses: Harnesses, first: bool) -> Any:
+    if first:
+        return run_codex(home, repo, prompt, fake_model, harnesses=harnesses)
+    return run_codex(home, repo, prompt, fake_model, harnesses=harnesses,
+                     extra_args=["resume", "--last"])
+
+
+def _claude_turns(fake_model: FakeModel, since: int) -> list[Any]:
+    return [r for r in fake_model.requests[since:] if r.api == "anthropic"
+            and r.body.get("tools")]
+
+
+def _codex_turns(fake_model: FakeModel, since: int) -> list[Any]:
+    return [r for r in fake_model.requests[since:] if r.api == "responses"]
+
+
+@pytest.mark.parametrize(("harness", "next_prompt", "turns"), [
+    pytest.param("claude", _next_claude_prompt, _claude_turns, id="claude"),
+    pytest.param("codex", _next_codex_prompt, _codex_turns, id="codex"),
+])
+def test_stop_reminds_once_after_five_prompts(
+    harness: str, next_prompt: Callable[..., Any], turns: Callable[..., list[Any]],
     harnesses: Harnesses, fake_model: FakeModel, harness_home: Path, tmp_path: Path,
     services: Services,
 ) -> None:
-    repo = make_repo(tmp_path, "stop-claude", "git@github.com:acme/stop-claude.git")
+    repo = make_repo(tmp_path, f"stop-{harness}", f"git@github.com:acme/stop-{harness}.git")
     login(harness_home, services)
-    install(harness_home, "claude")
+    install(harness_home, harness)
     for n in range(1, 6):
         before = len(fake_model.requests)
-        extra = ["--continue"] if n > 1 else []
-        result = run_claude(harness_home, repo, f"prompt number {n}", fake_model,
-                            harnesses=harnesses, extra_args=extra)
+        result = next_prompt(harness_home, repo, f"prompt number {n}", fake_model,
+                             harnesses=harnesses, first=n == 1)
         assert_ok(result, harness_home)
-        gen = [r for r in fake_model.requests[before:] if r.api == "anthropic"
-               and r.body.get("tools")]
+        gen = turns(fake_model, before)
         reminded = reminder_requests(fake_model, before)
         if n < 5:
             assert not reminded, f"reminded after {n} prompts"
         else:
             # One reminder: the turn continued once with it, then stopped (no loop).
-            assert len(reminded) == 1, [r.reply for r in gen]
-            assert len(gen) == 2
-
-
-def test_codex_stop_reminds_once_after_five_prompts(
-    harnesses: Harnesses, fake_model: FakeModel, harness_home: Path, tmp_path: Path,
-    services: Services,
-) -> None:
-    repo = make_repo(tmp_path, "stop-codex", "git@github.com:acme/stop-codex.git")
-    login(harness_home, services)
-    install(harness_home, "codex")
-    for n in range(1, 6):
-        before = len(fake_model.requests)
-        if n == 1:
-            result = run_codex(harness_home, repo, f"prompt number {n}", fake_model,
-                               harnesses=harnesses)
-        else:
-            result = run_codex(harness_home, repo, f"prompt number {n}", fake_model,
-                               harnesses=harnesses, extra_args=["resume", "--last"])
-        assert_ok(result, harness_home)
-        gen = [r for r in fake_model.requests[before:] if r.api == "responses"]
-        reminded = reminder_requests(fake_model, before)
-        if n < 5:
-            assert not reminded, f"reminded after {n} prompts"
-        else:
             assert len(reminded) == 1 and len(gen) == 2, result.describe()

@@ -629,6 +629,35 @@ def test_every_command_option_and_argument_has_help():
     assert "readyz" in up.format_help() and "token" in up.format_help()
 
 
+def test_help_lists_every_group_in_its_order():
+    """Issue 13 moved the server and eval groups out of the client: same commands, same order."""
+    from factbank_client.cli.main import build_parser
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    assert list(sub.choices) == [
+        "up", "migrate", "serve", "admin", "login", "add", "search", "get", "history",
+        "questions", "confirm", "dispute", "delete", "supersede", "categories", "export",
+        "import", "inject-preview", "stats", "mcp", "install", "uninstall", "eval", "bench",
+        "timeline", "handoff"]
+    assert build_parser().epilog is None  # nothing is missing in the full install
+
+
+def test_a_group_missing_a_third_party_module_is_skipped_one_of_ours_raises(monkeypatch):
+    from importlib.metadata import EntryPoint
+
+    from factbank_client.cli import main as cli_main
+
+    real = list(cli_main.entry_points(group=cli_main.COMMANDS_GROUP))
+    extra = EntryPoint("plots", "no_such_plotting_lib.cli:register", cli_main.COMMANDS_GROUP)
+    monkeypatch.setattr(cli_main, "entry_points", lambda group: [*real, extra])
+    parser = cli_main.build_parser()
+    assert "the plots commands need pip install 'factbank[server]'" in parser.format_help()
+    ours = EntryPoint("broken", "factbank_no_such_module:register", cli_main.COMMANDS_GROUP)
+    monkeypatch.setattr(cli_main, "entry_points", lambda group: [*real, ours])
+    with pytest.raises(ModuleNotFoundError, match="factbank_no_such_module"):
+        cli_main.build_parser()
+
+
 def test_bare_factbank_prints_help_and_a_typo_gets_did_you_mean(capsys):
     code, out, _ = run(capsys)
     assert code == 0 and "usage: factbank" in out and "search" in out

@@ -114,7 +114,7 @@ async def test_the_gate_decides_and_the_prompt_block_keeps_only_hits_near_the_be
     res = await search(stack, alpha.ro, "E0502 是什么错误", limit=10)
     assert res["results"][0]["fact"]["id"] == ids[3]
     assert len(res["results"]) > 1
-    assert min(h["relevance"] for h in res["results"]) < fusion.floor_for("zh")
+    assert min(h["relevance"] for h in res["results"]) < fusion.DEFAULT.floor
     best = res["results"][0]["score"]
     near = [
         h["fact"]["id"]
@@ -161,6 +161,38 @@ async def test_superseded_match_returns_current_fact(stack, two_banks):
     block = await inject(stack, alpha.ro, "prompt", prompt="billing API port 8080")
     assert f"#{ids[0]} " not in block["text"]
     assert f"#{new_id} " in block["text"]
+
+
+async def test_the_gate_opens_on_the_best_eligible_hit(stack, two_banks):
+    """What may not be returned (another category, a supersede chain ending on a deleted
+    fact) is set aside before the gate (fusion.apply_floor): it never opens the gate for the
+    weaker hits after it, and is not counted as refused."""
+    alpha, _ = two_banks
+    ids = await fill(stack, alpha.rw)
+    top = lambda res: [h["fact"]["id"] for h in res["results"]]  # noqa: E731
+    query = "E0502 是什么错误"
+    assert top(await search(stack, alpha.ro, query, category="gotchas")) == [ids[3]]
+    # Without the gotcha, the best environment fact is no answer: under the gate, nothing.
+    elsewhere = await search(stack, alpha.ro, query, category="environment")
+    assert elsewhere["results"] == [] and elsewhere["below_floor"] > 0
+    unfloored = await search(stack, alpha.ro, query, category="environment", floor=False)
+    assert unfloored["results"] and unfloored["below_floor"] == 0
+    assert {h["fact"]["category"] for h in unfloored["results"]} == {"environment"}
+    # The billing fact is superseded and its successor deleted: it stands for nothing.
+    r = await stack.ingest.post(
+        "/v1/facts/supersede",
+        headers=auth(alpha.rw),
+        json={
+            "fact": fact_body("The billing API moved to port 9090", tags=["billing", "port"]),
+            "replaces": [ids[0]],
+            "reason": "nginx migration",
+        },
+    )
+    new_id = r.json()["fact"]["id"]
+    r = await stack.ingest.delete(f"/v1/facts/{new_id}", headers=auth(alpha.rw))
+    assert r.status_code == 200, r.text
+    res = await search(stack, alpha.ro, "billing API port 8080", floor=False)
+    assert not {ids[0], new_id} & set(top(res))
 
 
 async def test_project_boost(stack, two_banks):

@@ -95,7 +95,7 @@ async def test_query_embedding_cache_and_stats_are_per_bank(stack, two_banks, co
     assert after["query_embedding"] == {"hits": 0, "misses": 1, "errors": 0, "hit_rate": 0.0}
     assert after["result"]["hits"] == 0
     # Cache keys name the bank.
-    keys = list(stack.recall.app.state.runtime.extras["recall"].cache.memory._data)
+    keys = list(stack.recall.app.state.service.recall.cache.memory._data)
     qe = [k for k in keys if k.startswith("fb:qe:")]
     ids = {str(await conn.fetchval("SELECT id FROM banks WHERE name = $1", b.name))
            for b in (alpha, beta)}

@@ -228,7 +228,7 @@ async def test_ingest_warms_redaction_up_off_the_event_loop(dsn, settings, monke
     monkeypatch.setattr(redaction, "warm_up", lambda: seen.append(threading.current_thread().name))
     async with AsyncTestClient(app=ingest_app.create(settings, dsn=dsn)) as client:
         assert (await client.get("/healthz")).status_code == 200
-        assert "redaction_warm_up" in client.app.state.runtime.extras
+        assert client.app.state.service.redaction_warm_up is not None
         for _ in range(200):
             if seen:
                 break

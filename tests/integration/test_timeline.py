@@ -481,10 +481,12 @@ async def test_cli_handoff_and_timeline(cli_env, capsys):  # noqa: F811
         (h,) = client.handoffs(project=cli_env.project, open_only=True)
         assert h["files"] == ["src/retry.py"] and h["fact_ids"] == [7]
         assert h["to_agent"] == "claude"
+        # The age is the clock's ("0s ago", or a few seconds on a busy machine).
         (warning,) = client.conflicts(cli_env.project, path="src/retry.py", session_id="cc-1")
-        # "Ns ago": the CLI runs took seconds on a loaded box (0s expected, 2s seen)
-        assert re.fullmatch(r"src/retry\.py was also touched by alice with codex on desk "
-                            r"\d+s ago \(branch main\)", warning), warning
+        assert re.fullmatch(
+            r"src/retry\.py was also touched by alice with codex on desk \d+s ago \(branch main\)",
+            warning,
+        ), warning
     code, _, err = run(capsys, "timeline", "--since", "soon")
     assert code == 2 and "duration" in err
     (cli_env.repo / "src" / "retry.py").unlink()

@@ -180,7 +180,7 @@ def _secrets() -> list[Case]:
     add("Redis 连接串 redis://default:{v}@cache.internal:6379 在 compose 里。", "url_password",
         _r(20))
     add("the Datadog API key is {v}", "assignment", _r(32, _HEXL))
-    add("webhook signing secret for the ingest hook: {v}", "high_entropy", "whsec_" + _r(32))
+    add("webhook signing secret for the ingest hook: {v}", "assignment", "whsec_" + _r(32))
     add("Set the HMAC for the recall webhook to {v} on both hosts.", "high_entropy", _r(44))
     add("The upstream gave us {v} as the shared secret for callbacks.", "high_entropy",
         _r(40, _URLSAFE))

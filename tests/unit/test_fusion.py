@@ -17,20 +17,22 @@ from factbank.read.fusion import (
     Background,
     BackgroundEntry,
     BackgroundVectors,
+    Candidates,
+    Gated,
     LegHit,
+    Passed,
     apply_floor,
     background_texts,
     companion_floor,
-    floor_for,
     fuse,
     language_pair,
     load_background,
     raw_scores,
     relevance,
-    tagged_text,
 )
-from factbank.read.lexicon import indexed_text
 from factbank.read.tokenizer import cjk_share, language
+
+GATE = DEFAULT.floor  # one gate for every language: the pair is folded into each score
 
 
 def dense(*pairs: tuple[int, float]) -> list[LegHit]:
@@ -41,7 +43,18 @@ def lexical(*triples: tuple[int, float, int]) -> list[LegHit]:
     return [LegHit(fid, score, matched) for fid, score, matched in triples]
 
 
-def ids(fused: list[tuple[int, float]]) -> list[int]:
+def fuse_legs(*legs_and_query, **facts) -> list[tuple[int, float]]:
+    return fuse(Candidates(*legs_and_query, **facts))
+
+
+def score_legs(*legs_and_query, cohort=None, **facts) -> list[tuple[int, float]]:
+    return raw_scores(Candidates(*legs_and_query, **facts), cohort=cohort)
+
+
+def ids(fused: list[tuple[int, float]] | Gated) -> list[int]:
+    """The fact ids of fused scores, or of what the gate let through."""
+    if isinstance(fused, Gated):
+        return [p.fact_id for p in fused.passed]
     return [fid for fid, _ in fused]
 
 
@@ -79,12 +92,6 @@ def test_shipped_background_is_bilingual_parallel_and_tagged():
     both = [e for e in entries if any(cjk_share(t) > 0.5 for t in e.tags)
             and any(cjk_share(t) == 0 for t in e.tags)]
     assert len(both) >= 0.8 * len(entries)
-
-
-def test_tagged_text_is_what_the_index_embeds():
-    # The tagged background must be embedded exactly as facts are, or its mean is off.
-    assert tagged_text("port 8080", ["api", "端口"]) == indexed_text("port 8080", ["api", "端口"])
-    assert tagged_text("port 8080", []) == indexed_text("port 8080", [])
 
 
 def test_background_texts_are_plain_then_tagged():
@@ -128,10 +135,10 @@ def test_a_facts_relevance_does_not_depend_on_the_rest_of_the_bank():
     # Now a fact's score is its own cosine against the query's background, whatever else
     # the bank holds.
     langs = dict.fromkeys(range(1, 8), "en")
-    alone = dict(fuse([], dense((1, 0.80)), 3, "en", langs, background=EN_Q))
-    crowd = dict(fuse([], dense((1, 0.80), (2, 0.79), (3, 0.79), (4, 0.78), (5, 0.78)),
+    alone = dict(fuse_legs([], dense((1, 0.80)), 3, "en", langs, background=EN_Q))
+    crowd = dict(fuse_legs([], dense((1, 0.80), (2, 0.79), (3, 0.79), (4, 0.78), (5, 0.78)),
                       3, "en", langs, background=EN_Q))
-    far = dict(fuse([], dense((1, 0.80), (6, 0.60), (7, 0.55)), 3, "en", langs,
+    far = dict(fuse_legs([], dense((1, 0.80), (6, 0.60), (7, 0.55)), 3, "en", langs,
                     background=EN_Q))
     assert alone[1] == crowd[1] == far[1]
 
@@ -139,18 +146,18 @@ def test_a_facts_relevance_does_not_depend_on_the_rest_of_the_bank():
 def test_hub_query_needs_a_higher_cosine():
     # The same cosine means less for a query that is close to everything.
     langs = {1: "zh"}
-    plain_q = fuse([], dense((1, 0.85)), 3, "zh", langs, background=bg(0.74, 0.70))
-    hub_q = fuse([], dense((1, 0.85)), 3, "zh", langs, background=bg(0.80, 0.72))
-    assert apply_floor(plain_q) and not apply_floor(hub_q)
+    plain_q = fuse_legs([], dense((1, 0.85)), 3, "zh", langs, background=bg(0.74, 0.70))
+    hub_q = fuse_legs([], dense((1, 0.85)), 3, "zh", langs, background=bg(0.80, 0.72))
+    assert ids(apply_floor(plain_q)) == [1] and ids(apply_floor(hub_q)) == []
 
 
 def test_cross_language_gap_is_taken_from_the_background():
     # A Chinese query: 0.80 to an English fact is well above its English background
     # (0.72) and clears the floor; 0.80 to a Chinese fact is at its Chinese background
     # level (0.81) and does not.
-    cross = fuse([], dense((1, 0.80)), 4, "zh", {1: "en"}, background=ZH_Q)
-    within = fuse([], dense((1, 0.80)), 4, "zh", {1: "zh"}, background=ZH_Q)
-    assert apply_floor(cross) and not apply_floor(within)
+    cross = fuse_legs([], dense((1, 0.80)), 4, "zh", {1: "en"}, background=ZH_Q)
+    within = fuse_legs([], dense((1, 0.80)), 4, "zh", {1: "zh"}, background=ZH_Q)
+    assert ids(apply_floor(cross)) == [1] and ids(apply_floor(within)) == []
 
 
 def test_tagged_facts_are_centred_on_the_tagged_background():
@@ -158,8 +165,8 @@ def test_tagged_facts_are_centred_on_the_tagged_background():
     # it stands out, compared with tagged text (0.79, what a tagged fact is embedded like)
     # it is not much above unrelated facts.
     q = bg(0.81, 0.72, 0.80, 0.79)
-    plain = raw_scores([], dense((1, 0.80)), 3, "zh", {1: "en"}, background=q)
-    tagged = raw_scores([], dense((1, 0.80)), 3, "zh", {1: "en"}, background=q,
+    plain = score_legs([], dense((1, 0.80)), 3, "zh", {1: "en"}, background=q)
+    tagged = score_legs([], dense((1, 0.80)), 3, "zh", {1: "en"}, background=q,
                         doc_tagged={1: True})
     assert tagged[0][1] < plain[0][1]
     expected = 0.80 - 0.79 + DEFAULT.offset_tagged
@@ -169,7 +176,7 @@ def test_tagged_facts_are_centred_on_the_tagged_background():
 def test_offsets_by_pair_for_plain_facts():
     q = bg(0.80, 0.80)
     def conf(query_lang: str, doc_lang: str) -> float:
-        return raw_scores([], dense((1, 0.90)), 3, query_lang, {1: doc_lang}, background=q)[0][1]
+        return score_legs([], dense((1, 0.90)), 3, query_lang, {1: doc_lang}, background=q)[0][1]
     assert conf("zh", "zh") == pytest.approx(0.10)
     assert conf("zh", "en") == pytest.approx(0.10 + DEFAULT.offset_zh_en)
     assert conf("en", "zh") == pytest.approx(0.10 + DEFAULT.offset_en_zh)
@@ -179,7 +186,7 @@ def test_offsets_by_pair_for_plain_facts():
 
 def test_without_a_background_fixed_means_still_give_a_usable_order():
     langs = {1: "zh", 2: "zh", 3: "en"}
-    fused = fuse([], dense((1, 0.93), (2, 0.80), (3, 0.68)), 3, "zh", langs)
+    fused = fuse_legs([], dense((1, 0.93), (2, 0.80), (3, 0.68)), 3, "zh", langs)
     assert ids(fused) == [1, 2, 3]
     assert ids(apply_floor(fused)) == [1]
 
@@ -193,7 +200,7 @@ def test_cross_language_lexical_noise_does_not_overrule_dense():
     legs_dense = dense((1, 0.82), (2, 0.79), (3, 0.78), (9, 0.76))
     legs_lex = lexical((9, 14.0, 1), (3, 6.0, 1))
     langs = dict.fromkeys((1, 2, 3, 9), "zh")
-    fused = fuse(legs_lex, legs_dense, query_terms=6, query_lang="en", doc_lang=langs,
+    fused = fuse_legs(legs_lex, legs_dense, query_terms=6, query_lang="en", doc_lang=langs,
                  background=EN_Q)
     assert ids(fused)[0] == 1
     assert ids(fused).index(9) > ids(fused).index(2)
@@ -201,9 +208,9 @@ def test_cross_language_lexical_noise_does_not_overrule_dense():
 
 def test_same_noise_weighs_less_across_languages_than_within_one():
     hit = LegHit(9, 14.0, 1)
-    within = raw_scores([hit], dense((1, 0.85), (9, 0.80)), 6, "zh", {1: "zh", 9: "zh"},
+    within = score_legs([hit], dense((1, 0.85), (9, 0.80)), 6, "zh", {1: "zh", 9: "zh"},
                         background=ZH_Q)
-    across = raw_scores([hit], dense((1, 0.85), (9, 0.80)), 6, "en", {1: "zh", 9: "zh"},
+    across = score_legs([hit], dense((1, 0.85), (9, 0.80)), 6, "en", {1: "zh", 9: "zh"},
                         background=EN_Q)
     bonus_within = dict(within)[9] - dict(within)[1]
     bonus_across = dict(across)[9] - dict(across)[1]
@@ -216,7 +223,7 @@ def test_strong_exact_lexical_match_with_weak_dense_score_still_ranks():
     legs_dense = dense((1, 0.870), (2, 0.865), (3, 0.862), (5, 0.850))
     legs_lex = lexical((5, 21.0, 3), (2, 4.0, 1))
     langs = dict.fromkeys((1, 2, 3, 5), "en")
-    fused = fuse(legs_lex, legs_dense, query_terms=3, query_lang="en", doc_lang=langs,
+    fused = fuse_legs(legs_lex, legs_dense, query_terms=3, query_lang="en", doc_lang=langs,
                  background=EN_Q)
     assert ids(fused)[0] == 5
 
@@ -225,7 +232,7 @@ def test_lexical_only_fact_is_kept_but_not_above_dense_evidence():
     # Fact 7 is not in the dense top k: it gets the lowest dense cosine, plus its evidence.
     legs_dense = dense((1, 0.90), (2, 0.84))
     legs_lex = lexical((7, 12.0, 2))
-    fused = fuse(legs_lex, legs_dense, query_terms=2, query_lang="zh",
+    fused = fuse_legs(legs_lex, legs_dense, query_terms=2, query_lang="zh",
                  doc_lang={1: "zh", 2: "zh", 7: "zh"}, background=ZH_Q)
     assert set(ids(fused)) == {1, 2, 7}
     assert ids(fused)[0] == 1
@@ -233,23 +240,23 @@ def test_lexical_only_fact_is_kept_but_not_above_dense_evidence():
 
 def test_missing_query_terms_gives_lexical_no_weight():
     # query_terms=0 (all stopwords): a lexical hit adds nothing, dense order stands.
-    fused = fuse(lexical((2, 30.0, 1)), dense((1, 0.9), (2, 0.88)), 0, "zh",
+    fused = fuse_legs(lexical((2, 30.0, 1)), dense((1, 0.9), (2, 0.88)), 0, "zh",
                  {1: "zh", 2: "zh"}, background=ZH_Q)
     assert ids(fused) == [1, 2]
 
 
 def test_empty_legs():
-    assert fuse([], [], query_terms=0, query_lang="zh") == []
-    only_dense = fuse([], dense((1, 0.9), (2, 0.8)), query_terms=0, query_lang="zh",
+    assert fuse_legs([], [], query_terms=0, query_lang="zh") == []
+    only_dense = fuse_legs([], dense((1, 0.9), (2, 0.8)), query_terms=0, query_lang="zh",
                       doc_lang={1: "zh", 2: "zh"}, background=ZH_Q)
     assert ids(only_dense) == [1, 2]
-    only_lex = fuse(lexical((4, 9.0, 3), (5, 2.0, 1)), [], query_terms=3, query_lang="en",
+    only_lex = fuse_legs(lexical((4, 9.0, 3), (5, 2.0, 1)), [], query_terms=3, query_lang="en",
                     doc_lang={4: "en", 5: "en"})
     assert ids(only_lex) == [4, 5]
 
 
 def test_without_dense_only_a_near_complete_lexical_match_clears_the_floor():
-    only_lex = fuse(lexical((4, 9.0, 3), (5, 2.0, 1)), [], query_terms=3, query_lang="en",
+    only_lex = fuse_legs(lexical((4, 9.0, 3), (5, 2.0, 1)), [], query_terms=3, query_lang="en",
                     doc_lang={4: "en", 5: "en"})
     # The recall service takes no companions without a dense leg (search.py): each lexical
     # hit must clear the gate itself.
@@ -262,14 +269,14 @@ def test_without_dense_only_a_near_complete_lexical_match_clears_the_floor():
 def test_floor_drops_weak_results_and_keeps_strong_ones():
     langs = dict.fromkeys(range(1, 6), "zh")
     # Answerable-looking: a cosine well above what unrelated Chinese text reaches.
-    strong = fuse(lexical((1, 20.0, 4)), dense((1, 0.93), (2, 0.84), (3, 0.83)),
+    strong = fuse_legs(lexical((1, 20.0, 4)), dense((1, 0.93), (2, 0.84), (3, 0.83)),
                   query_terms=4, query_lang="zh", doc_lang=langs, background=ZH_Q)
     assert ids(apply_floor(strong)) == [1]
     # Unanswerable-looking: the top is barely above the query's background.
-    weak = fuse(lexical((4, 3.0, 1)), dense((4, 0.845), (5, 0.843), (3, 0.84)),
+    weak = fuse_legs(lexical((4, 3.0, 1)), dense((4, 0.845), (5, 0.843), (3, 0.84)),
                 query_terms=5, query_lang="zh", doc_lang=langs, background=ZH_Q)
-    assert apply_floor(weak) == []
-    assert all(rel < floor_for("zh") for _, rel in weak)
+    assert apply_floor(weak) == Gated([], below=len(weak))
+    assert all(rel < GATE for _, rel in weak)
 
 
 def test_relevance_is_a_probability_like_scale_centred_on_the_floor():
@@ -280,12 +287,11 @@ def test_relevance_is_a_probability_like_scale_centred_on_the_floor():
     assert ids(apply_floor(fused, companions=False)) == [1, 2]
     assert ids(apply_floor(fused, stricter, companions=False)) == [1]
     assert ids(apply_floor([(2, 0.6), (3, 0.4)], stricter)) == []  # the gate moved up too
-    assert floor_for("zh") == floor_for("en") == DEFAULT.floor
 
 
 def test_the_gate_decides_for_the_query_and_companions_follow_it():
     low = companion_floor()
-    gate = floor_for("zh")
+    gate = GATE
     assert relevance(DEFAULT.center - DEFAULT.companion_drop) == pytest.approx(low)
     assert 0.0 < low < gate
     between = (low + gate) / 2
@@ -294,21 +300,61 @@ def test_the_gate_decides_for_the_query_and_companions_follow_it():
     # Injected unasked: every hit must clear the gate itself.
     assert ids(apply_floor([(1, 0.97), (2, between)], companions=False)) == [1]
     # No hit clears the gate: nothing, however many sit just under it.
-    assert apply_floor([(1, gate - 1e-9), (2, between), (3, between)]) == []
-    assert apply_floor([]) == []
+    assert ids(apply_floor([(1, gate - 1e-9), (2, between), (3, between)])) == []
+    assert apply_floor([]) == Gated([], 0)
+
+
+def test_companions_are_flagged_and_the_refused_are_counted():
+    low, gate = companion_floor(), GATE
+    between = (low + gate) / 2
+    gated = apply_floor([(1, 0.97), (2, 0.9), (3, between), (4, low / 2), (5, low / 3)])
+    assert gated.passed == [Passed(1, 0.97, False), Passed(2, 0.9, False),
+                            Passed(3, between, True)]
+    assert gated.below == 2
+    # A refused query counts every candidate, the ones between the two floors included.
+    assert apply_floor([(1, between), (2, low / 2)]).below == 2
+
+
+def test_the_gate_opens_on_the_best_eligible_hit():
+    """What the recall service may not return (deleted, another category, a supersede chain
+    that ends nowhere) neither passes nor opens the gate, and is not counted as refused."""
+    low, gate = companion_floor(), GATE
+    between = (low + gate) / 2
+    fused = [(1, 0.99), (2, between), (3, low / 2)]
+    # Fact 1 is not eligible: fact 2 is the best eligible hit, and it is under the gate.
+    assert apply_floor(fused, eligible={2, 3}) == Gated([], below=2)
+    # Ineligible hits above the gate are skipped until an eligible one clears it.
+    fused = [(1, 0.99), (2, 0.98), (3, between), (4, low / 2)]
+    gated = apply_floor(fused, eligible={2, 3, 4})
+    assert gated == Gated([Passed(2, 0.98, False), Passed(3, between, True)], below=1)
+    # An ineligible companion is dropped without being counted.
+    assert apply_floor(fused, eligible={1, 4}) == Gated([Passed(1, 0.99, False)], below=1)
+
+
+def test_without_a_dense_leg_or_without_the_floor():
+    low, gate = companion_floor(), GATE
+    between = (low + gate) / 2
+    fused = [(1, 0.97), (2, between), (3, low / 2)]
+    # Lexical leg alone: companions were calibrated on fused scores, every hit must clear the
+    # gate itself (as with companions=False).
+    assert apply_floor(fused, lexical_only=True) == Gated([Passed(1, 0.97, False)], below=2)
+    assert apply_floor(fused, lexical_only=True) == apply_floor(fused, companions=False)
+    # No floor at all: every eligible hit passes, none is a companion, nothing is refused.
+    assert apply_floor(fused, use_floor=False, eligible={1, 3}) == Gated(
+        [Passed(1, 0.97, False), Passed(3, low / 2, False)], below=0)
 
 
 def test_ordering_is_deterministic_and_ties_break_by_id():
     legs_dense = dense((8, 0.9), (3, 0.9), (5, 0.9))
     langs = dict.fromkeys((3, 5, 8), "en")
-    first = fuse([], legs_dense, 2, "en", langs, background=EN_Q)
-    again = fuse([], list(reversed(legs_dense)), 2, "en", langs, background=EN_Q)
+    first = fuse_legs([], legs_dense, 2, "en", langs, background=EN_Q)
+    again = fuse_legs([], list(reversed(legs_dense)), 2, "en", langs, background=EN_Q)
     assert ids(first) == [3, 5, 8] == ids(again)
     assert first == again
 
 
 def test_scores_are_sorted_best_first():
-    fused = fuse(lexical((3, 9.0, 2), (1, 4.0, 1)), dense((1, 0.9), (2, 0.86), (3, 0.85)),
+    fused = fuse_legs(lexical((3, 9.0, 2), (1, 4.0, 1)), dense((1, 0.9), (2, 0.86), (3, 0.85)),
                  3, "zh", {1: "zh", 2: "en", 3: "mixed"}, background=ZH_Q,
                  doc_tagged={2: True})
     rels = [rel for _, rel in fused]
@@ -337,7 +383,7 @@ def test_a_fact_scores_by_its_best_vector_each_centred_on_its_own_language():
         LegHit(1, 0.92, lang="zh", form="question"),
         LegHit(2, 0.86, lang="zh"),
     ]
-    scored = dict(raw_scores([], hits, 3, "zh", {1: "en", 2: "zh"}, background=bg))
+    scored = dict(score_legs([], hits, 3, "zh", {1: "en", 2: "zh"}, background=bg))
     # the question (0.92 - 0.80, less the question offset) beats the fact's own vector
     # (0.79 - 0.72 + zh>en offset)
     assert scored[1] == pytest.approx(0.92 - 0.80 + DEFAULT.offset_question)
@@ -348,7 +394,7 @@ def test_a_question_vector_is_centred_on_the_plain_background_even_for_tagged_fa
     bg = Background({("zh", False): 0.80, ("en", False): 0.72,
                      ("zh", True): 0.85, ("en", True): 0.76})
     hits = [LegHit(1, 0.90, lang="en", form="question")]
-    scored = dict(raw_scores([], hits, 3, "en", {1: "en"}, background=bg, doc_tagged={1: True}))
+    scored = dict(score_legs([], hits, 3, "en", {1: "en"}, background=bg, doc_tagged={1: True}))
     assert scored[1] == pytest.approx(0.90 - 0.72 + DEFAULT.offset_en_en + DEFAULT.offset_question)
 
 
@@ -376,8 +422,8 @@ def test_the_cohort_keeps_same_language_answers_above_the_other_languages_neighb
     langs = {h.fact_id: h.lang for h in hits}
     from factbank.read.fusion import cohort_means
 
-    plain = raw_scores([], hits, 4, "en", langs, background=bg)
-    ranked = raw_scores([], hits, 4, "en", langs, background=bg, cohort=cohort_means(hits))
+    plain = score_legs([], hits, 4, "en", langs, background=bg)
+    ranked = score_legs([], hits, 4, "en", langs, background=bg, cohort=cohort_means(hits))
     assert plain[0][0] != 1  # background only: a zh neighbour outranks the answer
     assert ranked[0][0] == 1
     # the gate's scale is the plain confidence: the cohort never moves it

@@ -1,10 +1,13 @@
-"""Redaction on secrets we did not write: the fixture corpus (evals/sets/secrets/corpus.jsonl).
+"""Redaction on secrets we did not write: the fixture corpora (evals/sets/secrets/).
 
 The targets of issue 12 item 9 are >= 0.95 of the secrets caught and >= 0.90 of the
-look-alikes kept. They are asserted on the dev split (what redaction was tuned on) and on the
-whole corpus. The held-out split (whole families nobody looked at while tuning) does not meet
-them yet: a regression floor guards what it measures now, and a strict xfail states the target,
-so the day it is met the xfail fails and must be turned into a plain assertion.
+look-alikes kept. They are asserted on the dev split (what redaction was tuned on) and on both
+corpora together. ``heldout`` (families held out of corpus.jsonl) and ``heldout2`` (the
+second corpus, heldout2.jsonl) do not meet the caught target yet: a regression floor guards
+what each measures now, and a strict xfail states the target, so the day it is met the xfail
+fails and must be turned into a plain assertion. Both were read while tuning (heldout2 only
+after its one honest measurement, 0.823 / 0.954; README.md beside the corpora), so the floors
+guard against regressions, not overfitting; the outside probe's corpus is the held-out test.
 """
 
 from __future__ import annotations
@@ -30,10 +33,10 @@ def result() -> dict:
     return evaluate(load())
 
 
-def test_corpus_has_both_sides_and_both_splits() -> None:
+def test_corpus_has_both_sides_and_every_split() -> None:
     rows = load()
-    assert len(rows) >= 1000
-    for split in ("dev", "heldout"):
+    assert len(rows) >= 2000
+    for split in ("dev", "heldout", "heldout2"):
         part = [r for r in rows if r["split"] == split]
         assert sum(r["expected"] == "secret" for r in part) >= 200
         assert sum(r["expected"] == "lookalike" for r in part) >= 100
@@ -53,16 +56,20 @@ def test_targets(result: dict, split: str) -> None:
     assert t["kept_share"] >= TARGET_KEPT
 
 
-def test_held_out_does_not_regress(result: dict) -> None:
-    t = result["overall"]["heldout"]
-    print(f"\nheldout: {t}")
-    assert t["caught_share"] >= 0.88
-    assert t["kept_share"] >= 0.88
+@pytest.mark.parametrize(
+    ("split", "caught", "kept"), [("heldout", 0.92, 0.95), ("heldout2", 0.90, 0.98)]
+)
+def test_held_out_does_not_regress(result: dict, split: str, caught: float, kept: float) -> None:
+    t = result["overall"][split]
+    print(f"\n{split}: {t}")
+    assert t["caught_share"] >= caught
+    assert t["kept_share"] >= kept
 
 
-@pytest.mark.xfail(strict=True, reason="held-out misses: see the README's redaction section")
-def test_held_out_meets_the_targets(result: dict) -> None:
-    t = result["overall"]["heldout"]
+@pytest.mark.xfail(strict=True, reason="held-out misses: see evals/sets/secrets/README.md")
+@pytest.mark.parametrize("split", ["heldout", "heldout2"])
+def test_held_out_meets_the_targets(result: dict, split: str) -> None:
+    t = result["overall"][split]
     assert t["caught_share"] >= TARGET_CAUGHT and t["kept_share"] >= TARGET_KEPT
 
 
@@ -100,6 +107,15 @@ def test_a_typical_fact_is_redacted_in_well_under_5_ms() -> None:
         "abc8Q~" * 16_700,
         "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW0xY" * 3_200,
         "中文测试句子，密码是" * 10_000,
+        "passwordtoken" * 7_500,
+        '<a b="c">x</a>' * 7_000,
+        'key="password" value="' * 5_000,
+        '"password", ' * 8_000,
+        "a, " * 33_000 + '= "x", "y"',
+        "passwords:\n" + "  - x\n" * 16_000,
+        "mysql -u -p" * 9_000,
+        "api_key = " * 10_000,
+        "machine a login b password " * 3_600,
     ],
     ids=[
         "urls",
@@ -112,6 +128,15 @@ def test_a_typical_fact_is_redacted_in_well_under_5_ms() -> None:
         "azure",
         "base62",
         "chinese",
+        "secret-words",
+        "xml",
+        "xml-key-value",
+        "call-args",
+        "tuple",
+        "yaml-list",
+        "mysql-flags",
+        "gitleaks-generic",
+        "netrc",
     ],
 )
 def test_100_kb_adversarial_input_stays_linear(text: str) -> None:

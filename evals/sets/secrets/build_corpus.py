@@ -288,33 +288,12 @@ def _go_samples(body: str, var: str, rng: random.Random) -> tuple[list[_Value], 
                     ev.take("]")
                     ev.take()  # string
                     ev.take("{")
-                    while ev.peek()[1] != "}":
-                        start = ev.i
-                        try:
-                            out.extend(ev.expr())
-                        except (_Unsupported, ValueError, IndexError, TypeError):
-                            skipped += 1
-                            ev.i = start
-                            _skip_element(ev)
-                        if ev.peek()[1] == ",":
-                            ev.take()
+                    skipped += _elements(ev, out, "}", ",")
                 elif value == "append":
                     ev.take()
                     ev.take("(")
                     ev.take()  # the slice itself
-                    while ev.peek()[1] != ")":
-                        if ev.peek()[1] == ",":
-                            ev.take()
-                            continue
-                        start = ev.i
-                        try:
-                            out.extend(ev.expr())
-                        except (_Unsupported, ValueError, IndexError, TypeError):
-                            skipped += 1
-                            ev.i = start
-                            _skip_element(ev)
-                        if ev.peek()[1] == "...":
-                            ev.take()
+                    skipped += _elements(ev, out, ")", "...")
                 else:
                     out.extend(ev.expr())
             except (_Unsupported, ValueError, IndexError, TypeError):
@@ -323,6 +302,27 @@ def _go_samples(body: str, var: str, rng: random.Random) -> tuple[list[_Value], 
         else:
             i += 1
     return out, skipped
+
+
+def _elements(ev: _GoEval, out: list[_Value], close: str, suffix: str) -> int:
+    """Evaluate the comma-separated elements up to `close` into `out` (each may end with
+    `suffix`: "," in a slice literal, "..." in append); an element that cannot be evaluated
+    is skipped to its end and counted. Returns the count."""
+    skipped = 0
+    while ev.peek()[1] != close:
+        if ev.peek()[1] == ",":
+            ev.take()
+            continue
+        start = ev.i
+        try:
+            out.extend(ev.expr())
+        except (_Unsupported, ValueError, IndexError, TypeError):
+            skipped += 1
+            ev.i = start
+            _skip_element(ev)
+        if ev.peek()[1] == suffix:
+            ev.take()
+    return skipped
 
 
 def _skip_element(ev: _GoEval) -> None:
@@ -537,6 +537,24 @@ def _label(expected: str, value: str | None, text: str) -> tuple[str, str | None
     return expected, None
 
 
+def _row(text: str, expected: str, value: str | None, family: str, rule: str, origin: str,
+         src: Source, path: str) -> dict:
+    """One corpus row: the fixture's text and its label (`_label` may relabel it)."""
+    label, note = _label(expected, value, text)
+    return {
+        "text": text,
+        "expected": label,
+        "value": value if label == "secret" else None,
+        "family": family,
+        "rule": rule,
+        "fixture": "tp" if expected == "secret" else "fp",
+        "origin": origin,
+        "relabel": note,
+        "source": f"{src.repo}@{src.commit[:12]}:{path}",
+        "license": src.license,
+    }
+
+
 def build_gitleaks(src: Source) -> tuple[list[dict], dict]:
     rng = random.Random(SEED)
     regexes = _load_rule_regexes(src)
@@ -569,22 +587,12 @@ def build_gitleaks(src: Source) -> tuple[list[dict], dict]:
                             secret = _secret_in(t, regexes.get(rid))
                             if secret is None:
                                 stats["unlocated_secrets"] += 1
-                        label, note = _label(expected, secret, t)
-                        rows.append(
-                            {
-                                "text": t,
-                                "expected": label,
-                                "value": secret if label == "secret" else None,
-                                "family": family,
-                                "rule": rid,
-                                "fixture": f"{'tp' if expected == 'secret' else 'fp'}",
-                                "origin": origin,
-                                "relabel": note,
-                                "source": f"{src.repo}@{src.commit[:12]}:{path}",
-                                "license": src.license,
-                            }
-                        )
+                        rows.append(_row(t, expected, secret, family, rid, origin, src, path))
     return rows, stats
+
+
+# What evaluating a table entry of a detect-secrets test may raise: the entry is skipped.
+_PY_EVAL_ERRORS = (_Unsupported, TypeError, KeyError, IndexError, ValueError, AttributeError)
 
 
 def _py_eval(node: ast.AST, env: dict[str, object]) -> object:
@@ -651,14 +659,7 @@ def build_detect_secrets(src: Source) -> tuple[list[dict], dict]:
                 if isinstance(target, ast.Name):
                     try:
                         env[target.id] = _py_eval(node.value, env)
-                    except (
-                        _Unsupported,
-                        TypeError,
-                        KeyError,
-                        IndexError,
-                        ValueError,
-                        AttributeError,
-                    ):
+                    except _PY_EVAL_ERRORS:
                         pass
         for node in ast.walk(tree):
             tables: list[ast.AST] = []
@@ -688,14 +689,7 @@ def build_detect_secrets(src: Source) -> tuple[list[dict], dict]:
                     try:
                         line = _py_eval(entry.elts[0], env)
                         flag = _py_eval(entry.elts[1], env)
-                    except (
-                        _Unsupported,
-                        TypeError,
-                        KeyError,
-                        IndexError,
-                        ValueError,
-                        AttributeError,
-                    ):
+                    except _PY_EVAL_ERRORS:
                         stats["skipped_entries"] += 1
                         continue
                     if not isinstance(line, str) or not line.strip() or len(line) > 4000:
@@ -708,21 +702,8 @@ def build_detect_secrets(src: Source) -> tuple[list[dict], dict]:
                         expected, value = "lookalike", None
                     else:
                         continue
-                    label, note = _label(expected, value, line)
-                    rows.append(
-                        {
-                            "text": line,
-                            "expected": label,
-                            "value": value if label == "secret" else None,
-                            "family": family,
-                            "rule": plugin,
-                            "fixture": "tp" if expected == "secret" else "fp",
-                            "origin": "literal fixture",
-                            "relabel": note,
-                            "source": f"{src.repo}@{src.commit[:12]}:{path}",
-                            "license": src.license,
-                        }
-                    )
+                    rows.append(_row(line, expected, value, family, plugin, "literal fixture",
+                                     src, path))
     return rows, stats
 
 

@@ -1,12 +1,19 @@
-"""Recall: hybrid retrieval over one bank, with a floor, trust and project in the ranking.
+"""Recall: one search of one bank, in named steps, each a function below.
 
-1. Lexical leg: BM25 over jieba tokens, inside Postgres (`lexicon.bm25`).
-2. Dense leg: the query embedding (`query:` prefix, cached) against pgvector HNSW, filtered
-   by bank with iterative scans so a small bank inside a big table still gets its k results.
-3. Fusion (`fusion.fuse`) weighs each leg by its own evidence and yields a relevance that is
-   comparable across queries; below the floor nothing is returned (principle 5).
-4. Ranking: relevance x (0.5 + effective trust) x 1.5 for facts of the current project.
-5. A superseded match is replaced by its current successor, saying why (principle 4).
+1. Legs (`_legs`): BM25 over jieba tokens, inside Postgres (`lexicon.bm25`), and the query
+   embedding (`query:` prefix, cached per bank) against pgvector HNSW, per language group,
+   filtered by bank with iterative scans so a small bank inside a big table still gets its k
+   results.
+2. Eligible (`_eligible`): a superseded match stands for its current successor, saying why
+   (principle 4); a deleted fact, or one outside the asked category, is never returned.
+3. The gate (`fusion.apply_floor`, the same function the evals calibrate): both legs fused
+   into one relevance comparable across queries (`fusion.fuse`); unless the best eligible
+   hit clears the gate nothing is returned (principle 5), and the hits after it need only
+   the companion floor.
+4. Rank (`_rank`): the fused confidence with the bank's own cohort, plus small trust and
+   project terms; each fact once.
+5. Cache: the whole answer, keyed by the bank's version (`_cache_key`), so a write is
+   visible to the next recall.
 A query with no usable term returns nothing; user text never reaches any query syntax.
 """
 
@@ -174,18 +181,139 @@ async def _rows(conn: asyncpg.Connection, bank_id: int, ids: Sequence[int]) -> d
     return {r["id"]: dict(r) for r in rows}
 
 
-async def _current(conn: asyncpg.Connection, bank_id: int, row: dict, rows: dict[int, dict]):
-    """Follow the supersede chain to the fact that holds now (None if it was deleted)."""
+# --- the pipeline: legs -> eligible -> gate -> rank, behind the result cache ------------------
+
+
+async def _cache_key(conn: asyncpg.Connection, bank_id: int, *request: object) -> str:
+    """The result cache key: the bank's version is in it, so any write to the bank makes the
+    next identical request a miss (a write is visible to the next recall)."""
+    version = await facts.bank_version(conn, bank_id)
+    return f"r:{bank_id}:{version}:" + cache_mod.digest(*request)
+
+
+@dataclass(frozen=True)
+class Legs:
+    """Both legs' candidates, the rows they name, and the same shaped for fusion."""
+
+    lexical: list[tuple[int, float, int]]  # (fact_id, BM25, distinct query terms matched)
+    dense: list[DenseHit]
+    rows: dict[int, dict]
+    candidates: fusion.Candidates
+
+
+async def _legs(
+    r: Recall, conn: asyncpg.Connection, bank_id: int, query: str, tokens: list[str], mode: str
+) -> Legs:
+    """The lexical leg (BM25, `lexicon.bm25`) and the dense leg (`_dense`, with the query's
+    background means) as `mode` asks and the embedder allows, the top CANDIDATES of each, and
+    what fusion must know of the query and of each fact (language, tags)."""
+    lexical: list[tuple[int, float, int]] = []
+    dense: list[DenseHit] = []
+    background = None
+    if mode in ("hybrid", "lexical"):
+        lexical = await lexicon.bm25(conn, bank_id, tokens, CANDIDATES)
+    if mode in ("hybrid", "dense") and r.embedder is not None:
+        qvec = await query_vector(r, bank_id, query)
+        dense = await _dense(conn, bank_id, qvec, CANDIDATES)
+        if r.background is not None:
+            background = fusion.Background.for_query(qvec, r.background)
+    rows = await _rows(conn, bank_id, list(dict.fromkeys([f for f, _, _ in lexical]
+                                                         + [h.fact_id for h in dense])))
+    candidates = fusion.Candidates(
+        lexical=[fusion.LegHit(f, s, m) for f, s, m in lexical],
+        dense=[
+            fusion.LegHit(h.fact_id, h.cosine, lang=h.lang, form="question" if h.ord else None)
+            for h in dense
+        ],
+        query_terms=len(set(tokens)),
+        query_lang=language(query),
+        doc_lang={i: language(row["content"]) for i, row in rows.items()},
+        doc_tagged={i: bool(row["tags"]) for i, row in rows.items()},
+        background=background,
+    )
+    return Legs(lexical, dense, rows, candidates)
+
+
+def _current(row: dict, rows: dict[int, dict]) -> dict | None:
+    """Follow the supersede chain to the fact that holds now (None if it was deleted, or the
+    chain leaves the bank or runs in a circle)."""
     seen = {row["id"]}
     while row["superseded_by"] is not None and row["superseded_by"] not in seen:
         nxt = row["superseded_by"]
-        if nxt not in rows:
-            rows.update(await _rows(conn, bank_id, [nxt]))
         if nxt not in rows:
             return None
         row = rows[nxt]
         seen.add(nxt)
     return None if row["status"] in ("deleted", "superseded") else row
+
+
+async def _eligible(
+    conn: asyncpg.Connection, bank_id: int, rows: dict[int, dict], category: str | None
+) -> dict[int, tuple[dict, Via | None]]:
+    """Which candidates may be returned, and as what: a superseded match stands for the fact
+    that holds now, saying why (principle 4); a deleted fact (or a chain ending in one) and a
+    fact outside the asked category may not. Resolved before the gate, because the gate
+    opens on the best ELIGIBLE hit. The chains' later links are read one query per step."""
+    chain = dict(rows)
+    tried = set(chain)
+    while wanted := {
+        row["superseded_by"] for row in chain.values() if row["superseded_by"] is not None
+    } - tried:
+        tried |= wanted
+        chain.update(await _rows(conn, bank_id, sorted(wanted)))
+    out: dict[int, tuple[dict, Via | None]] = {}
+    for fact_id, row in rows.items():
+        via = None
+        if row["status"] == "superseded":
+            current = _current(row, chain)
+            if current is None:
+                continue
+            via = Via(superseded=row["id"], reason=row["supersede_reason"])
+            row = current
+        if row["status"] == "deleted" or (category and row["category"] != category):
+            continue
+        out[fact_id] = (row, via)
+    return out
+
+
+def _rank(
+    legs: Legs,
+    eligible: dict[int, tuple[dict, Via | None]],
+    gated: fusion.Gated,
+    project: str | None,
+    limit: int,
+) -> list[Hit]:
+    """What the gate let through, ordered by the ranking score: the confidence with the bank's
+    own cohort per language (fusion.py: the gate keeps the plain confidence) plus small trust
+    and project terms (TRUST_WEIGHT, PROJECT_BONUS); each fact once, at its best match (two
+    superseded matches may stand for one current fact)."""
+    c = legs.candidates
+    rank = dict(fusion.raw_scores(c, cohort=fusion.cohort_means(c.dense, c.doc_lang)))
+    lex_score = {f: s for f, s, _ in legs.lexical}
+    best_vector: dict[int, DenseHit] = {}
+    for h in legs.dense:  # best first
+        best_vector.setdefault(h.fact_id, h)
+    now = datetime.now(UTC)
+    best: dict[int, Hit] = {}
+    for fact_id, relevance, companion in gated.passed:
+        row, via = eligible[fact_id]
+        eff = facts.effective_trust(row, now)
+        bonus = PROJECT_BONUS if project and row["project"] == project else 0.0
+        vector = best_vector.get(fact_id)
+        hit = Hit(
+            fact=facts.to_fact(row, now),
+            score=round(rank[fact_id] + TRUST_WEIGHT * (eff - 0.5) + bonus, 6),
+            relevance=round(relevance, 6),
+            lexical=lex_score.get(fact_id),
+            dense=vector.cosine if vector else None,
+            via=via,
+            bank=row["bank"],
+            match=_match(vector, legs.rows[fact_id]) if vector else None,
+            companion=companion,
+        )
+        if row["id"] not in best or best[row["id"]].score < hit.score:
+            best[row["id"]] = hit
+    return sorted(best.values(), key=lambda h: (-h.score, h.fact.id))[:limit]
 
 
 async def search(
@@ -201,6 +329,9 @@ async def search(
     min_version: int | None = None,
     companions: bool = True,
 ) -> SearchResult:
+    """One search of one bank: legs -> eligible -> the gate (`fusion.apply_floor`) -> rank,
+    behind the result cache. `use_floor=False`: no gate, every eligible match ranked (the
+    evals); `companions=False`: every hit must clear the gate itself."""
     tokens = tokenize(query)
     degraded = None
     if mode != "lexical" and r.embedder is None:
@@ -210,107 +341,26 @@ async def search(
         return SearchResult(results=[], degraded=degraded)
     pool = await r.pool_for(bank_id, min_version)
     async with pool.acquire() as conn:
-        version = await facts.bank_version(conn, bank_id)
-        key = f"r:{bank_id}:{version}:" + cache_mod.digest(
-            query, project, limit, mode, category, use_floor, companions
+        key = await _cache_key(
+            conn, bank_id, query, project, limit, mode, category, use_floor, companions
         )
         cached = await r.cache.get("result", key)
         if cached is not None:
             result = msgspec.json.decode(cached, type=SearchResult)
             result.cached = True
             return result
-
-        lexical: list[tuple[int, float, int]] = []
-        dense: list[DenseHit] = []
-        background = None
-        if mode in ("hybrid", "lexical"):
-            lexical = await lexicon.bm25(conn, bank_id, tokens, CANDIDATES)
-        if mode in ("hybrid", "dense") and r.embedder is not None:
-            qvec = await query_vector(r, bank_id, query)
-            dense = await _dense(conn, bank_id, qvec, CANDIDATES)
-            if r.background is not None:
-                background = fusion.Background.for_query(qvec, r.background)
-        ids = list(dict.fromkeys([f for f, _, _ in lexical] + [h.fact_id for h in dense]))
-        rows = await _rows(conn, bank_id, ids)
-        legs = (
-            [fusion.LegHit(f, s, m) for f, s, m in lexical],
-            [
-                fusion.LegHit(h.fact_id, h.cosine, lang=h.lang, form="question" if h.ord else None)
-                for h in dense
-            ],
-        )
-        shape = {
-            "query_terms": len(set(tokens)),
-            "query_lang": language(query),
-            "doc_lang": {i: language(row["content"]) for i, row in rows.items()},
-            "background": background,
-            "doc_tagged": {i: bool(row["tags"]) for i, row in rows.items()},
-        }
-        # Two scores per fact: the confidence the gate was calibrated on, and the ranking
-        # score, whose level also takes the bank's own cohort per language (fusion.py).
-        raw = fusion.raw_scores(*legs, **shape)
-        rank = dict(raw)
-        if dense:
-            cohort = fusion.cohort_means(legs[1], shape["doc_lang"])
-            rank = dict(fusion.raw_scores(*legs, **shape, cohort=cohort))
-        # The gate: the best eligible hit must reach it, or nothing is returned; the hits
-        # after it need only the companion floor (fusion.py, "Gate and companions"), unless
-        # the caller injects them unasked (`companions=False`). Companions were calibrated on
-        # fused scores: with the lexical leg alone (embedder down) every hit clears the gate.
-        gate, after_gate = (
-            fusion.thresholds(companions and bool(dense))
-            if use_floor
-            else (float("-inf"), float("-inf"))
-        )
-        passed = False
-        lex_score = {f: s for f, s, _ in lexical}
-        best_vector: dict[int, DenseHit] = {}
-        for h in dense:  # best first
-            best_vector.setdefault(h.fact_id, h)
-        now = datetime.now(UTC)
-        best: dict[int, Hit] = {}
-        below = 0
-        for fact_id, confidence in raw:
-            relevance = fusion.relevance(confidence)
-            if relevance < (after_gate if passed else gate):
-                below += 1
-                continue
-            row = rows.get(fact_id)
-            if row is None:
-                continue
-            via = None
-            if row["status"] == "superseded":
-                current = await _current(conn, bank_id, row, rows)
-                if current is None:
-                    continue
-                via = Via(superseded=row["id"], reason=row["supersede_reason"])
-                row = current
-            if row["status"] == "deleted" or (category and row["category"] != category):
-                continue
-            passed_gate = passed
-            passed = True
-            eff = facts.effective_trust(row, now)
-            bonus = PROJECT_BONUS if project and row["project"] == project else 0.0
-            hit = Hit(
-                fact=facts.to_fact(row, now),
-                score=round(rank[fact_id] + TRUST_WEIGHT * (eff - 0.5) + bonus, 6),
-                relevance=round(relevance, 6),
-                lexical=lex_score.get(fact_id),
-                dense=best_vector[fact_id].cosine if fact_id in best_vector else None,
-                via=via,
-                bank=row["bank"],
-                match=(
-                    _match(best_vector[fact_id], rows[fact_id])
-                    if fact_id in best_vector
-                    else None
-                ),
-                companion=passed_gate and relevance < gate,
-            )
-            if row["id"] not in best or best[row["id"]].score < hit.score:
-                best[row["id"]] = hit
-        hits = sorted(best.values(), key=lambda h: (-h.score, h.fact.id))[:limit]
-        result = SearchResult(results=hits, degraded=degraded, below_floor=below)
-        RECALL_RESULTS.labels(outcome="returned" if hits else "nothing").inc()
-        RECALL_BELOW_FLOOR.inc(below)
-        await r.cache.set("result", key, msgspec.json.encode(result), cache_mod.RESULT_TTL)
-        return result
+        legs = await _legs(r, conn, bank_id, query, tokens, mode)
+        eligible = await _eligible(conn, bank_id, legs.rows, category)
+    gated = fusion.apply_floor(
+        fusion.fuse(legs.candidates),
+        companions=companions,
+        lexical_only=not legs.dense,
+        eligible=eligible,
+        use_floor=use_floor,
+    )
+    hits = _rank(legs, eligible, gated, project, limit)
+    result = SearchResult(results=hits, degraded=degraded, below_floor=gated.below)
+    RECALL_RESULTS.labels(outcome="returned" if hits else "nothing").inc()
+    RECALL_BELOW_FLOOR.inc(gated.below)
+    await r.cache.set("result", key, msgspec.json.encode(result), cache_mod.RESULT_TTL)
+    return result

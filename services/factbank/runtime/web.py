@@ -1,7 +1,22 @@
-"""What both litestar apps share: auth, scope guards, error mapping, health routes, lifespan.
+"""What both litestar apps share: auth, scope guards, error mapping, health routes, lifespan,
+and the dependencies a handler asks for by name.
 
 The apps themselves only declare their routes; everything about *how* a request is checked
 lives here once, so the two services cannot disagree on it.
+
+Dependencies (litestar's `Provide`, registered once on the app): a handler names what it needs
+as a parameter, `deps: Deps`, `principal: Principal`, `reader: asyncpg.Pool`, `service:
+ServiceState` (and in recall, `recall: Recall`), instead of digging it out of the request.
+The providers are synchronous and do no I/O: litestar resolves dependencies before it validates
+the body, so anything that touches the database (the bank's redaction policy, the agent
+header's cleaning) stays a call inside the handler, and a malformed body is still refused
+before the database is asked anything. Dependencies never appear in the OpenAPI document.
+
+Errors: a `FactbankError` carries its own status (`factbank.errors`); the few foreign
+exceptions that mean something to the caller are in one table, `FOREIGN`, looked up along the
+exception's class hierarchy. The database being unreachable (server stopped, restarting,
+refusing connections, a pool that cannot hand out a connection in time) is a 503 "retry",
+never a 500: the write's transaction never committed, so nothing is half-written.
 """
 
 from __future__ import annotations
@@ -21,6 +36,7 @@ import asyncpg
 import msgspec
 from litestar import Litestar, Request, Response, get
 from litestar.connection import ASGIConnection
+from litestar.di import Provide
 from litestar.exceptions import (
     HTTPException,
     NotAuthorizedException,
@@ -35,14 +51,14 @@ from litestar.openapi.spec import Components, SecurityScheme
 from litestar.plugins.prometheus import PrometheusConfig, PrometheusController
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
-from factbank.errors import BadInput
+from factbank.errors import BadInput, FactbankError, Refused
 from factbank.read import embedder
+from factbank.read.search import Recall
 from factbank.runtime.observability import REFUSALS, AccessLog
 from factbank.runtime.settings import Settings
 from factbank.store import banks, db
 from factbank.store.banks import Principal
-from factbank.write.gate import Refused
-from factbank.write.retain import BatchRefused, Deps
+from factbank.write.retain import Deps
 
 log = logging.getLogger("factbank.web")
 
@@ -58,15 +74,19 @@ NUMBER = re.compile(r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$")
 
 
 @dataclass
-class Runtime:
-    """Per-process state of a service: pools, cache, embedder. Built in the lifespan."""
+class ServiceState:
+    """Per-process state of a service: pools, cache, embedder. Built in the lifespan, kept in
+    `app.state.service`, handed to handlers by the providers below."""
 
     settings: Settings
     pool: asyncpg.Pool | None = None
     read_pool: asyncpg.Pool | None = None
     redis: Any = None
     model: embedder.Loaded = field(default_factory=lambda: embedder.Loaded(None, "not loaded"))
-    extras: dict[str, Any] = field(default_factory=dict)
+    # Recall's retrieval state, built when recall starts (`factbank_recall.app._start`).
+    recall: Recall | None = None
+    # Redaction's rule engine compiling in a thread (`create_app`'s lifespan).
+    redaction_warm_up: asyncio.Task | None = None
 
     def deps(self) -> Deps:
         assert self.pool is not None
@@ -78,9 +98,41 @@ class Runtime:
         return self.read_pool or self.pool
 
 
-def runtime(app_or_request: Litestar | Request | ASGIConnection) -> Runtime:
-    app = app_or_request if isinstance(app_or_request, Litestar) else app_or_request.app
-    return app.state.runtime
+def service_of(app_or_connection: Litestar | ASGIConnection) -> ServiceState:
+    app = app_or_connection if isinstance(app_or_connection, Litestar) else app_or_connection.app
+    return app.state.service
+
+
+def _provide_service(request: Request) -> ServiceState:
+    return service_of(request)
+
+
+def _provide_deps(request: Request) -> Deps:
+    return service_of(request).deps()
+
+
+def _provide_reader(request: Request) -> asyncpg.Pool:
+    return service_of(request).reader
+
+
+def _provide_principal(request: Request) -> Principal:
+    return request.user  # set by BearerAuth on every route that is not open
+
+
+def _provide_recall(request: Request) -> Recall:
+    recall = service_of(request).recall
+    assert recall is not None, "recall is built when the recall service starts"
+    return recall
+
+
+# What a handler may ask for by name. All cheap and synchronous (see the module docstring).
+DEPENDENCIES = {
+    "service": Provide(_provide_service, sync_to_thread=False),
+    "deps": Provide(_provide_deps, sync_to_thread=False),
+    "reader": Provide(_provide_reader, sync_to_thread=False),
+    "principal": Provide(_provide_principal, sync_to_thread=False),
+    "recall": Provide(_provide_recall, sync_to_thread=False),
+}
 
 
 class BearerAuth(AbstractAuthenticationMiddleware):
@@ -94,9 +146,9 @@ class BearerAuth(AbstractAuthenticationMiddleware):
                 "missing bearer token: send 'Authorization: Bearer <token>'"
             )
         agent = connection.headers.get("x-factbank-agent", "")
-        rt = runtime(connection)
-        assert rt.pool is not None
-        async with rt.pool.acquire() as conn:
+        pool = service_of(connection).pool
+        assert pool is not None
+        async with pool.acquire() as conn:
             principal = await banks.authenticate(conn, token.strip(), agent)
         if principal is None:
             raise NotAuthorizedException("invalid or revoked token")
@@ -335,7 +387,7 @@ def metrics_token(settings: Settings) -> str:
 async def metrics_guard(connection: ASGIConnection, _: BaseRouteHandler) -> None:
     """/metrics answers only `Authorization: Bearer $FACTBANK_METRICS_TOKEN`, never a bank
     token (whatever its scopes: an admin of one bank is not the operator of the others)."""
-    expected = metrics_token(runtime(connection).settings)
+    expected = metrics_token(service_of(connection).settings)
     scheme, _, given = connection.headers.get("authorization", "").partition(" ")
     if (
         not expected
@@ -368,29 +420,67 @@ def _http_exception(_: Request, exc: HTTPException) -> Response:
     return _error(exc.status_code, detail, extra=extra)
 
 
+UNAVAILABLE = "the database is unavailable; retry"
+
+# Foreign exceptions that mean something to the caller: status and detail, found by the nearest
+# class along the exception's MRO (so asyncpg's many 08xxx classes need one row). A domain error
+# is not here: it carries its own status (`FactbankError.status`).
+FOREIGN: dict[type[BaseException], tuple[int, str]] = {
+    # A value the database cannot take that no check caught: still the caller's.
+    asyncpg.DataError: (400, "invalid input value ({name})"),
+    OverflowError: (400, "invalid input value ({name})"),
+    RecursionError: (400, "input nested too deeply"),
+    ValueError: (422, "{exc}"),
+    # The database is unreachable. Seen with a server stopped under running services: a
+    # statement on a connection the server closed (ConnectionDoesNotExistError, 08003), a
+    # server shutting down or starting (AdminShutdownError 57P01, CannotConnectNowError
+    # 57P03), a reconnect refused (ConnectionRefusedError over TCP, FileNotFoundError for a
+    # Unix socket that is gone: both OSError), a pool acquire or a statement that timed out
+    # (TimeoutError, an OSError too); and the server's connection limit (53300).
+    asyncpg.PostgresConnectionError: (503, UNAVAILABLE),
+    asyncpg.CannotConnectNowError: (503, UNAVAILABLE),
+    asyncpg.AdminShutdownError: (503, UNAVAILABLE),
+    asyncpg.CrashShutdownError: (503, UNAVAILABLE),
+    asyncpg.TooManyConnectionsError: (503, UNAVAILABLE),
+    OSError: (503, UNAVAILABLE),
+}
+
+
+def _answer(exc: BaseException) -> tuple[int, str]:
+    """The status and detail an exception is answered with (500: a bug, logged)."""
+    if isinstance(exc, FactbankError):
+        return exc.status, f"refused: {exc}" if isinstance(exc, Refused) else str(exc)
+    for cls in type(exc).__mro__:
+        if cls in FOREIGN:
+            status, text = FOREIGN[cls]
+            return status, text.format(exc=exc, name=type(exc).__name__)
+    # asyncpg reports a connection lost mid-transaction as an InterfaceError ("cannot call
+    # Transaction.__aexit__(): the underlying connection is closed") raised while handling
+    # the ConnectionDoesNotExistError: the outage is in the exception's context.
+    context = exc.__cause__ or exc.__context__
+    if context is not None and _answer(context)[0] == 503:
+        return 503, UNAVAILABLE
+    if isinstance(exc, asyncpg.InterfaceError) and str(exc).endswith("connection is closed"):
+        return 503, UNAVAILABLE
+    return HTTP_500_INTERNAL_SERVER_ERROR, "internal error (logged)"
+
+
 def _domain_exception(_: Request, exc: Exception) -> Response:
-    if isinstance(exc, banks.NotFound):
-        return _error(404, str(exc))
-    if isinstance(exc, banks.Conflict):
-        return _error(409, str(exc))
-    if isinstance(exc, Refused):
-        for reason in exc.reasons:
-            REFUSALS.labels(field=reason["field"].split("[")[0]).inc()
-        return _error(422, f"refused: {exc}", reasons=exc.reasons)
-    if isinstance(exc, BatchRefused):
-        return _error(422, str(exc), errors=exc.errors)
-    if isinstance(exc, BadInput):
-        return _error(400, str(exc))
-    if isinstance(exc, ValueError):
-        return _error(422, str(exc))
-    if isinstance(exc, RecursionError):
-        return _error(400, "input nested too deeply")
-    if isinstance(exc, (asyncpg.DataError, OverflowError)):
-        # A value the database cannot take that no check above caught: still the caller's.
+    status, detail = _answer(exc)
+    if isinstance(exc, FactbankError):
+        if isinstance(exc, Refused):
+            for item in exc.reasons:
+                REFUSALS.labels(field=item["field"].split("[")[0]).inc()
+        # The lists a refusal answers with: Refused.reasons, BatchRefused.errors.
+        extra = {"reasons": getattr(exc, "reasons", None), "errors": getattr(exc, "errors", None)}
+        return _error(status, detail, **extra)
+    if status == 503:
+        log.warning("database unavailable: %s", type(exc).__name__)
+    elif status == 400 and not isinstance(exc, RecursionError):
         log.warning("bad input reached the database: %s", type(exc).__name__)
-        return _error(400, f"invalid input value ({type(exc).__name__})")
-    log.exception("unhandled error")
-    return _error(HTTP_500_INTERNAL_SERVER_ERROR, "internal error (logged)")
+    elif status == HTTP_500_INTERNAL_SERVER_ERROR:
+        log.exception("unhandled error")
+    return _error(status, detail)
 
 
 @get("/healthz", exclude_from_auth=True, include_in_schema=False, sync_to_thread=False)
@@ -400,9 +490,9 @@ def healthz() -> dict[str, str]:
 
 
 @get("/readyz", exclude_from_auth=True, include_in_schema=False)
-async def readyz(request: Request) -> Response:
+async def readyz(service: ServiceState) -> Response:
     """Readiness: the database answers and, when configured, Redis does."""
-    rt = runtime(request)
+    rt = service
     checks: dict[str, str] = {}
     ok = True
     try:
@@ -424,7 +514,7 @@ async def readyz(request: Request) -> Response:
     return Response(body, status_code=200 if ok else 503)
 
 
-Hook = Callable[[Runtime], Any]
+Hook = Callable[[ServiceState], Any]
 
 
 def _warm_up(model: embedder.Loaded) -> None:
@@ -461,7 +551,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
-        rt: Runtime = app.state.runtime
+        rt = service_of(app)
         url = dsn or settings.database_url
         if not url:
             raise RuntimeError("DATABASE_URL is not set (use `factbank up` for the embedded one)")
@@ -482,9 +572,7 @@ def create_app(
         # and not awaited, so the service answers at once and the first write does not pay it
         # (a write that comes sooner waits on the same compile, off the event loop).
         if service in ("ingest", "recall"):  # ingest redacts writes; both redact error echoes
-            rt.extras["redaction_warm_up"] = asyncio.create_task(
-                asyncio.to_thread(_warm_up_redaction)
-            )
+            rt.redaction_warm_up = asyncio.create_task(asyncio.to_thread(_warm_up_redaction))
         try:
             for hook in on_start:
                 result = hook(rt)
@@ -492,9 +580,9 @@ def create_app(
                     await result
             yield
         finally:
-            warming = rt.extras.pop("redaction_warm_up", None)
-            if warming is not None:
-                await warming
+            if rt.redaction_warm_up is not None:
+                await rt.redaction_warm_up
+                rt.redaction_warm_up = None
             for hook in on_stop:
                 result = hook(rt)
                 if hasattr(result, "__await__"):
@@ -526,6 +614,7 @@ def create_app(
             DefineMiddleware(InputGuard, body=True),
             *middleware,
         ],
+        dependencies=DEPENDENCIES,
         exception_handlers={HTTPException: _http_exception, Exception: _domain_exception},
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(
@@ -541,5 +630,5 @@ def create_app(
         logging_config=None,
         debug=False,
     )
-    app.state.runtime = Runtime(settings=settings)
+    app.state.service = ServiceState(settings=settings)
     return app

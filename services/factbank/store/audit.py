@@ -135,6 +135,13 @@ async def rows(conn: asyncpg.Connection, bank_id: int | None = None) -> AsyncIte
             yield dict(record)
 
 
+async def count(conn: asyncpg.Connection, bank_id: int | None = None) -> int:
+    """How many audit rows there are (all banks, or one bank)."""
+    return await conn.fetchval(
+        "SELECT count(*) FROM audit_log WHERE $1::bigint IS NULL OR bank_id = $1", bank_id
+    )
+
+
 async def verify(conn: asyncpg.Connection, bank_id: int | None = None) -> list[Problem]:
     """Walk every chain; report each row whose links or hash do not hold."""
     problems: list[Problem] = []

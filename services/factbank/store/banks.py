@@ -119,6 +119,11 @@ async def get_bank(conn: asyncpg.Connection, name: str) -> Bank:
     return _bank(row)
 
 
+async def redaction_policy(conn: asyncpg.Connection, bank_id: int) -> str:
+    """The bank's redaction policy: `redact` (store with the secret replaced) or `reject`."""
+    return await conn.fetchval("SELECT redaction_policy FROM banks WHERE id = $1", bank_id)
+
+
 async def list_banks(conn: asyncpg.Connection) -> list[Bank]:
     return [_bank(r) for r in await conn.fetch("SELECT * FROM banks ORDER BY id")]
 

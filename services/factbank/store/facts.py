@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 import asyncpg
 
 from factbank import trust
+from factbank.errors import NotFound
 from factbank.models import Author, Fact, Source
-from factbank.store.banks import NotFound
 from factbank.write import redaction
 
 FACT_SELECT = """

@@ -6,10 +6,10 @@ import asyncio
 
 import asyncpg
 
-from factbank.store import audit, facts
-from factbank.store.banks import Conflict, Principal
+from factbank.errors import Conflict, Refused
+from factbank.store import banks, ceremony
+from factbank.store.banks import Principal
 from factbank.write import redaction
-from factbank.write.gate import Refused
 
 
 async def list_all(conn: asyncpg.Connection, bank_id: int) -> list[dict]:
@@ -32,18 +32,16 @@ async def add(
     decays: bool,
 ) -> dict:
     async with pool.acquire() as conn:
-        policy = await conn.fetchval(
-            "SELECT redaction_policy FROM banks WHERE id = $1", principal.bank_id
-        )
+        policy = await banks.redaction_policy(conn, principal.bank_id)
     # A description is shown to every member and agent: redacted (or refused under the reject
     # policy) like a fact. A name holding a secret no longer fits the name rule: refused.
     clean = await asyncio.to_thread(
         redaction.clean_fields, {"name": name, "description": description[:300]}, policy
     )
     name, description = str(clean["name"]), str(clean["description"])
-    async with pool.acquire() as conn, conn.transaction():
+    async with ceremony.write(pool, principal) as w:
         try:
-            await conn.execute(
+            await w.conn.execute(
                 "INSERT INTO categories (bank_id, name, description, auto_inject, decays) "
                 "VALUES ($1, $2, $3, $4, $5)",
                 principal.bank_id,
@@ -55,15 +53,10 @@ async def add(
         except asyncpg.UniqueViolationError as exc:
             raise Conflict(f"category {name!r} already exists") from exc
         except asyncpg.CheckViolationError as exc:
-            raise Refused(
-                [
-                    {
-                        "field": "name",
-                        "reason": "a category name is lowercase letters, "
-                        "digits, '-' or '_', starting with a letter, at most 40",
-                    }
-                ]
+            raise Refused.one(
+                "name",
+                "a category name is lowercase letters, digits, '-' or '_', starting with a "
+                "letter, at most 40",
             ) from exc
-        await audit.append(conn, principal.actor(), "category.add", name)
-        await facts.bump_version(conn, principal.bank_id)
+        await w.audit("category.add", name)
     return {"name": name, "description": description, "auto_inject": auto_inject, "decays": decays}

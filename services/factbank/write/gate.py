@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from factbank.errors import Refused
+from factbank.errors import Refused, reason
 from factbank.models import NewFact
 from factbank.write import redaction
 
@@ -92,9 +92,7 @@ def _check_source(kind: str, location: str) -> str | None:
 def _clean_tags(tags: list[str], reasons: list[dict[str, str]]) -> list[str]:
     """Whitespace-normalised tags, de-duplicated case-insensitively in one pass (a set)."""
     if len(tags) > MAX_TAGS_SENT:
-        reasons.append(
-            {"field": "tags", "reason": f"{len(tags)} tags sent; the limit is {MAX_TAGS}"}
-        )
+        reasons.append(reason("tags", f"{len(tags)} tags sent; the limit is {MAX_TAGS}"))
         return []
     out: list[str] = []
     seen: set[str] = set()
@@ -104,17 +102,14 @@ def _clean_tags(tags: list[str], reasons: list[dict[str, str]]) -> list[str]:
             continue
         if len(tag) > MAX_TAG_CHARS:
             reasons.append(
-                {
-                    "field": f"tags[{i}]",
-                    "reason": f"tag is {len(tag)} characters; the limit is {MAX_TAG_CHARS}",
-                }
+                reason(f"tags[{i}]", f"tag is {len(tag)} characters; the limit is {MAX_TAG_CHARS}")
             )
             continue
         if tag.casefold() not in seen:
             seen.add(tag.casefold())
             out.append(tag)
     if len(out) > MAX_TAGS:
-        reasons.append({"field": "tags", "reason": f"{len(out)} tags; the limit is {MAX_TAGS}"})
+        reasons.append(reason("tags", f"{len(out)} tags; the limit is {MAX_TAGS}"))
     return out
 
 
@@ -122,11 +117,11 @@ def clean_questions(questions: list[str], reasons: list[dict[str, str]]) -> list
     """Whitespace-normalised, de-duplicated (case-insensitively), bounded questions."""
     if len(questions) > MAX_QUESTIONS:
         reasons.append(
-            {
-                "field": "questions",
-                "reason": f"{len(questions)} questions; the limit is {MAX_QUESTIONS} "
+            reason(
+                "questions",
+                f"{len(questions)} questions; the limit is {MAX_QUESTIONS} "
                 "(two to four, in English and Chinese, are enough)",
-            }
+            )
         )
         return []
     out: list[str] = []
@@ -137,11 +132,11 @@ def clean_questions(questions: list[str], reasons: list[dict[str, str]]) -> list
             continue
         if len(question) > MAX_QUESTION_CHARS:
             reasons.append(
-                {
-                    "field": f"questions[{i}]",
-                    "reason": f"question is {len(question)} characters; the limit is "
+                reason(
+                    f"questions[{i}]",
+                    f"question is {len(question)} characters; the limit is "
                     f"{MAX_QUESTION_CHARS}: one short question a teammate would type",
-                }
+                )
             )
             continue
         if question.casefold() not in seen:
@@ -157,51 +152,45 @@ def check(new: NewFact, *, max_chars: int, policy: str, agent: str = "") -> Prep
     quote = new.quote.strip()
     location = new.source.location.strip()
     if not content:
-        reasons.append({"field": "content", "reason": "content is empty"})
+        reasons.append(reason("content", "content is empty"))
     elif len(content) > max_chars:
         reasons.append(
-            {
-                "field": "content",
-                "reason": f"content is {len(content)} characters; "
+            reason(
+                "content",
+                f"content is {len(content)} characters; "
                 f"the limit is {max_chars}: save one atomic claim",
-            }
+            )
         )
-    elif reason := _dump_reason(content, "content"):
-        reasons.append({"field": "content", "reason": reason})
+    elif why := _dump_reason(content, "content"):
+        reasons.append(reason("content", why))
     if not quote:
         reasons.append(
-            {
-                "field": "quote",
-                "reason": "a verbatim quote from the source is required"
+            reason(
+                "quote",
+                "a verbatim quote from the source is required"
                 + (" (the user's own words)" if new.source.kind == "user" else ""),
-            }
+            )
         )
     elif len(quote) > MAX_QUOTE_CHARS:
         reasons.append(
-            {
-                "field": "quote",
-                "reason": f"quote is {len(quote)} characters; the "
+            reason(
+                "quote",
+                f"quote is {len(quote)} characters; the "
                 f"limit is {MAX_QUOTE_CHARS}: quote the lines that show the fact",
-            }
+            )
         )
-    elif reason := _dump_reason(quote, "quote"):
-        reasons.append({"field": "quote", "reason": reason})
+    elif why := _dump_reason(quote, "quote"):
+        reasons.append(reason("quote", why))
     if len(location) > MAX_LOCATION_CHARS:
         reasons.append(
-            {
-                "field": "source.location",
-                "reason": f"location is longer than {MAX_LOCATION_CHARS} characters",
-            }
+            reason("source.location", f"location is longer than {MAX_LOCATION_CHARS} characters")
         )
-    elif reason := _check_source(new.source.kind, location):
-        reasons.append({"field": "source.location", "reason": reason})
+    elif why := _check_source(new.source.kind, location):
+        reasons.append(reason("source.location", why))
     project = (new.project or "").strip() or None
     if project and len(project) > MAX_PROJECT_CHARS:
         reasons.append(
-            {
-                "field": "project",
-                "reason": f"project key is longer than {MAX_PROJECT_CHARS} characters",
-            }
+            reason("project", f"project key is longer than {MAX_PROJECT_CHARS} characters")
         )
     tags = _clean_tags(new.tags, reasons)
     questions = clean_questions(new.questions, reasons)
@@ -219,14 +208,8 @@ def check(new: NewFact, *, max_chars: int, policy: str, agent: str = "") -> Prep
     )
     if findings and policy == "reject":
         kinds = sorted({f"{f.field}: {f.kind}" for f in findings})
-        raise Refused(
-            [
-                {
-                    "field": "content",
-                    "reason": "this bank rejects facts containing "
-                    "secrets; found " + ", ".join(kinds),
-                }
-            ]
+        raise Refused.one(
+            "content", "this bank rejects facts containing secrets; found " + ", ".join(kinds)
         )
     return Prepared(
         content=str(clean["content"]),

@@ -13,27 +13,28 @@ from collections.abc import Sequence
 
 import asyncpg
 
+from factbank.errors import Refused
 from factbank.models import Fact
 from factbank.read import embedder, lexicon
-from factbank.store import audit, facts
+from factbank.store import banks, ceremony, facts
 from factbank.store.banks import Principal
 from factbank.trust import DEFAULT as POLICY
 from factbank.write import redaction, retain
-from factbank.write.gate import MAX_TAG_CHARS, MAX_TAGS, Refused, clean_questions
+from factbank.write.gate import MAX_TAG_CHARS, MAX_TAGS, clean_questions
 from factbank.write.retain import Deps
 
 
-async def _locked(conn: asyncpg.Connection, principal: Principal, fact_id: int):
-    await facts.lock_bank(conn, principal.bank_id)
-    row = await facts.get_row(conn, principal.bank_id, fact_id, lock=True)
+async def _locked(w: ceremony.Write, fact_id: int) -> asyncpg.Record:
+    """The fact's row, locked for this write (after the bank row: the ceremony took it)."""
+    row = await facts.get_row(w.conn, w.bank_id, fact_id, lock=True)
     if row["status"] == "deleted":
-        raise Refused([{"field": "id", "reason": f"fact #{fact_id} is deleted"}])
+        raise Refused.one("id", f"fact #{fact_id} is deleted")
     return row
 
 
 async def policy_of(pool: asyncpg.Pool, bank_id: int) -> str:
     async with pool.acquire() as conn:
-        return await conn.fetchval("SELECT redaction_policy FROM banks WHERE id = $1", bank_id)
+        return await banks.redaction_policy(conn, bank_id)
 
 
 async def clean_reason(deps: Deps, principal: Principal, reason: str) -> str:
@@ -46,8 +47,8 @@ async def clean_reason(deps: Deps, principal: Principal, reason: str) -> str:
 
 async def _judge(deps: Deps, principal: Principal, fact_id: int, kind: str, reason: str) -> Fact:
     reason = await clean_reason(deps, principal, reason)
-    async with deps.pool.acquire() as conn, conn.transaction():
-        row = await _locked(conn, principal, fact_id)
+    async with ceremony.write(deps.pool, principal) as w:
+        row = await _locked(w, fact_id)
         before = row["trust"]
         if kind == "confirmed":
             after = POLICY.stored(POLICY.confirm(before))
@@ -56,7 +57,7 @@ async def _judge(deps: Deps, principal: Principal, fact_id: int, kind: str, reas
                 if row["status"] == "disputed" and POLICY.injectable(after)
                 else row["status"]
             )
-            await conn.execute(
+            await w.conn.execute(
                 "UPDATE facts SET trust = $2, status = $3, confirmed_at = now(), "
                 "updated_at = now() WHERE id = $1",
                 fact_id,
@@ -70,29 +71,16 @@ async def _judge(deps: Deps, principal: Principal, fact_id: int, kind: str, reas
                 if row["status"] == "active" and not POLICY.injectable(after)
                 else row["status"]
             )
-            await conn.execute(
+            await w.conn.execute(
                 "UPDATE facts SET trust = $2, status = $3, updated_at = now() WHERE id = $1",
                 fact_id,
                 after,
                 status,
             )
-        await facts.record_event(
-            conn,
-            fact_id,
-            principal.bank_id,
-            kind,
-            before=before,
-            after=after,
-            member_id=principal.member_id,
-            agent=principal.agent,
-            reason=reason,
-        )
+        await w.event(fact_id, kind, before=before, after=after, reason=reason)
         action = {"confirmed": "fact.confirm", "disputed": "fact.dispute"}[kind]
-        await audit.append(
-            conn, principal.actor(), action, str(fact_id), {"before": before, "after": after}
-        )
-        await facts.bump_version(conn, principal.bank_id)
-        return await facts.get_fact(conn, principal.bank_id, fact_id)
+        await w.audit(action, str(fact_id), {"before": before, "after": after})
+        return await w.fact(fact_id)
 
 
 async def confirm(deps: Deps, principal: Principal, fact_id: int, reason: str = "") -> Fact:
@@ -101,7 +89,7 @@ async def confirm(deps: Deps, principal: Principal, fact_id: int, reason: str = 
 
 async def dispute(deps: Deps, principal: Principal, fact_id: int, reason: str) -> Fact:
     if not reason.strip():
-        raise Refused([{"field": "reason", "reason": "say why the fact is wrong"}])
+        raise Refused.one("reason", "say why the fact is wrong")
     return await _judge(deps, principal, fact_id, "disputed", reason)
 
 
@@ -117,9 +105,7 @@ async def edit(
     """Change tags, category and/or questions (the list given replaces the fact's). Tags are
     indexed by both legs and questions by BM25 and their own vectors, so those are rebuilt."""
     if tags is None and category is None and questions is None:
-        raise Refused(
-            [{"field": "tags", "reason": "nothing to change: give tags, category or questions"}]
-        )
+        raise Refused.one("tags", "nothing to change: give tags, category or questions")
     clean_qs = None
     if questions is not None:
         reasons: list[dict[str, str]] = []
@@ -130,13 +116,8 @@ async def edit(
     if tags is not None:
         clean_tags = list(dict.fromkeys(" ".join(t.split()) for t in tags if t.strip()))
         if len(clean_tags) > MAX_TAGS or any(len(t) > MAX_TAG_CHARS for t in clean_tags):
-            raise Refused(
-                [
-                    {
-                        "field": "tags",
-                        "reason": f"at most {MAX_TAGS} tags of at most {MAX_TAG_CHARS} characters",
-                    }
-                ]
+            raise Refused.one(
+                "tags", f"at most {MAX_TAGS} tags of at most {MAX_TAG_CHARS} characters"
             )
     if clean_tags or clean_qs or category:
         # Redacted like a new fact's, or refused (422 naming tags[i]/questions[i]) in a bank
@@ -159,12 +140,12 @@ async def edit(
         if deps.embedder is not None:
             vectors = (await retain.embed_fact(conn, deps.embedder, [(text, new_qs)]))[0]
         vector = vectors.fact if vectors is not None else None
-        async with conn.transaction():
-            row = await _locked(conn, principal, fact_id)
+        async with ceremony.begin(conn, principal) as w:
+            row = await _locked(w, fact_id)
             if category is not None and not await facts.category_exists(
                 conn, principal.bank_id, category
             ):
-                raise Refused([{"field": "category", "reason": f"unknown category {category!r}"}])
+                raise Refused.one("category", f"unknown category {category!r}")
             await conn.execute(
                 """UPDATE facts SET tags = $2, category = $3, updated_at = now(),
                           embedding = coalesce($4::vector, embedding),
@@ -185,63 +166,43 @@ async def edit(
                 )
                 if v
             }
-            await facts.record_event(
-                conn,
+            await w.event(
                 fact_id,
-                principal.bank_id,
                 "edited",
                 before=row["trust"],
                 after=row["trust"],
-                member_id=principal.member_id,
-                agent=principal.agent,
                 reason=", ".join(f"{k} changed" for k in changes),
             )
-            await audit.append(
-                conn, principal.actor(), "fact.edit", str(fact_id), {"changed": sorted(changes)}
-            )
-            await facts.bump_version(conn, principal.bank_id)
-            return await facts.get_fact(conn, principal.bank_id, fact_id)
+            await w.audit("fact.edit", str(fact_id), {"changed": sorted(changes)})
+            return await w.fact(fact_id)
 
 
 async def delete(deps: Deps, principal: Principal, fact_id: int, reason: str = "") -> Fact:
     """Soft delete: the row and its history stay (audited); it is no longer searchable."""
     reason = await clean_reason(deps, principal, reason)
-    async with deps.pool.acquire() as conn, conn.transaction():
-        row = await _locked(conn, principal, fact_id)
-        await conn.execute(
+    async with ceremony.write(deps.pool, principal) as w:
+        row = await _locked(w, fact_id)
+        await w.conn.execute(
             "UPDATE facts SET status = 'deleted', updated_at = now() WHERE id = $1", fact_id
         )
-        await lexicon.unindex_fact(conn, principal.bank_id, fact_id)
-        await conn.execute("DELETE FROM fact_vectors WHERE fact_id = $1", fact_id)
-        await facts.record_event(
-            conn,
-            fact_id,
-            principal.bank_id,
-            "deleted",
-            before=row["trust"],
-            after=row["trust"],
-            member_id=principal.member_id,
-            agent=principal.agent,
-            reason=reason,
-        )
+        await lexicon.unindex_fact(w.conn, principal.bank_id, fact_id)
+        await w.conn.execute("DELETE FROM fact_vectors WHERE fact_id = $1", fact_id)
+        await w.event(fact_id, "deleted", before=row["trust"], after=row["trust"], reason=reason)
         # The audit log outlives a purge: it keeps the reason's hash, never its words.
-        await audit.append(
-            conn,
-            principal.actor(),
+        await w.audit(
             "fact.delete",
             str(fact_id),
             {"reason_sha256": hashlib.sha256(reason.encode()).hexdigest() if reason else ""},
         )
-        await facts.bump_version(conn, principal.bank_id)
-        return await facts.get_fact(conn, principal.bank_id, fact_id)
+        return await w.fact(fact_id)
 
 
 async def purge(deps: Deps, principal: Principal, fact_id: int) -> dict:
     """Hard delete (admin): the row, its events, postings and its cached embedding if unused.
 
     The audit log keeps that a purge happened, by whom, of which id, never the content."""
-    async with deps.pool.acquire() as conn, conn.transaction():
-        await facts.lock_bank(conn, principal.bank_id)
+    async with ceremony.write(deps.pool, principal) as w:
+        conn = w.conn
         row = await facts.get_row(conn, principal.bank_id, fact_id, lock=True)
         if row["indexed"]:
             await lexicon.unindex_fact(conn, principal.bank_id, fact_id)
@@ -265,14 +226,7 @@ async def purge(deps: Deps, principal: Principal, fact_id: int) -> dict:
                 [embedder.text_hash(t) for t in texts],
             )
             cache_removed = int(result.rsplit(" ", 1)[-1])
-        await audit.append(
-            conn,
-            principal.actor(),
-            "fact.purge",
-            str(fact_id),
-            {"cache_rows_removed": cache_removed},
-        )
-        await facts.bump_version(conn, principal.bank_id)
+        await w.audit("fact.purge", str(fact_id), {"cache_rows_removed": cache_removed})
     return {"purged": fact_id, "cache_rows_removed": cache_removed}
 
 

@@ -11,8 +11,13 @@ Detection is layered:
 
 1. detect-secrets (Yelp, maintained) plugins, used in-process. For the regex plugins we run
    their own compiled ``denylist`` patterns with ``finditer`` so we know *where* each secret is
-   (detect-secrets only reports values, and sometimes only a prefix such as ``ghp``), and
-   ``KeywordDetector`` through ``analyze_line`` with detect-secrets' own heuristic filters; the
+   (detect-secrets only reports values, and sometimes only a prefix such as ``ghp``); each is
+   skipped when a literal it cannot match without (``AKIA``, ``eyJ``) is absent. Its
+   ``KeywordDetector`` regexes run for every language it knows (quoted literals in Python, JS,
+   Java, Go ``:=``, C/Objective-C ``[25] = @"..."``, C++ ``secret("...")``, comparisons
+   ``"v" == password``) with detect-secrets' own heuristic filters; a name that merely
+   *contains* a secret word (``password_super_secure``) takes only key-shaped values, and one
+   that says something about a secret (``password_hash``, ``token_url``) none. The
    high-entropy plugins supply the Shannon entropy maths. We do not go through
    ``scan_line``/``transient_settings``: that mutates process-global settings on every call (not
    safe under concurrent requests) and costs ~4 ms of cache busting per call.
@@ -25,15 +30,29 @@ Detection is layered:
    (``*_KEY=``, ``*_SECRET=``, ``*_TOKEN=``, ``PASSWORD=`` in env/yaml/json/CLI style, plus "the
    password is ..." and Chinese "密码是 ...") where only the value is redacted, bearer tokens,
    and unlabelled high-entropy strings (20+ characters; shorter ones need a name).
+   Name/value pairs whose name is apart from the value (XML elements and ``<key>``/``<value>``
+   siblings, Kubernetes ``name:``/``value:``, call arguments such as ``getenv("PW", "v")``,
+   lists under a secret's name, ``a, b = "x", "y"``, Dockerfile ``ENV``, SQL ``IDENTIFIED
+   BY``, ``mysql -p``/``sshpass``/``redis-cli -a``/``docker login -p``, ``.netrc``) are
+   ``factbank.write.pairs``; secret words and prose in other languages (``das Passwort ist``,
+   ``パスワードは``) are part of the assignment and prose rules.
 3. Kingfisher (MongoDB's scanner, ``kingfisher-secret-scanner``): ~490 provider rules (the
    Betterleaks/gitleaks catalog plus Google's Veles) in one Vectorscan database, scanned
-   in-process. It adds what the layers above miss (Azure AD, Bedrock, Sourcegraph, 42-intra,
-   curl auth headers, hundreds of SaaS tokens), reported as ``kf_<rule>``; where a layer above
-   found the same span, that layer's narrower span and kind win. Measured on public scanner
-   fixtures by ``python -m factbank_evals.redaction_recall``.
+   in-process, plus the five gitleaks rules its catalog lacks, ``generic-api-key`` above all
+   (``data/gitleaks-extra.toml``, copied from gitleaks; ``factbank.write.gitleaks_rules``
+   applies gitleaks' entropy floor, allowlists and stopwords to what they find). It adds what
+   the layers above miss (Azure AD, Bedrock, Sourcegraph, 42-intra, curl auth headers, hundreds
+   of SaaS tokens), reported as ``kf_<rule>``; where a layer above found the same span, that
+   layer's narrower span and kind win, and a URL password that layer declined stays declined.
+   Measured on public scanner fixtures by ``python -m factbank_evals.redaction_recall``, speed
+   by ``python -m factbank_evals.redaction_bench``.
 4. Example and mask values are dropped from every layer's findings (``AKIAIOSFODNN7EXAMPLE``,
-   ``xxxx``, ``***``, ``[Redacted]``, ``fake``), and so are provider-prefixed identifiers whose
-   body is words (``hf_requiredCharacteristicTypes``).
+   ``xxxx``, ``***``, ``[Redacted]``, ``fake``, ``not_a_real_token``, ``mypassword``, also when
+   the mark sits just past a provider rule's match), and so are provider-prefixed identifiers
+   whose body is words (``hf_requiredCharacteristicTypes``, ``hf_serving_cell_prio``), provider
+   shapes starting inside a longer number, JWT shapes without a JSON header, format strings
+   (``"prefix_{}"``), YAML tags (``!Ref``), shell command substitutions, punctuation-only
+   values and URL passwords that repeat the user (``postgres:postgres@``).
 5. Every detected value that is secret-shaped is then also replaced wherever else it occurs in
    the text (and, through :func:`redact_fields`, in the fact's other fields), so a key quoted
    once with its name and once bare does not leak through the bare copy.
@@ -66,11 +85,12 @@ Decisions (documented because they are policy, not accident):
 from __future__ import annotations
 
 import base64
+import json
 import math
 import re
 import string
 import threading
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from itertools import pairwise
@@ -88,8 +108,14 @@ from detect_secrets.plugins.high_entropy_strings import (
     HexHighEntropyString,
 )
 from detect_secrets.plugins.jwt import JwtTokenDetector
+from detect_secrets.plugins.keyword import (
+    C_PLUS_PLUS_REGEX_TO_GROUP,
+    COMMON_C_DENYLIST_REGEX_TO_GROUP,
+    FOLLOWED_BY_COLON_EQUAL_SIGNS_REGEX,
+    QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP,
+    KeywordDetector,
+)
 from detect_secrets.plugins.keyword import DENYLIST as KEYWORD_DENYLIST
-from detect_secrets.plugins.keyword import KeywordDetector
 from detect_secrets.plugins.mailchimp import MailchimpDetector
 from detect_secrets.plugins.openai import OpenAIDetector
 from detect_secrets.plugins.private_key import PrivateKeyDetector
@@ -102,6 +128,8 @@ from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 from kingfisher_sdk import Rules as _KingfisherRules
 from kingfisher_sdk import Scanner as _KingfisherScanner
+
+from factbank.write import gitleaks_rules, pairs
 
 __all__ = [
     "PLUGINS",
@@ -155,6 +183,17 @@ _REGEX_PLUGINS: tuple[tuple[RegexBasedDetector, str], ...] = (
 _VALUE_GROUP_PLUGINS = (AWSKeyDetector, BasicAuthDetector)
 _PRIVATE_KEY = PrivateKeyDetector()
 _KEYWORD = KeywordDetector()
+# detect-secrets' keyword regexes of every language it knows, each searched on a line: quoted
+# ``name = "v"``, ``name: "v"``, ``"v" == name``, ``name => "v"`` (Python, JS, Java, Swift,
+# Terraform), Go's ``name := v``, C and Objective-C's ``name[25] = @"v"``, C++'s
+# ``name("v")`` and ``name.assign("v")``. Its unquoted config forms are left to the
+# assignment rule, which knows placeholders and YAML better.
+_KEYWORD_REGEXES = {
+    **QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP,
+    FOLLOWED_BY_COLON_EQUAL_SIGNS_REGEX: 4,
+    **COMMON_C_DENYLIST_REGEX_TO_GROUP,
+    **C_PLUS_PLUS_REGEX_TO_GROUP,
+}
 # KeywordDetector's regexes are slow (~1 ms for a 500-char line); each of its quote-requiring
 # patterns needs one of its keywords and a quote, so lines without both are skipped up front.
 _KEYWORD_GATE = re.compile("|".join(KEYWORD_DENYLIST), re.IGNORECASE)
@@ -196,7 +235,8 @@ def _scanner() -> _KingfisherScanner:
     if scanner is None:
         with _scanner_lock:
             if _scanner_rules is None:
-                _scanner_rules = _KingfisherRules(confidence="low")
+                gitleaks_rules.warm_up()
+                _scanner_rules = _KingfisherRules([gitleaks_rules.path()], confidence="low")
             rules = _scanner_rules
         # base64=False: decoding every base64-looking run costs time on every write and finds
         # secrets inside blobs that the entropy rule redacts whole anyway.
@@ -261,44 +301,78 @@ _PUTTY_END = re.compile(r"Private-MAC: *[0-9a-fA-F]+")
 # ``scheme://[user]:password@host`` (user may be empty: ``redis://:pw@host``). The password
 # runs to the last ``@`` before the host, so ``p@ss`` inside a password is covered.
 _URL_PASSWORD = re.compile(
-    r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*:(?P<v>[^\s/@]+(?:@[^\s/@]+)*)@"
+    r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]*://(?P<user>[^\s:/@\"'`]*):"
+    r"(?P<v>[^\s/@\"'`]+(?:@[^\s/@\"'`]+)*)@"
 )
 
-_USER_FLAG = re.compile(r"(?<!\S)(?:-u|--user)[ =][\"']?[^\s:\"']+:(?P<v>[^\s\"']+)")
+_USER_FLAG = re.compile(r"(?<!\S)(?:-u|--user|--proxy-user)[ =][\"']?[^\s:\"']+:(?P<v>[^\s\"']+)")
 
 # --- named assignments ----------------------------------------------------------------------
 
 _SECRET_WORDS = (
     r"password|passwd|passphrase|pwd|pass|secret|token|credentials?|"
-    r"api[_\-]?key|apikey|key"
+    r"api[_\-]?key|apikey|key|"
+    # the same words in other languages (de, es, pt, fr, nl, sv, fi, pl, cs, tr, ru)
+    r"passwort|kennwort|geheimnis|contrase[ñn]a|clave|senha|segredo|secreto|"
+    r"mot_?de_?passe|wachtwoord|l[öo]senord|salasana|has[łl]o|heslo|[şs]ifre|пароль"
 )
 _ASSIGNMENT = re.compile(
-    r"(?<![A-Za-z0-9_\-.])(?P<q>[\"']?)(?P<name>-{0,2}[A-Za-z0-9_.\-]*?(?:"
+    # quotes may be escaped (``{\\"token\\": \\"...\\"}``, JSON inside a string or a log)
+    r"(?<![A-Za-z0-9_\-.])(?P<q>\\?[\"']?)(?P<name>-{0,2}[A-Za-z0-9_.\-]*?(?:"
     + _SECRET_WORDS
     + r"))(?P=q)"
     r"(?P<sep>[ \t]*(?::=|=>|==|=|:)[ \t]*|[ \t]+(?=\S))"
-    r"(?:(?P<qq>[\"'`])(?P<qv>[^\"'`\n]{0,300})(?P=qq)"
+    r"(?:(?P<qq>\\?[\"'`])(?P<qv>[^\"'`\n]{0,300})(?P=qq)"
     r"|(?P<ph>\$\{[^}\n]*\}|\{\{[^}\n]*\}\}|<[^>\n]*>|%[A-Za-z_][A-Za-z0-9_]*%|\[REDACTED[^\]]*\])"
     r"|(?P<uv>[^\s\"'`,;&<>()\[\]{}，。；：、（）「」]{1,512}))",
     re.IGNORECASE,
 )
-_SECRET_NAME_END = re.compile(r"(?:" + _SECRET_WORDS + r"|contrase[ñn]a)$", re.IGNORECASE)
+_SECRET_NAME_END = re.compile(r"(?:" + _SECRET_WORDS + r")$", re.IGNORECASE)
+# The secret words anywhere in a name (``db_password_prod``, ``apikey_myservice``).
+_SECRET_WORD = re.compile(_SECRET_WORDS, re.IGNORECASE)
+# What a name says *about* a secret rather than holding it, after its secret word:
+# ``password_hash``, ``PASSWORD_MIN_LENGTH``, ``token_url``, ``secretName``, ``key_id``.
+_METADATA_TAIL = re.compile(
+    r"(?:hash|digest|salt|name|id|ids|length|len|size|min|max|count|url|uri|endpoint|host"
+    r"|path|file|dir|env|var|type|kind|field|label|header|param|policy|rule|regex|pattern"
+    r"|format|prompt|hint|question|reset|expiry|expires?|ttl|timeout|age|rotation|version"
+    r"|enabled|required|optional|valid|strength|manager|store|provider|ref|arn|location"
+    r"|content|input|error|message|placeholder|changed|updated|created|date|at|budget"
+    r"|limit|mode|scope|alias|prefix|suffix|template|source|config|settings|example)"
+    r"(?![a-z])",
+    re.IGNORECASE,
+)
 _NAME_BEFORE = re.compile(
-    r"([A-Za-z0-9_.\-]+)[\"'\]]*\s*(?::=|=>|[!=]==?|=|:|\(|\.assign\()?\s*@?[\"'`]$"
+    r"([A-Za-z0-9_.\-]+)(?:\[[0-9]*\])?[\"'\]]*\s*(?::=|=>|[!=]==?|=|:|\(|\.assign\()?\s*@?"
+    r"[\"'`]$"
 )
 _NAME_AFTER = re.compile(r"[\"'`]\s*[!=]==?\s*([A-Za-z0-9_.\-]+)")
 # "the password is hunter2", "api key was ..."; needs a secret-shaped value.
 _PROSE = re.compile(
     r"(?<![A-Za-z])(?P<name>password|passphrase|passwd|secret|token|api[ _\-]?key|access key"
     r"|secret key|credentials?|key)"
-    r"(?:\s+(?:in|for|on|of|from|at)\s+[\w.\-/]{1,40}){0,2}"  # "credential in Vault is"
+    r"(?:(?:\s+(?:in|for|on|of|from|at)\s+[\w.\-/]{1,40}){0,2}"  # "credential in Vault is"
     r"\s+(?:is|was|are)\s+"
+    # "the password for the admin user: ..." (a colon only after such a phrase: "cache key:
+    # user123" is a field, not a secret)
+    r"|(?:\s+(?:in|for|on|of|from|at)(?:\s+[\w.\-/]{1,40}){1,3}){1,2}\s*:\s+)"
     r"(?:(?P<q>[\"'`])(?P<qv>[^\"'`\n]{1,200})(?P=q)|(?P<uv>[^\s\"'`,;<>()\[\]{}，。；：、（）]+))",
     re.IGNORECASE,
 )
-# Chinese: 密码是 hunter2 / 密钥：AKIA... / 令牌为 xyz
+# Other languages: "das Passwort ist ...", "la contraseña es ...", "o segredo é ...".
+_PROSE_INTL = re.compile(
+    r"(?<![A-Za-z])(?P<name>passwort|kennwort|contrase[ñn]a|clave|senha|segredo|secreto"
+    r"|mot de passe|wachtwoord|l[öo]senord|salasana|has[łl]o|heslo|[şs]ifre|пароль)"
+    r"\s+(?:ist|lautet|es|est|é|is|är|on|jest|je|:|—|-)\s+"
+    r"(?:(?P<q>[\"'`«„“])(?P<qv>[^\"'`»“”\n]{1,200})[\"'`»“”]"
+    r"|(?P<uv>[^\s\"'`,;<>()\[\]{}]+))",
+    re.IGNORECASE,
+)
+# Chinese, Japanese, Korean: 密码是 hunter2 / 密钥：AKIA... / パスワードは ... / 비밀번호: ...
 _ZH = re.compile(
-    r"(?:(?:密码|口令|密钥|秘钥|私钥|令牌|凭证|凭据)\s*(?:是|为|：|:|=)?"
+    r"(?:(?:密码|口令|密钥|秘钥|私钥|令牌|凭证|凭据|密碼|金鑰|密鑰|憑證|權杖|パスワード|暗証番号"
+    r"|秘密鍵|アクセスキー|トークン|비밀번호|암호|토큰|비밀\s?키)"
+    r"\s*(?:是|为|為|は|が|는|은|:|：|=)?"
     r"|(?<![A-Za-z])(?:token|api ?key|secret|password|access ?key)\s*(?:是|为))"
     r"\s*[「“\"'`]?(?P<uv>[!-~]+?)(?=[\s」”\"'`，。；、）]|[^\x00-\x7f]|$)",
     re.IGNORECASE,
@@ -342,6 +416,10 @@ _PUBLIC_KEY_LABEL = re.compile(r"(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d+|
 _PIECE = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _LOWER_WORD = re.compile(r"^[a-z]{3,}$")
 _CONSONANT_RUN = re.compile(r"[^aeiouy]{4,}")
+_SECRET_PREFIX = re.compile(
+    r"(?:api|auth|access|secret|private|sk|rk)?[_\-]?(?:key|secret|token|pass|pwd|sk)[_\-]$",
+    re.IGNORECASE,
+)
 _SRI = re.compile(r"^(?:sha(?:1|256|384|512))-", re.IGNORECASE)
 _SECRET_CONTEXT = re.compile(
     r"(api[ _\-]?key|secret|token|password|passwd|credential|private key|access key|"
@@ -496,6 +574,7 @@ def _detect(text: str) -> list[_Span]:
     spans += _user_flag_spans(text)
     spans += _bearer_spans(text)
     spans += _assignment_spans(text)
+    spans += _pair_spans(text)
     spans += _keyword_plugin_spans(text)
     spans = [s for s in spans if not _example_span(text, s)]
     # Kingfisher adds what the layers above missed. Where they found something too, their
@@ -519,8 +598,23 @@ def _example_span(text: str, span: _Span) -> bool:
     value = text[start:end]
     if _example_value(value):
         return True
+    if kind in _GENERIC_PRIORITY:
+        return False
+    # A provider rule may stop short of an example mark at the token's end (``lin_api_...
+    # EXAMP`` + ``LE``): the whole token is tested.
+    lo, hi = start, end
+    while lo > 0 and text[lo - 1] in _TOKEN_CHARS:
+        lo -= 1
+    while hi < len(text) and text[hi] in _TOKEN_CHARS:
+        hi += 1
+    if (lo, hi) != (start, end) and _example_value(text[lo:hi]):
+        return True
+    # A provider shape that starts inside a longer number is not that provider's token
+    # (a Telegram ``<8-10 digits>:<35>`` inside ``arn:aws:sns:...:111122223333:...``).
+    if value[:1].isdigit() and start > 0 and text[start - 1].isdigit():
+        return True
     # A provider-shaped match (not a named value) must have a random body.
-    return kind not in _GENERIC_PRIORITY and kind != "jwt" and _identifier_token(value)
+    return kind != "jwt" and _identifier_token(value)
 
 
 def _scanner_spans(text: str) -> list[_Span]:
@@ -539,8 +633,27 @@ def _scanner_spans(text: str) -> list[_Span]:
         value = text[start:end]
         if not value.strip() or _scanner_placeholder(value):
             continue
+        if not gitleaks_rules.kept(finding.rule_id, text, start, end):
+            continue
+        if finding.rule_id == _GITLEAKS_GENERIC and _prose_name(text, start, end):
+            continue
+        if text.startswith("@", end) and not _url_password_ok(text, start, value):
+            continue  # a URL password our own URL rule declined (user:abc@, postgres:postgres@)
         out.append((start, end, _scanner_kind(finding.rule_id)))
     return out
+
+
+_GITLEAKS_GENERIC = gitleaks_rules.PREFIX + "generic-api-key"
+
+
+def _prose_name(text: str, start: int, end: int) -> bool:
+    """gitleaks' generic rule lets up to 20 characters of words and spaces sit between its
+    keyword and the separator (``api key =``), which in prose reads a sentence as a name:
+    ``The key is a UUID: 123e...``. Two or more spaces in that name make it a sentence;
+    prose that names a secret is the prose rule's to judge."""
+    whole = gitleaks_rules.match(_GITLEAKS_GENERIC, text, start, end) or ""
+    name = whole[: max(0, whole.rfind(text[start:end]))].rstrip(" \t'\"`=:>,|?")
+    return name.strip().count(" ") >= 2
 
 
 def _scanner_kind(rule_id: str) -> str:
@@ -555,31 +668,31 @@ def _scanner_placeholder(value: str) -> bool:
 def _plugin_spans(text: str) -> list[_Span]:
     """Run each detect-secrets regex plugin's own patterns, keeping positions."""
     out: list[_Span] = []
-    for plugin, kind in _REGEX_PLUGINS:
-        value_group = isinstance(plugin, _VALUE_GROUP_PLUGINS)
-        for pattern in plugin.denylist:
-            for m in pattern.finditer(text):
-                if value_group and m.lastindex:
-                    group = max(range(1, m.lastindex + 1), key=lambda g: m.end(g) - m.start(g))
-                    start, end = m.start(group), m.end(group)
-                    value = (text[start:end].split() or [""])[0]  # npm's group runs to EOL
-                    end = start + len(value)
-                    if kind == "url_password" and _is_placeholder(value):
-                        continue
-                else:
-                    start, end = m.start(), _extend_token(text, m.end(), jwt=kind == "jwt")
-                    if text.startswith("AccountKey=", start):  # keep the name, as for NAME=
-                        start += len("AccountKey=")
-                    if kind == "jwt" and not JwtTokenDetector.is_formally_valid(
-                        text[start:end].rstrip(".")
-                    ):
-                        end = m.end()
-                if kind == "aws_access_key" and not value_group_match(m):
-                    # an access key id is a whole word: not TODAYINASIAASACKOFRICEFELLOVER
-                    if _alnum_at(text, start - 1) or _alnum_at(text, end):
-                        continue
-                if end > start:
-                    out.append((start, end, kind))
+    for pattern, kind, value_group in _runnable(text, _plugin_table()):
+        for m in pattern.finditer(text):
+            if value_group and m.lastindex:
+                group = max(range(1, m.lastindex + 1), key=lambda g: m.end(g) - m.start(g))
+                start, end = m.start(group), m.end(group)
+                value = (text[start:end].split() or [""])[0]  # npm's group runs to EOL
+                end = start + len(value)
+                if kind == "url_password" and not _url_password_ok(text, start, value):
+                    continue
+            else:
+                start, end = m.start(), _extend_token(text, m.end(), jwt=kind == "jwt")
+                if text.startswith("AccountKey=", start):  # keep the name, as for NAME=
+                    start += len("AccountKey=")
+                if kind == "jwt" and not JwtTokenDetector.is_formally_valid(
+                    text[start:end].rstrip(".")
+                ):
+                    end = m.end()
+                    if not _jwt_header(text[start:end].split(".", 1)[0]):
+                        continue  # eyJAAAA.eyJBBB: JWT-shaped, but no JSON header
+            if kind == "aws_access_key" and not value_group_match(m):
+                # an access key id is a whole word: not TODAYINASIAASACKOFRICEFELLOVER
+                if _alnum_at(text, start - 1) or _alnum_at(text, end):
+                    continue
+            if end > start:
+                out.append((start, end, kind))
     return out
 
 
@@ -598,12 +711,113 @@ def _extend_token(text: str, end: int, jwt: bool = False) -> int:
 
 def _extra_token_spans(text: str) -> list[_Span]:
     out: list[_Span] = []
-    for pattern, kind in _EXTRA_TOKENS:
+    for pattern, kind, _ in _runnable(text, _extra_table()):
         for m in pattern.finditer(text):
             end = _extend_token(text, m.end())
             if not _identifier_token(text[m.start() : end]):
                 out.append((m.start(), end, kind))
     return out
+
+
+# (pattern, kind, value group?, required literals, case-insensitive), built once
+_Row = tuple[re.Pattern[str], str, bool, tuple[str, ...], bool]
+_TABLES: dict[str, list[_Row]] = {}
+
+
+def _row(pattern: re.Pattern[str], kind: str, value_group: bool) -> _Row:
+    return (pattern, kind, value_group, _required_literals(pattern), _caseless(pattern))
+
+
+def _plugin_table() -> list[_Row]:
+    if "plugins" not in _TABLES:
+        _TABLES["plugins"] = [
+            _row(pattern, kind, isinstance(plugin, _VALUE_GROUP_PLUGINS))
+            for plugin, kind in _REGEX_PLUGINS
+            for pattern in plugin.denylist
+        ]
+    return _TABLES["plugins"]
+
+
+def _extra_table() -> list[_Row]:
+    if "extra" not in _TABLES:
+        _TABLES["extra"] = [_row(pattern, kind, False) for pattern, kind in _EXTRA_TOKENS]
+    return _TABLES["extra"]
+
+
+def _anchor_gates() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """One regex of every case-sensitive literal and one of every caseless one: a text that
+    holds none (most stored strings: tags, reasons) skips every anchored pattern after two
+    searches, instead of a substring test per pattern."""
+    if "gates" not in _TABLES:
+        rows = _plugin_table() + _extra_table()
+        cs = {a for *_, anchors, caseless in rows if not caseless for a in anchors}
+        ci = {a for *_, anchors, caseless in rows if caseless for a in anchors}
+
+        def union(words: set[str]) -> re.Pattern[str]:
+            return re.compile("|".join(map(re.escape, sorted(words))) or "(?!)")
+
+        _TABLES["gates"] = [union(cs), union(ci)]  # type: ignore[list-item]
+    cs_gate, ci_gate = _TABLES["gates"]  # type: ignore[misc]
+    return cs_gate, ci_gate  # type: ignore[return-value]
+
+
+def _runnable(text: str, table: list[_Row]):
+    """The table's patterns that may match ``text`` (a literal each needs is present)."""
+    lower = text.lower()
+    cs_gate, ci_gate = _anchor_gates()
+    any_anchor = bool(cs_gate.search(text) or ci_gate.search(lower))
+    for pattern, kind, value_group, anchors, caseless in table:
+        if anchors:
+            if not any_anchor:
+                continue
+            hay = lower if caseless else text
+            if not any(a in hay for a in anchors):
+                continue
+        yield pattern, kind, value_group
+
+
+def _caseless(pattern: re.Pattern[str]) -> bool:
+    return bool(pattern.flags & re.IGNORECASE) or "(?i" in pattern.pattern
+
+
+def _required_literals(pattern: re.Pattern[str]) -> tuple[str, ...]:
+    """Literals one of which every match contains: a run of literal characters in the
+    pattern's top-level sequence, or the literals of a top-level group of alternatives, each of
+    2+ characters (the longest shortest one wins). Empty when there is none: then the pattern
+    always runs."""
+    from re import _parser  # type: ignore[attr-defined]
+
+    def candidates(items) -> list[tuple[str, ...]]:
+        out: list[tuple[str, ...]] = []
+        run = ""
+        for op, av in [*items, (None, None)]:
+            name = str(op)
+            if name == "LITERAL":
+                run += chr(av)
+                continue
+            if run:
+                out.append((run,))
+                run = ""
+            if name == "SUBPATTERN":
+                out.extend(candidates(av[-1]))
+            elif name == "BRANCH":
+                per_branch = [max(candidates(b), key=_strength, default=()) for b in av[1]]
+                if all(len(c) == 1 for c in per_branch):
+                    out.append(tuple(c[0] for c in per_branch))
+        return out
+
+    try:
+        parsed = _parser.parse(pattern.pattern, pattern.flags)
+    except re.error:
+        return ()
+    best = max(candidates(parsed), key=_strength, default=())
+    if _strength(best) < 2:
+        return ()
+    return tuple(a.lower() for a in best) if _caseless(pattern) else best
+
+
+def _strength(alternatives: tuple[str, ...]) -> int:
+    return min(map(len, alternatives), default=0)
 
 
 def _identifier_token(value: str) -> bool:
@@ -617,6 +831,17 @@ def _identifier_token(value: str) -> bool:
         return False
     if all(_HEX_RUN.match(p) for p in words):
         return False  # hex words (cafebabe:deadbeef) are valid hex credentials
+    letters = "".join(words)
+    if (
+        len(words) >= 2
+        and letters.islower()
+        and len(letters) >= 16
+        and sum(c in "aeiouy" for c in letters) >= 0.3 * len(letters)
+    ):
+        # snake_case words (``hf_servingcell..._h_prio``): several lowercase parts with the
+        # vowels of words; a random base62 or [a-z0-9] body of 16+ characters has a digit or
+        # a capital in all but ~1 in 200,000 cases, and random letters are ~23% vowels.
+        return True
     longest = max(words, key=len)
     if len(longest) < 6:
         return False
@@ -688,9 +913,28 @@ def _private_key_end(text: str, pos: int, index: _PemIndex) -> int:
 def _url_password_spans(text: str) -> list[_Span]:
     out: list[_Span] = []
     for m in _URL_PASSWORD.finditer(text):
-        if not _is_placeholder(m.group("v")):
+        password = m.group("v")
+        user = m.group("user")
+        if user and password == "x-oauth-basic":
+            # GitHub's convention: the token is the user part, the password a fixed word
+            if not _is_placeholder(user) and len(user) >= 16:
+                out.append((m.start("user"), m.end("user"), "url_password"))
+            continue
+        if _url_password_ok(text, m.start("v"), password):
             out.append((m.start("v"), m.end("v"), "url_password"))
     return out
+
+
+_URL_USER_BEFORE = re.compile(r"://([^\s:/@\"'`]*):$")
+
+
+def _url_password_ok(text: str, start: int, password: str) -> bool:
+    """Not too short to be one (``user:abc@``), not a slot, not the user name again: a default
+    pair (``postgres:postgres@``, ``mongodb:mongodb@``) is documentation, not a secret."""
+    if len(password) < 4 or _is_placeholder(password):
+        return False
+    m = _URL_USER_BEFORE.search(text, max(0, start - 256), start)
+    return not (m and m.group(1) == password)
 
 
 def _user_flag_spans(text: str) -> list[_Span]:
@@ -719,14 +963,74 @@ def _bearer_spans(text: str) -> list[_Span]:
     return out
 
 
+_NAME_RUN = re.compile(r"[A-Za-z0-9_.\-]+")
+_TOKEN_CHARS = frozenset(string.ascii_letters + string.digits + "_-")
+_NAME_CHARS = frozenset(string.ascii_letters + string.digits + "_.-")
+
+
+def _assignments(text: str):
+    """The matches ``_ASSIGNMENT.search`` would find from left to right, resuming right after
+    each separator, not after the value (in ``credentials: api_key = x`` the first "value" is
+    itself the next assignment's name). Matched only where a secret word occurs, from the start
+    of the name around it: searching the regex itself tries its lazy name at every position of
+    the text (20-40 ms on a 10 KB fact; this way well under 1 ms)."""
+    pos = 0
+    for start in _secret_word_starts(text):
+        if start < pos:
+            continue
+        ats = [start]
+        if start > 0 and text[start - 1] in "\"'":
+            ats.insert(0, start - 1)
+            if start > 1 and text[start - 2] == "\\":
+                ats.insert(0, start - 2)
+        for at in ats:
+            m = _ASSIGNMENT.match(text, at)
+            if m and m.start() >= pos:
+                yield m
+                pos = m.end("sep")
+                break
+
+
+# Every secret word contains one of these (``api_key`` and ``apikey`` contain "key",
+# ``motdepasse`` "pass"); ``str.find`` of 20 substrings is ~50x faster than the regex
+# alternation on a text without any, which most stored strings are.
+_WORD_TRIGGERS = (
+    "pass", "pwd", "secret", "token", "credential", "key", "kennwort", "geheimnis", "contrase",
+    "clave", "senha", "segredo", "wachtwoord", "senord", "salasana", "hasło", "haslo", "heslo",
+    "ifre", "пароль",
+)  # fmt: skip
+
+
+def _secret_word_starts(text: str) -> list[int]:
+    """Where a name holding a secret word may start: the start of each run of name characters
+    (or of the word, for a word outside ASCII) around a trigger, in text order."""
+    lower = text.lower()
+    if len(lower) != len(text):  # lower() moved offsets (a few letters do): use the regex
+        hits = [m.start() for m in _SECRET_WORD.finditer(text)]
+    else:
+        hits = []
+        for trigger in _WORD_TRIGGERS:
+            i = lower.find(trigger)
+            while i >= 0:
+                hits.append(i)
+                i = lower.find(trigger, i + 1)
+    if not hits:
+        return []
+    # The start of the run of name characters around each hit, from one pass over the runs
+    # (scanning back from each hit would be quadratic on one long run: "passwordtoken" * 7500).
+    runs = [(m.start(), m.end()) for m in _NAME_RUN.finditer(text)]
+    run_starts = [r[0] for r in runs]
+    starts = set()
+    for i in hits:
+        k = bisect_right(run_starts, i) - 1
+        starts.add(runs[k][0] if k >= 0 and runs[k][0] <= i < runs[k][1] else i)
+    return sorted(starts)
+
+
 def _assignment_spans(text: str) -> list[_Span]:
     """``NAME=value`` style secrets: the value is redacted, the name kept."""
     out: list[_Span] = []
-    pos = 0
-    # Resume right after each separator, not after the value: in ``credentials: api_key = x``
-    # the first "value" is itself the next assignment's name.
-    while m := _ASSIGNMENT.search(text, pos):
-        pos = m.end("sep")
+    for m in _assignments(text):
         if m.group("ph") is not None:
             continue
         name = m.group("name")
@@ -739,6 +1043,8 @@ def _assignment_spans(text: str) -> list[_Span]:
         group = "qv" if quoted else "uv"
         value = m.group(group)
         start = m.start(group)
+        if quoted and m.group("qq") == "`" and " " in value.strip():
+            continue  # a shell command substitution: KEY=`vault read -field=x secret/app`
         if not quoted:
             if value.endswith(("..", "…")):
                 continue  # elided: OP_SERVICE_ACCOUNT_TOKEN=ops_eyJzaWdu...
@@ -757,7 +1063,9 @@ def _assignment_spans(text: str) -> list[_Span]:
             standalone=at_line_end,
         ):
             out.append((start, start + len(value), "assignment"))
-    for pattern in (_PROSE, _ZH):
+    for pattern in (_PROSE, _PROSE_INTL, _ZH):
+        if pattern is _ZH and text.isascii():
+            continue  # every _ZH form holds a CJK character
         for m in pattern.finditer(text):
             group = "qv" if m.groupdict().get("qv") is not None else "uv"
             value = m.group(group) if group == "qv" else _trim_unquoted(m.group(group))
@@ -775,6 +1083,28 @@ def _assignment_spans(text: str) -> list[_Span]:
     return out
 
 
+def _pair_spans(text: str) -> list[_Span]:
+    """Values whose name is a tag, a sibling field, an argument or the command
+    (``factbank.write.pairs``), judged as an assignment would be. A value with a space in it
+    is not taken from such a pair (``t("api_key", "API key")`` is a label)."""
+    out: list[_Span] = []
+    for name, value, start, quoted, prose in pairs.pairs(text):
+        strength = _secret_name(name)
+        if strength is None:
+            continue
+        if not quoted:
+            value = _trim_unquoted(value)
+        if not value or any(c.isspace() for c in value):
+            continue
+        if (strength == "weak" or prose) and not _key_like(value):
+            continue
+        if _accept_assignment(
+            name, value, "=", quoted=True, spaced=False, spaced_after=False, standalone=True
+        ):
+            out.append((start, start + len(value), "assignment"))
+    return out
+
+
 def _keyword_plugin_spans(text: str) -> list[_Span]:
     """detect-secrets' KeywordDetector (quoted values in code), located in the text."""
     out: list[_Span] = []
@@ -783,8 +1113,7 @@ def _keyword_plugin_spans(text: str) -> list[_Span]:
         # (heuristic.is_indirect_reference is not applied: it is quadratic in the line length,
         # and every pattern used here requires a quoted literal, which a call is not.)
         if ("'" in line or '"' in line) and _KEYWORD_GATE.search(line):
-            for secret in _KEYWORD.analyze_line(filename="fact.py", line=line):
-                value = secret.secret_value or ""
+            for value in set(_KEYWORD.analyze_string(line, _KEYWORD_REGEXES)):
                 if not _keyword_value_ok(value, line):
                     continue
                 for m in re.finditer(re.escape(value), line):
@@ -796,11 +1125,27 @@ def _keyword_plugin_spans(text: str) -> list[_Span]:
 
 def _named_secret_literal(line: str, start: int, end: int) -> bool:
     """KeywordDetector matches any name *containing* a keyword (``SECRET_CONTENT``,
-    ``password_hash``, ``secretName``); keep only literals whose name ends in one."""
+    ``password_hash``, ``secretName``): keep literals whose name ends in one, and, behind a
+    qualified name (``password_super_secure``), only values shaped like a key."""
     before = _NAME_BEFORE.search(line, 0, start)
     after = _NAME_AFTER.match(line, end)
-    names = [m.group(1) for m in (before, after) if m]
-    return any(_SECRET_NAME_END.search(n) and _is_secret_name(n) for n in names)
+    strengths = {_secret_name(m.group(1)) for m in (before, after) if m}
+    if "strong" in strengths:
+        return True
+    return "weak" in strengths and _key_like(line[start:end])
+
+
+def _key_like(value: str) -> bool:
+    """A value that could only be key material, whatever names it: no spaces, 8+ characters
+    of two or more symbol classes, and not an identifier made of words."""
+    return (
+        len(value) >= 8
+        and not any(c.isspace() for c in value)
+        and _secretish(value)
+        and not _PLAIN_IDENTIFIER.match(value)
+        and not _name_like(value)
+        and not _camel_identifier(value)
+    )
 
 
 def _keyword_value_ok(value: str, line: str) -> bool:
@@ -817,6 +1162,8 @@ def _keyword_value_ok(value: str, line: str) -> bool:
         )
     ):
         return False
+    if re.fullmatch(r"[\w.$]+\(.*\)", value):
+        return False  # a call: ``token := getToken()``
     # ``secretName: "db-credentials"`` names a secret; only password-ish lines take plain words.
     if re.fullmatch(r"[a-z]+(?:[-_.][a-z]+)*", value):
         return bool(re.search(r"pass|pwd|contrase", line, re.IGNORECASE))
@@ -848,6 +1195,9 @@ def _is_random_secret(token: str, before: str) -> bool:
     longest = max(re.split(r"[-_]", core), key=len)
     single_case = not (re.search(r"[a-f]", longest) and re.search(r"[A-F]", longest))
     if _HEX_RUN.match(longest) and len(longest) >= 0.6 * len(core) and single_case:
+        # ``key-3f8a...`` (Mailgun), ``secret_9e51...``: the token's own prefix names it.
+        if _SECRET_PREFIX.match(core[: core.find(longest)]):
+            return len(longest) >= 16 and _HEX.calculate_shannon_entropy(longest) >= 3.0
         return _named_hex(longest, before)
     if _DIGEST_LABEL.search(before) or _PUBLIC_KEY_LABEL.search(before):
         return False
@@ -877,6 +1227,15 @@ def _json_segment(token: str) -> bool:
     except (ValueError, UnicodeDecodeError):
         return False
     return decoded.startswith("{")
+
+
+def _jwt_header(segment: str) -> bool:
+    """A JWT's first segment decodes to a JSON object (``{"alg": ...}``)."""
+    try:
+        decoded = base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4)).decode()
+        return isinstance(json.loads(decoded), dict)
+    except (ValueError, UnicodeDecodeError):
+        return False
 
 
 def _class_probabilities(token: str) -> list[float]:
@@ -975,7 +1334,8 @@ def _url_component(text: str, start: int) -> bool:
     """Inside a URL's host or path (query values are still scanned). Paths are left alone
     because a URL is usually the fact's source: a Google Docs id or a blob path looks random
     but is provenance, and redacting it would break the write gate's source location."""
-    line_start = max(text.rfind("\n", 0, start), text.rfind(" ", 0, start)) + 1
+    lo = max(0, start - 4096)  # bounded: a long line must not make this quadratic
+    line_start = max(text.rfind("\n", lo, start), text.rfind(" ", lo, start), lo - 1) + 1
     prefix = text[line_start:start]
     return "://" in prefix and "?" not in prefix and "=" not in prefix
 
@@ -985,17 +1345,37 @@ def _url_component(text: str, start: int) -> bool:
 
 def _is_secret_name(name: str) -> bool:
     """The name must *end* in a secret word (``DB_PASSWORD`` yes, ``PASSWORD_MIN_LENGTH`` no),
-    and a bare ``key``/``pass`` must be its own word (``AWS_KEY``, ``apiKey``; not ``monkey``,
-    ``bypass``)."""
-    bare = name.lstrip("-")
-    low = bare.lower()
-    for word in ("key", "pass"):
-        if low.endswith(word) and not low.endswith(("apikey", "passkey")):
-            head = bare[: -len(word)]
-            camel = bare[-len(word)].isupper() and head[-1:].islower()
-            if head and head[-1] not in "_.-" and not camel:
-                return False
-    return True
+    and a bare ``key``/``pass`` glued to what precedes it must not be an English word that
+    merely ends so (``monkey``, ``hotkey``, ``bypass``, ``compass``); config compounds
+    (``dbpass``, ``sshkey``, ``GITHUBKEY``, ``rootpass``) are names."""
+    low = name.lstrip("-").lower()
+    return not _WORD_NOT_NAME.search(low)
+
+
+# English words ending in "key" or "pass" that are not secret names.
+_WORD_NOT_NAME = re.compile(
+    r"(?:monkey|donkey|turkey|hockey|jockey|whiskey|lackey|turnkey|hotkey"
+    r"|bypass|compass|impass|overpass|surpass|trespass|underpass)$"
+)
+
+
+def _secret_name(name: str) -> str | None:
+    """``"strong"`` when the name ends in a secret word (``DB_PASSWORD``); ``"weak"`` when a
+    secret word is followed by a qualifier that is not metadata (``password_super_secure``,
+    ``apikey_myservice``, ``db_pass_prod``); None otherwise (``password_hash``,
+    ``PASSWORD_MIN_LENGTH``, ``token_url``, ``secretName``)."""
+    bare = name.lstrip("-@$")
+    if _SECRET_NAME_END.search(bare) and _is_secret_name(bare):
+        return "strong"
+    last = None
+    for m in _SECRET_WORD.finditer(bare):
+        last = m
+    if last is None:
+        return None
+    tail = bare[last.end() :].lstrip("_.-")
+    if not tail or _METADATA_TAIL.match(tail) or not re.match(r"[A-Za-z0-9]", tail):
+        return None
+    return "weak"
 
 
 def _accept_assignment(
@@ -1010,12 +1390,22 @@ def _accept_assignment(
 ) -> bool:
     if len(value) < 4 or _is_placeholder(value) or _looks_like_path_or_url(value):
         return False
+    if not any(c.isalnum() for c in value):
+        return False  # punctuation only: ``password = ",.:-?!"`` is a separator or a mask
     if value.isdigit() and len(value) < 12:
         return False
     low = re.sub(r"[_.\-]", "", name.lower())
+    if low.endswith(("key", "token")) and any(c.isspace() for c in value):
+        return False  # key material has no spaces: ACCESS_KEY: "Get this from elsewhere"
     if low.endswith("key") and not low.endswith(_STRONG_KEYS):
-        # Generic ``*_KEY`` (CACHE_KEY, SORT_KEY, PRIMARY_KEY) needs a key-shaped value.
-        return bool(_KEY_SHAPED.match(value)) and _has_letters_and_digits(value)
+        # Generic ``*_KEY`` (CACHE_KEY, SORT_KEY, PRIMARY_KEY, an XML ``key="Name1"``) needs a
+        # key-shaped value: 16+ symbols, mixed case or digits, not an identifier of words.
+        return (
+            bool(_KEY_SHAPED.match(value))
+            and (_has_letters_and_digits(value) or _mixed_case(value))
+            and not _camel_identifier(value)
+            and not _name_like(value)
+        )
     if quoted or (sep in ("=", ":=", "=>", "==") and not spaced):
         return True  # a literal, or env style NAME=value
     if sep == ":" and not spaced_after:
@@ -1035,8 +1425,8 @@ def _is_placeholder(value: str) -> bool:
     low = v.lower()
     if low in _PLACEHOLDER_WORDS or low.startswith("[redacted"):
         return True
-    if _TEMPLATE.fullmatch(v):
-        return True
+    if _TEMPLATE.fullmatch(v) or _FORMAT_SLOT.search(v) or v.startswith("!"):
+        return True  # a slot, a format string ("prefix_{}", "%s"), a YAML tag (!Ref, !Sub)
     if "..." in v or "…" in v or _example_value(v):  # elided (``fb_...``), examples, masks
         return True
     if len(set(v)) == 1 or re.fullmatch(r"[*x•.\-_]+", low):
@@ -1045,6 +1435,9 @@ def _is_placeholder(value: str) -> bool:
         return True
     return bool(re.match(r"^(?:os\.)?(?:environ|getenv|env|secrets?|vault)[.\[(]", v))
 
+
+# A format string's slot: ``"prefix_{}".format(x)``, ``"{0}:{1}"``, ``"%s"``.
+_FORMAT_SLOT = re.compile(r"\{\d*\}|%[sd]\b")
 
 # A whole value that is a slot to fill, not a value: ``${DB_PASSWORD}``, ``$TOKEN``,
 # ``%API_KEY%``, ``{{ vault_api_key }}``, ``#{secret}``, ``<your-token>``, ``[PASSWORD]``,
@@ -1062,19 +1455,43 @@ _TEMPLATE = re.compile(
 _EXAMPLE_MARK = re.compile(
     r"EXAMPLE|[Ee]xample(?![.-]?(?:com|org|net)\b)|[xX]{4,}|\*{3,}|•{3,}|#{4,}|\.{3,}|…"
     r"|\[redacted|redacted\]|placeholder|your[_\-]?(?:api[_\-]?)?(?:key|token|secret|password)"
-    r"|(?-i:fake|dummy)|insert[_\-]|[_\-]here\b",
+    r"|(?-i:fake|dummy)|insert[_\-]|[_\-]here\b|not[_\- ]?(?:a[_\- ]?)?real"
+    r"|^my[_\-]?(?:api[_\-]?)?(?:key|token|secret|password|pass)$",
     re.IGNORECASE,
 )
-_CHAR_RUN = re.compile(r"(.)\1*")
+_CHAR_RUN = re.compile(r"(.)\1{7,}")
+# Each alternative of _EXAMPLE_MARK holds one of these (lowercased); most values hold none,
+# and ten substring tests cost less than one search of that case-insensitive alternation.
+_EXAMPLE_TRIGGERS = (
+    "real",
+    "my",
+    "xam",
+    "xxxx",
+    "***",
+    "•••",
+    "####",
+    "...",
+    "…",
+    "redacted",
+    "placeholder",
+    "your",
+    "fake",
+    "dummy",
+    "insert",
+    "here",
+)
 
 
 def _example_value(value: str) -> bool:
     """An example or masked value, or one that is mostly a single repeated character
     (``AKIAZZZZZZZZZZZZZZZZ``, ``AGE-SECRET-KEY-1QQQQ...``)."""
-    if _EXAMPLE_MARK.search(value):
+    low = value.lower()
+    if any(t in low for t in _EXAMPLE_TRIGGERS) and _EXAMPLE_MARK.search(value):
         return True
-    longest = max((len(m.group()) for m in _CHAR_RUN.finditer(value)), default=0)
-    return longest >= 8 and longest * 2 >= len(value)
+    if len(value) > 16 * 8 or not _CHAR_RUN.search(value):  # no run of 8, or too long for one
+        return False
+    longest = max(len(m.group()) for m in _CHAR_RUN.finditer(value))
+    return longest * 2 >= len(value)
 
 
 def _looks_like_path_or_url(value: str) -> bool:
@@ -1093,6 +1510,10 @@ def _secretish(value: str) -> bool:
         )
     )
     return classes >= 2 or len(value) >= 16
+
+
+def _mixed_case(value: str) -> bool:
+    return any(c.islower() for c in value) and any(c.isupper() for c in value)
 
 
 def _has_letters_and_digits(value: str) -> bool:

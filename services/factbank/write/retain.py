@@ -16,17 +16,17 @@ from dataclasses import dataclass, field
 import asyncpg
 import numpy as np
 
-from factbank.errors import BatchRefused
+from factbank.errors import BatchRefused, NotFound, Refused, reason
 from factbank.models import Fact, NewFact
 from factbank.read import embedder, lexicon
 from factbank.read.tokenizer import language
 from factbank.runtime.observability import REDACTIONS, WRITES
 from factbank.runtime.settings import Settings
-from factbank.store import audit, facts
-from factbank.store.banks import NotFound, Principal
+from factbank.store import banks, ceremony, facts
+from factbank.store.banks import Principal
 from factbank.trust import DEFAULT as POLICY
 from factbank.write import claims, gate
-from factbank.write.gate import Prepared, Refused
+from factbank.write.gate import Prepared
 
 NEAR = 0.90  # cosine of e5-small passages: "port 8080" vs "port 8081" 0.988, unrelated ~0.86
 
@@ -51,10 +51,6 @@ class Outcome:
 
 def _model(deps: Deps) -> str | None:
     return deps.embedder.name if deps.embedder is not None else None
-
-
-async def _bank_policy(conn: asyncpg.Connection, bank_id: int) -> str:
-    return await conn.fetchval("SELECT redaction_policy FROM banks WHERE id = $1", bank_id)
 
 
 @dataclass
@@ -114,14 +110,7 @@ def _gate_all(
             p = gate.check(item, max_chars=max_chars, policy=policy, agent=agent)
             if p.category not in categories:
                 known = ", ".join(sorted(categories))
-                raise Refused(
-                    [
-                        {
-                            "field": "category",
-                            "reason": f"unknown category {p.category!r}; known: {known}",
-                        }
-                    ]
-                )
+                raise Refused.one("category", f"unknown category {p.category!r}; known: {known}")
             prepared.append(p)
         except Refused as exc:
             prepared.append(None)
@@ -135,7 +124,7 @@ async def _gated(
     """The write gate for a batch, under the bank's redaction policy and category registry.
     The gate (redaction above all) is CPU work: in a thread, so a large import never holds
     the event loop that both services' other callers share."""
-    policy = await _bank_policy(conn, principal.bank_id)
+    policy = await banks.redaction_policy(conn, principal.bank_id)
     rows = await conn.fetch("SELECT name FROM categories WHERE bank_id = $1", principal.bank_id)
     categories = {r["name"] for r in rows}
     return await asyncio.to_thread(
@@ -192,10 +181,9 @@ async def _near_duplicates(
     return rows
 
 
-async def _reinforce(
-    conn: asyncpg.Connection, principal: Principal, p: Prepared, old: asyncpg.Record, why: str
-) -> None:
-    row = await conn.fetchrow(
+async def _reinforce(w: ceremony.Write, p: Prepared, old: asyncpg.Record, why: str) -> None:
+    principal = w.principal
+    row = await w.conn.fetchrow(
         "SELECT trust, created_by_member, created_by_agent FROM facts WHERE id = $1 FOR UPDATE",
         old["id"],
     )
@@ -203,17 +191,14 @@ async def _reinforce(
         p.agent and row["created_by_agent"] and p.agent != row["created_by_agent"]
     )
     after = POLICY.stored(POLICY.reinforce(row["trust"], bool(by_other)))
-    await conn.execute(
+    await w.conn.execute(
         "UPDATE facts SET trust = $2, updated_at = now() WHERE id = $1", old["id"], after
     )
-    await facts.record_event(
-        conn,
+    await w.event(
         old["id"],
-        principal.bank_id,
         "reinforced",
         before=row["trust"],
         after=after,
-        member_id=principal.member_id,
         agent=p.agent,
         reason=(
             "saved again by another "
@@ -273,14 +258,9 @@ async def _merge_questions(
 
 
 async def _insert(
-    conn: asyncpg.Connection,
-    principal: Principal,
-    p: Prepared,
-    vectors: Vectors,
-    model: str | None,
-    *,
-    reason: str = "",
+    w: ceremony.Write, p: Prepared, vectors: Vectors, model: str | None, *, why: str = ""
 ) -> int:
+    conn, principal = w.conn, w.principal
     t = POLICY.stored(POLICY.initial(p.origin, p.tentative))
     vector = vectors.fact
     model = model if vector is not None else None
@@ -314,36 +294,24 @@ async def _insert(
         conn, principal.bank_id, fact_id, lexicon.lexical_text(p.content, p.tags, p.questions)
     )
     origin = p.origin + (", tentative" if p.tentative else "")
-    await facts.record_event(
-        conn,
-        fact_id,
-        principal.bank_id,
-        "created",
-        before=None,
-        after=t,
-        member_id=principal.member_id,
-        agent=p.agent,
-        reason=reason or f"origin {origin}",
+    await w.event(
+        fact_id, "created", before=None, after=t, agent=p.agent, reason=why or f"origin {origin}"
     )
     return fact_id
 
 
 async def _retain_one(
-    conn: asyncpg.Connection,
-    principal: Principal,
-    p: Prepared,
-    vectors: Vectors,
-    model: str | None,
+    w: ceremony.Write, p: Prepared, vectors: Vectors, model: str | None
 ) -> tuple[str, int, list[int], str]:
     possible: list[int] = []
-    for old in await _near_duplicates(conn, principal.bank_id, p, vectors):
+    for old in await _near_duplicates(w.conn, w.bank_id, p, vectors):
         verdict = await asyncio.to_thread(claims.compare, p.content, old["content"])
         if verdict.same_claim:
-            await _reinforce(conn, principal, p, old, verdict.reason)
-            await _merge_questions(conn, principal.bank_id, old["id"], p.questions, vectors)
+            await _reinforce(w, p, old, verdict.reason)
+            await _merge_questions(w.conn, w.bank_id, old["id"], p.questions, vectors)
             return "reinforced", old["id"], [], verdict.reason
         possible.append(old["id"])
-    fact_id = await _insert(conn, principal, p, vectors, model)
+    fact_id = await _insert(w, p, vectors, model)
     note = ""
     if possible:
         note = (
@@ -354,20 +322,13 @@ async def _retain_one(
 
 
 async def _recorded(
-    conn: asyncpg.Connection,
-    principal: Principal,
-    status: str,
-    fact_id: int,
-    p: Prepared,
-    possible: list[int],
+    w: ceremony.Write, status: str, fact_id: int, p: Prepared, possible: list[int]
 ) -> None:
     """Count and audit one retained fact (the audit keeps redaction kinds, never text)."""
     WRITES.labels(status=status).inc()
     for finding in p.redacted:
         REDACTIONS.labels(kind=finding.kind).inc()
-    await audit.append(
-        conn,
-        principal.actor(),
+    await w.audit(
         f"fact.{status}",
         str(fact_id),
         {"redacted": [f.kind for f in p.redacted], "possible_duplicate_of": possible},
@@ -377,18 +338,15 @@ async def _recorded(
 Done = tuple[str, int, list[int], str, Prepared]  # (status, fact id, possible, note, fact)
 
 
-async def _outcomes(
-    conn: asyncpg.Connection, bank_id: int, done: Sequence[Done]
-) -> list[Outcome]:
+def _redacted(p: Prepared) -> list[dict[str, str]]:
+    """What an outcome says was redacted: field and kind, never the text."""
+    return [{"field": f.field, "kind": f.kind} for f in p.redacted]
+
+
+async def _outcomes(w: ceremony.Write, done: Sequence[Done]) -> list[Outcome]:
     """What a batch answers: each fact as stored now, with its duplicates, redactions, note."""
     return [
-        Outcome(
-            status,
-            await facts.get_fact(conn, bank_id, fact_id),
-            possible,
-            [{"field": f.field, "kind": f.kind} for f in p.redacted],
-            note,
-        )
+        Outcome(status, await w.fact(fact_id), possible, _redacted(p), note)
         for status, fact_id, possible, note, p in done
     ]
 
@@ -398,16 +356,14 @@ async def add_many(deps: Deps, principal: Principal, items: Sequence[NewFact]) -
     prepared, errors, vectors = await prepare(deps, principal, items)
     if errors:
         raise BatchRefused(errors)
-    done: list[tuple[str, int, list[int], str, Prepared]] = []
-    async with deps.pool.acquire() as conn, conn.transaction():
-        await facts.lock_bank(conn, principal.bank_id)
+    done: list[Done] = []
+    async with ceremony.write(deps.pool, principal) as w:
         for p, v in zip(prepared, vectors, strict=True):
             assert p is not None
-            status, fact_id, possible, note = await _retain_one(conn, principal, p, v, _model(deps))
+            status, fact_id, possible, note = await _retain_one(w, p, v, _model(deps))
             done.append((status, fact_id, possible, note, p))
-            await _recorded(conn, principal, status, fact_id, p, possible)
-        await facts.bump_version(conn, principal.bank_id)
-        return await _outcomes(conn, principal.bank_id, done)
+            await _recorded(w, status, fact_id, p, possible)
+        return await _outcomes(w, done)
 
 
 async def add(deps: Deps, principal: Principal, item: NewFact) -> Outcome:
@@ -422,19 +378,18 @@ async def supersede(
 ) -> Outcome:
     """Store the new fact and retire the ones it replaces, linked to it with the reason."""
     if not reason.strip():
-        raise Refused([{"field": "reason", "reason": "say why the old fact no longer holds"}])
+        raise Refused.one("reason", "say why the old fact no longer holds")
     if not replaces:
-        raise Refused([{"field": "replaces", "reason": "name at least one fact id to supersede"}])
+        raise Refused.one("replaces", "name at least one fact id to supersede")
     prepared, errors, vectors = await prepare(deps, principal, [item])
     if errors:
         raise Refused(errors[0]["reasons"])
     p = prepared[0]
     assert p is not None
-    async with deps.pool.acquire() as conn, conn.transaction():
-        await facts.lock_bank(conn, principal.bank_id)
+    async with ceremony.write(deps.pool, principal) as w:
         olds = []
         for old_id in dict.fromkeys(replaces):
-            row = await conn.fetchrow(
+            row = await w.conn.fetchrow(
                 "SELECT id, trust, status FROM facts WHERE bank_id = $1 AND id = $2 FOR UPDATE",
                 principal.bank_id,
                 old_id,
@@ -442,21 +397,18 @@ async def supersede(
             if row is None:
                 raise NotFound(f"no fact #{old_id} in this bank")
             if row["status"] in ("superseded", "deleted"):
-                raise Refused(
-                    [{"field": "replaces", "reason": f"fact #{old_id} is already {row['status']}"}]
-                )
+                raise Refused.one("replaces", f"fact #{old_id} is already {row['status']}")
             olds.append(row)
         new_id = await _insert(
-            conn,
-            principal,
+            w,
             p,
             vectors[0],
             _model(deps),
-            reason=f"supersedes #{', #'.join(str(o['id']) for o in olds)}: {reason}",
+            why=f"supersedes #{', #'.join(str(o['id']) for o in olds)}: {reason}",
         )
         for old in olds:
             after = POLICY.stored(POLICY.supersede(old["trust"]))
-            await conn.execute(
+            await w.conn.execute(
                 """UPDATE facts SET status = 'superseded', trust = $2, superseded_by = $3,
                           supersede_reason = $4, updated_at = now() WHERE id = $1""",
                 old["id"],
@@ -464,33 +416,19 @@ async def supersede(
                 new_id,
                 reason,
             )
-            await facts.record_event(
-                conn,
+            await w.event(
                 old["id"],
-                principal.bank_id,
                 "superseded",
                 before=old["trust"],
                 after=after,
-                member_id=principal.member_id,
                 agent=p.agent,
                 reason=reason,
                 related=new_id,
             )
-        await audit.append(
-            conn,
-            principal.actor(),
-            "fact.supersede",
-            str(new_id),
-            {"replaces": [o["id"] for o in olds]},
-        )
-        await facts.bump_version(conn, principal.bank_id)
-        fact = await facts.get_fact(conn, principal.bank_id, new_id)
+        await w.audit("fact.supersede", str(new_id), {"replaces": [o["id"] for o in olds]})
+        fact = await w.fact(new_id)
     return Outcome(
-        "stored",
-        fact,
-        [],
-        [{"field": f.field, "kind": f.kind} for f in p.redacted],
-        f"supersedes #{', #'.join(str(o['id']) for o in olds)}",
+        "stored", fact, [], _redacted(p), f"supersedes #{', #'.join(str(o['id']) for o in olds)}"
     )
 
 
@@ -566,9 +504,9 @@ async def import_many(
                 for r in restores
             ]
         )
-    done: list[tuple[str, int, list[int], str, Prepared]] = []
-    async with deps.pool.acquire() as conn, conn.transaction():
-        await facts.lock_bank(conn, principal.bank_id)
+    done: list[Done] = []
+    async with ceremony.write(deps.pool, principal) as w:
+        conn = w.conn
         for i, (p, v, r) in enumerate(zip(prepared, vectors, restores, strict=True)):
             assert p is not None
             key = keys[i]
@@ -576,9 +514,7 @@ async def import_many(
                 done.append(("present", present[key], [], "already in this bank; not changed", p))
                 continue
             if r is None:
-                status, fact_id, possible, note = await _retain_one(
-                    conn, principal, p, v, _model(deps)
-                )
+                status, fact_id, possible, note = await _retain_one(w, p, v, _model(deps))
             else:
                 if r.superseded_by is not None and not await conn.fetchval(
                     "SELECT 1 FROM facts WHERE bank_id = $1 AND id = $2",
@@ -586,38 +522,35 @@ async def import_many(
                     r.superseded_by,
                 ):
                     why = f"no fact #{r.superseded_by} in this bank (import its successor first)"
-                    raise BatchRefused(
-                        [{"index": i, "reasons": [{"field": "superseded_by", "reason": why}]}]
-                    )
-                fact_id = await _restore_one(conn, principal, p, v, _model(deps), r, reasons[i])
+                    raise BatchRefused([{"index": i, "reasons": [reason("superseded_by", why)]}])
+                fact_id = await _restore_one(w, p, v, _model(deps), r, reasons[i])
                 status, possible, note = "stored", [], f"restored as {r.status}"
             present[key] = fact_id  # a repeat later in the same import is "present"
             done.append((status, fact_id, possible, note, p))
-            await _recorded(conn, principal, status, fact_id, p, possible)
-        if any(d[0] != "present" for d in done):  # nothing written: caches stay valid
-            await facts.bump_version(conn, principal.bank_id)
-        return await _outcomes(conn, principal.bank_id, done)
+            await _recorded(w, status, fact_id, p, possible)
+        # Nothing recorded (every fact present): the ceremony leaves the version, caches valid.
+        return await _outcomes(w, done)
 
 
 async def _restore_one(
-    conn: asyncpg.Connection,
-    principal: Principal,
+    w: ceremony.Write,
     p: Prepared,
     vectors: Vectors,
     model: str | None,
     r: Restore,
-    reason: str | None,
+    supersede_reason: str | None,
 ) -> int:
+    conn = w.conn
     fact_id = await _insert(
-        conn, principal, p, vectors, model,
-        reason=f"imported (exported as #{r.old_id}, {r.status}, trust {r.trust:.2f})",
+        w, p, vectors, model,
+        why=f"imported (exported as #{r.old_id}, {r.status}, trust {r.trust:.2f})",
     )
     await conn.execute(
         """UPDATE facts SET status = $2, trust = $3, superseded_by = $4, supersede_reason = $5,
                   confirmed_at = COALESCE($6, confirmed_at) WHERE id = $1""",
-        fact_id, r.status, r.trust, r.superseded_by, reason, r.confirmed_at,
+        fact_id, r.status, r.trust, r.superseded_by, supersede_reason, r.confirmed_at,
     )
     if r.status == "deleted":  # like lifecycle.delete: not searchable by either leg
-        await lexicon.unindex_fact(conn, principal.bank_id, fact_id)
+        await lexicon.unindex_fact(conn, w.bank_id, fact_id)
         await conn.execute("DELETE FROM fact_vectors WHERE fact_id = $1", fact_id)
     return fact_id

@@ -1,4 +1,9 @@
-"""Server-side commands: `up` (the embedded default), `migrate`, `serve`."""
+"""Server-side commands: `up` (the embedded default), `migrate`, `serve`.
+
+Registered through the `factbank.commands` entry points; this package's `__init__` leaves
+them out of a light client install. The store and the runner are imported when a command
+runs, not when `factbank` builds its parser (they pull in asyncpg, litestar and numpy).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ import socket
 import sys
 from pathlib import Path
 
+from factbank.runtime.settings import Settings
 from factbank_client.cli.main import CommandError
 
 
@@ -33,14 +39,6 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_serve)
 
 
-def _server_imports():
-    try:
-        from factbank.runtime.settings import Settings
-    except ImportError as exc:  # pragma: no cover - depends on the install
-        raise CommandError("this needs the server extra: pip install 'factbank[server]'") from exc
-    return Settings
-
-
 def _dsn_or_fail(settings) -> str:
     if not settings.database_url:
         raise CommandError("DATABASE_URL is not set (or run `factbank up` for the embedded one)")
@@ -58,14 +56,13 @@ async def _migrate(dsn: str) -> list[str]:
 
 
 def cmd_migrate(args) -> int:
-    settings = _server_imports().from_env()
+    settings = Settings.from_env()
     applied = asyncio.run(_migrate(_dsn_or_fail(settings)))
     print(f"applied {len(applied)} migration(s)" + (": " + ", ".join(applied) if applied else ""))
     return 0
 
 
 def cmd_serve(args) -> int:
-    Settings = _server_imports()
     overrides = {"host": args.host} if args.host else {}
     settings = Settings.from_env(**overrides)
     from factbank.runtime.runner import run_services
@@ -176,7 +173,7 @@ def _banner(settings, where: str, created: tuple[str, str] | None) -> str:
 
 
 def cmd_up(args) -> int:
-    settings = _server_imports().from_env()
+    settings = Settings.from_env()
     from factbank.runtime.embedded import EmbeddedPostgres
     from factbank.runtime.runner import run_services
 

@@ -1,16 +1,22 @@
 """`factbank eval ...` and `factbank bench`: measurements against a real, throwaway stack.
 
-They need the server extra (they start Postgres and both services themselves), and read eval
-data from wherever it is (e.g. ../shared/evaldata); nothing is copied into the project.
+Registered through the `factbank.commands` entry points. They need the server extra (they
+start Postgres and both services themselves; in a light client install this module's import
+raises MissingExtra and `factbank` leaves them out), and read eval data from wherever it is
+(e.g. ../shared/evaldata); nothing is copied into the project. The eval modules are imported
+when a command runs, not when `factbank` builds its parser (numpy, httpx).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
-from factbank_client.cli.main import CommandError
+from factbank_client.cli.main import CommandError, require
 from factbank_client.cli.output import add_json_flag
+
+require("server", "asyncpg", "litestar", "uvicorn", "numpy")
 
 
 def register(sub) -> None:
@@ -50,37 +56,31 @@ def register(sub) -> None:
     b = sub.add_parser(
         "bench", help="ingest throughput, recall p50/p95 at 1k/10k/100k facts, hook wall time"
     )
-    # Declared here, not imported from factbank_evals.bench: the light client has no numpy.
-    b.add_argument("--sizes", default="1000,10000,100000",
-                   help="bank sizes, comma-separated (default 1000,10000,100000)")
-    b.add_argument("--queries", type=int, default=40, help="queries per size and kind")
-    b.add_argument("--ingest-n", type=int, default=50,
-                   help="single adds in the ingest bench (0: skip the ingest rows)")
-    b.add_argument("--ingest-batch", type=int, default=200, help="facts in the batch import")
-    b.add_argument("--hook-runs", type=int, default=20, help="runs per hook event (0: skip)")
-    b.add_argument("--out", default=None, help="also write bench.json and bench.md here")
-    add_json_flag(b)
+    bench_arguments(b)
     b.set_defaults(func=cmd_bench)
 
 
-def _evals(name: str):
-    """Import an evals module, or say which extra it needs."""
-    import importlib
-
-    try:
-        return importlib.import_module(f"factbank_evals.{name}")
-    except ImportError as exc:
-        raise CommandError("evals need the server extra: pip install 'factbank[server]'") from exc
+def bench_arguments(parser: argparse.ArgumentParser) -> None:
+    """`factbank bench`'s options (also `python -m factbank_evals.bench`'s)."""
+    parser.add_argument("--sizes", default="1000,10000,100000",
+                        help="bank sizes, comma-separated (default 1000,10000,100000)")
+    parser.add_argument("--queries", type=int, default=40, help="queries per size and kind")
+    parser.add_argument("--ingest-n", type=int, default=50,
+                        help="single adds in the ingest bench (0: skip the ingest rows)")
+    parser.add_argument("--ingest-batch", type=int, default=200,
+                        help="facts in the batch import")
+    parser.add_argument("--hook-runs", type=int, default=20,
+                        help="runs per hook event (0: skip)")
+    parser.add_argument("--out", default=None, help="also write bench.json and bench.md here")
+    add_json_flag(parser)
 
 
 def cmd_beir(args) -> int:
-    try:
-        import httpx
+    import httpx
 
-        from factbank_evals import beir
-        from factbank_evals.stack import running_stack
-    except ImportError as exc:
-        raise CommandError("evals need the server extra: pip install 'factbank[server]'") from exc
+    from factbank_evals import beir
+    from factbank_evals.stack import running_stack
+
     if not beir.is_beir(args.path):
         raise CommandError(f"{args.path} is not a BEIR folder (corpus.jsonl, queries.jsonl, "
                            "qrels.tsv)")
@@ -98,7 +98,8 @@ def cmd_beir(args) -> int:
 
 
 def _print_report(result: dict, out: Path | None, as_json: bool) -> int:
-    report = _evals("report")
+    from factbank_evals import report
+
     if out is not None:
         written = report.write(result, out)
         verdicts = written["verdicts"]
@@ -120,8 +121,8 @@ def _print_report(result: dict, out: Path | None, as_json: bool) -> int:
 def cmd_agent_memory(args) -> int:
     import httpx
 
-    am = _evals("agent_memory")
-    run_all = _evals("run_all")
+    from factbank_evals import agent_memory as am
+    from factbank_evals import run_all
     from factbank_evals.stack import running_stack
 
     path = args.set or am.SET_DIR
@@ -133,7 +134,8 @@ def cmd_agent_memory(args) -> int:
 
 
 def cmd_all(args) -> int:
-    run_all = _evals("run_all")
+    from factbank_evals import run_all
+
     data = args.data if args.data and args.data.is_dir() else None
     if args.data and data is None:
         print(f"no BEIR folder at {args.data}: running agent-memory only")
@@ -150,4 +152,6 @@ def cmd_all(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    return _evals("bench").run_cli(args)
+    from factbank_evals import bench
+
+    return bench.run_cli(args)

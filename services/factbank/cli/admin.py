@@ -1,7 +1,9 @@
 """`factbank admin`: banks, members, tokens and the audit log, straight on the database.
 
 Operators run these on the server machine (DATABASE_URL, or the embedded default in
-FACTBANK_HOME). Tokens are printed once, when issued or rotated, and never again.
+FACTBANK_HOME). Tokens are printed once, when issued or rotated, and never again. Every
+command calls the store (`factbank.store.banks`, `audit`); none writes SQL of its own. The
+store is imported when a command runs, not when `factbank` builds its parser (asyncpg).
 """
 
 from __future__ import annotations
@@ -84,12 +86,10 @@ def register(sub) -> None:
 
 @asynccontextmanager
 async def _connection():
-    try:
-        from factbank.runtime.embedded import EmbeddedPostgres
-        from factbank.runtime.settings import Settings
-        from factbank.store import db
-    except ImportError as exc:
-        raise CommandError("admin needs the server extra: pip install 'factbank[server]'") from exc
+    from factbank.runtime.embedded import EmbeddedPostgres
+    from factbank.runtime.settings import Settings
+    from factbank.store import db
+
     settings = Settings.from_env()
     embedded = None
     dsn = settings.database_url
@@ -202,9 +202,7 @@ async def audit_verify(conn, args) -> int:
 
     bank_id = (await banks.get_bank(conn, args.bank)).id if args.bank else None
     problems = await audit.verify(conn, bank_id)
-    count = await conn.fetchval(
-        "SELECT count(*) FROM audit_log WHERE $1::bigint IS NULL OR bank_id = $1", bank_id
-    )
+    count = await audit.count(conn, bank_id)
     if args.json:
         print_json({"rows": count, "ok": not problems, "problems": [vars(p) for p in problems]})
     elif problems:

@@ -1,0 +1,100 @@
+"""The write ceremony: every change to a bank's facts or registry is one transaction that takes
+the bank row first, records what happened (fact events, audit rows) and bumps the bank's
+version once, at the end.
+
+    async with ceremony.write(pool, principal) as w:
+        ...                                  # the change itself, on w.conn
+        await w.event(fact_id, "confirmed", before=t0, after=t1, reason=why)
+        await w.audit("fact.confirm", str(fact_id), {"before": t0, "after": t1})
+        return await w.fact(fact_id)         # the fact as this transaction left it
+
+Written out by hand it was seven copies (lifecycle, retain, categories) of "lock the bank,
+change, record the event, append the audit row, bump the version, re-read the fact", and the
+order is not free: the bank row must be the first lock a writer takes (`facts.lock_bank`, the
+load drill's deadlock), and the version must move in the same transaction as the change, or a
+recall cache keyed on it serves the old answer. A transaction that records nothing (an import
+whose facts are all present) leaves the version alone, so caches stay valid.
+
+Redaction has one door per table and the ceremony only goes through them: `facts.record_event`
+(reason, agent) and `audit.append` (target, detail) redact every string they store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+
+from factbank.models import Fact
+from factbank.store import audit, facts
+from factbank.store.banks import Principal
+
+
+@dataclass
+class Write:
+    """One write transaction of one principal in its bank; `wrote` once anything is recorded."""
+
+    conn: asyncpg.Connection
+    principal: Principal
+    wrote: bool = False
+
+    @property
+    def bank_id(self) -> int:
+        return self.principal.bank_id
+
+    async def event(
+        self,
+        fact_id: int,
+        kind: str,
+        *,
+        before: float | None,
+        after: float | None,
+        reason: str = "",
+        related: int | None = None,
+        agent: str | None = None,
+    ) -> None:
+        """A row of the fact's history, by this principal (`agent`: the fact's own writer)."""
+        await facts.record_event(
+            self.conn,
+            fact_id,
+            self.bank_id,
+            kind,
+            before=before,
+            after=after,
+            member_id=self.principal.member_id,
+            agent=self.principal.agent if agent is None else agent,
+            reason=reason,
+            related=related,
+        )
+        self.wrote = True
+
+    async def audit(
+        self, action: str, target: str = "", detail: Mapping[str, Any] | None = None
+    ) -> None:
+        """One audit row in the bank's chain, by this principal's token."""
+        await audit.append(self.conn, self.principal.actor(), action, target, detail)
+        self.wrote = True
+
+    async def fact(self, fact_id: int) -> Fact:
+        return await facts.get_fact(self.conn, self.bank_id, fact_id)
+
+
+@asynccontextmanager
+async def begin(conn: asyncpg.Connection, principal: Principal) -> AsyncIterator[Write]:
+    """The ceremony on a connection the caller holds (it did slow work on it first)."""
+    async with conn.transaction():
+        await facts.lock_bank(conn, principal.bank_id)
+        w = Write(conn, principal)
+        yield w
+        if w.wrote:
+            await facts.bump_version(conn, principal.bank_id)
+
+
+@asynccontextmanager
+async def write(pool: asyncpg.Pool, principal: Principal) -> AsyncIterator[Write]:
+    """Acquire a connection and run the ceremony on it."""
+    async with pool.acquire() as conn, begin(conn, principal) as w:
+        yield w
