@@ -382,6 +382,10 @@ def process(event: str, raw: bytes, at: float | None = None) -> None:
                 leave_pending(session, warnings)
     except Exception as exc:
         _log(f"{event}: {type(exc).__name__}: {exc}")
+    finally:
+        # Disarmed on the way out: where this runs in the hook's own process (no fork) or in
+        # a test, a pending alarm would end that process CHILD_DEADLINE seconds later.
+        signal.alarm(0)
 
 
 def buffered() -> bool:

@@ -385,3 +385,17 @@ def test_the_recording_entry_imports_nothing(tmp_path):
     extra = names(proc.stderr) - names(base.stderr)
     assert extra <= {"_signal", "os", "stat", "_stat", "_collections_abc", "posixpath",
                      "genericpath", "factbank_client", "factbank_client.hookentry"}, extra
+
+
+def test_recording_leaves_no_alarm_armed(tmp_path, monkeypatch):
+    """`hookrecord.process` arms SIGALRM to bound a stuck child; run in-process (no fork, or a
+    test) it must disarm it, or the process dies CHILD_DEADLINE seconds later (a whole pytest
+    run once ended with 'Alarm clock', exit 142)."""
+    import signal
+
+    from factbank_client import hookrecord
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # no config: nothing sent
+    signal.alarm(0)
+    hookrecord.process("PostToolUse", b"{}")
+    assert signal.alarm(0) == 0
