@@ -72,7 +72,7 @@ def cfg_js(port: int) -> str:
             f'tokens: {{personal: "tok"}}, teamCategories: []}}')
 
 
-def test_unsent_events_are_kept_and_left_in_the_hooks_buffer(tmp_path):
+def test_unsent_events_are_kept_and_left_in_pis_buffer(tmp_path):
     cache = tmp_path / "cache"
     got = run_ts(f"""
         process.env.XDG_CACHE_HOME = {json.dumps(str(cache))};
@@ -91,10 +91,37 @@ def test_unsent_events_are_kept_and_left_in_the_hooks_buffer(tmp_path):
         result = {{pending, kept, left: t.unsent.length}};
     """)
     assert got["pending"] is True and got["kept"] == 2 and got["left"] == 0
-    buffer = cache / "factbank" / "timeline-buffer.jsonl"
+    buffer = cache / "factbank" / "timeline-buffer-pi.jsonl"
     lines = [json.loads(x) for x in buffer.read_text().splitlines()]
     assert [e["path"] for e in lines] == ["a.py", "b.py"]
     assert buffer.stat().st_mode & 0o777 == 0o600
+
+
+def test_the_next_pi_session_sends_what_the_last_one_left(tmp_path):
+    """On a machine where only Pi runs no hook reads a buffer, so Pi sends its own: the next
+    session adopts it and sends it with its first events, torn lines dropped."""
+    cache = tmp_path / "cache"
+    buffer = cache / "factbank" / "timeline-buffer-pi.jsonl"
+    buffer.parent.mkdir(parents=True)
+    old = [{"session_id": "pi-0", "kind": "file", "path": p, "key": f"c{i}:0"}
+           for i, p in enumerate(["a.py", "b.py"])]
+    buffer.write_text("".join(json.dumps(e) + "\n" for e in old) + '{"torn\n')
+    service = Service()
+    try:
+        got = run_ts(f"""
+            process.env.XDG_CACHE_HOME = {json.dumps(str(cache))};
+            const t = new m.Timeline();
+            t.adopt();
+            t.adopt();  // nothing left to take the second time
+            await t.send({cfg_js(service.port)},
+                         [{{session_id: "pi-1", kind: "session_start", key: "start"}}], "pi-1");
+            result = t.unsent.length;
+        """)
+    finally:
+        service.close()
+    assert got == 0
+    assert [e["key"] for e in service.posts[0]["body"]["events"]] == ["c0:0", "c1:0", "start"]
+    assert not buffer.exists()
 
 
 def test_a_conflict_is_told_once():

@@ -420,8 +420,8 @@ export function outcomeText(o: any, bank: string): string {
 // `factbank import-history pi` reads from Pi's session file (factbank_client/history/pi.py),
 // so the server stores each once. A tool never waits for it: events go in the background;
 // what the service did not take is sent again with the next events, and what is still unsent
-// at the end goes to the hooks' local buffer (~/.cache/factbank/timeline-buffer.jsonl, 0600),
-// which the next Claude Code or Codex hook sends. A conflict the service answers is shown at
+// at the end goes to Pi's own local buffer (~/.cache/factbank/timeline-buffer-pi.jsonl, 0600),
+// which the next Pi session sends first. A conflict the service answers is shown at
 // the session's next tool result or prompt.
 
 const TIMELINE_TIMEOUT_MS = 5000;
@@ -491,9 +491,12 @@ export function toolEvents(base: any, root: string | undefined, cwd: string, e: 
   return [];
 }
 
+/** Pi's own buffer of unsent events. Not the hooks' buffer: Node has no flock to share
+ * theirs safely, and on a machine where only Pi runs no hook would ever send it. Pi sends its
+ * own at the next session start (`adopt`). */
 function bufferPath(): string {
   const base = process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache");
-  return path.join(base, "factbank", "timeline-buffer.jsonl");
+  return path.join(base, "factbank", "timeline-buffer-pi.jsonl");
 }
 
 export class Timeline {
@@ -529,6 +532,28 @@ export class Timeline {
     this.inflight.add(p);
     p.finally(() => this.inflight.delete(p));
     return p;
+  }
+
+  /** What an earlier Pi session left in its buffer, taken (a rename, so two Pi sessions
+   * starting at once never both take it) to be sent with this session's first events. */
+  adopt(): void {
+    const taken = `${bufferPath()}.${process.pid}`;
+    try {
+      fs.renameSync(bufferPath(), taken);
+    } catch {
+      return;  // nothing buffered
+    }
+    try {
+      const lines = fs.readFileSync(taken, "utf-8").split("\n").filter((l) => l.trim());
+      const events: any[] = [];
+      for (const line of lines) {
+        try { events.push(JSON.parse(line)); } catch { /* a torn line: dropped */ }
+      }
+      this.unsent.unshift(...events.slice(-MAX_UNSENT));
+      fs.unlinkSync(taken);
+    } catch (err: any) {
+      logError(`timeline: cannot read the buffer: ${err?.message ?? err}`);
+    }
   }
 
   /** The conflict lines not shown yet ("" if none), once. */
@@ -582,6 +607,7 @@ export default function factbank(pi: any) {
     sessionBlockDue = true;
     if (ctx?.cwd) cwd = ctx.cwd;
     sessionId = currentSessionId(ctx);
+    timeline.adopt();
     try {
       const root = repoRoot(cwd);
       const rel = root ? relativeToRoot(cwd, root, cwd) : "";
