@@ -8,7 +8,11 @@ facts injected at session start, gotchas recalled by prompts), and runs the exac
 subprocess with a Codex-shaped stdin payload, timing each run from spawn to exit. Also times
 the interpreter alone (the floor no hook can beat), the `python -m` form (site and .pth files
 included) and the service-down path (a closed port). Principle 7 says "well under 200 ms";
-the target here is p50 < 100 ms.
+the target here is p50 < 100 ms for the hooks that fetch a block, and p50 <= 50 ms for the
+recording PostToolUse hook (issue 15), which hands its event to a detached child and returns:
+its row is what the harness waits for; the "recording child" row is that child's own work
+(run inline here: parse, buffer, send, conflicts left for the next hook), which nobody waits
+for but which the machine pays.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from factbank_evals.metrics import percentile
 from factbank_evals.stack import running_stack
 
 TARGET_P50_MS = 100.0
+RECORD_TARGET_P50_MS = 50.0
 PROJECT = "github.com/acme/bench-api"
 HOOK = [python_exe(), "-I", "-S", hook_script()]
 HOOK_M = [python_exe(), "-m", "factbank_client.hooks"]
@@ -77,6 +82,24 @@ def make_home(root: Path, recall: str, ingest: str, token: str) -> tuple[dict, P
     env = {"HOME": str(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
            "LANG": "C.UTF-8"}
     return env, repo
+
+
+def edit_payload(session: str, repo: Path, n: int) -> bytes:
+    """Claude Code 2.1.197's PostToolUse of Edit, as seen (tool_response holds the file)."""
+    path = str(repo / "src" / f"m{n % 7}.py")
+    return json.dumps({
+        "session_id": session, "transcript_path": None, "cwd": str(repo),
+        "permission_mode": "default", "hook_event_name": "PostToolUse", "tool_name": "Edit",
+        "tool_input": {"file_path": path, "old_string": "a", "new_string": "b",
+                       "replace_all": False},
+        "tool_response": {"filePath": path, "oldString": "a", "newString": "b",
+                          "originalFile": "a\n" * 200, "structuredPatch": [],
+                          "userModified": False, "replaceAll": False},
+        "tool_use_id": f"toolu_bench{n}"}).encode()
+
+
+CHILD = ("import sys; sys.path.insert(0, {root!r}); from factbank_client import hookrecord; "
+         "hookrecord.process('PostToolUse', sys.stdin.buffer.read())")
 
 
 def payload(event: str, session: str, repo: Path, prompt: str = "") -> bytes:
@@ -153,6 +176,17 @@ def measure(n: int) -> dict:
                                       for i in range(n)])
         series("stop", [([*HOOK, "stop"], payload("Stop", str(uuid.uuid4()), repo), env)
                         for _ in range(n)])
+        claude = {**env, "CLAUDECODE": "1"}
+        series("post-tool-use (Edit; what the harness waits for)",
+               [([*HOOK, "post-tool-use"], edit_payload("bench-edits", repo, i), claude)
+                for i in range(n)])
+        series("post-tool-use, service down",
+               [([*HOOK, "post-tool-use"], edit_payload(f"down-{i}", repo, i),
+                 {**down_env, "CLAUDECODE": "1"}) for i in range(max(5, n // 4))])
+        root = os.path.dirname(os.path.dirname(hook_script()))
+        series("recording child (detached; run inline here)",
+               [([python_exe(), "-I", "-S", "-c", CHILD.format(root=root)],
+                 edit_payload(f"child-{i}", repo, i), claude) for i in range(max(5, n // 4))])
         series("user-prompt-submit, `python -m` form",
                [([*HOOK_M, "user-prompt-submit"],
                  payload("UserPromptSubmit", str(uuid.uuid4()), repo,
@@ -162,8 +196,11 @@ def measure(n: int) -> dict:
                  payload("UserPromptSubmit", str(uuid.uuid4()), repo, PROMPTS[0]), down_env)
                 for _ in range(max(5, n // 4))])
     hooks = [v for k, v in rows.items() if k in ("session-start", "user-prompt-submit")]
+    record = rows["post-tool-use (Edit; what the harness waits for)"]
     return {"rows": rows, "target_p50_ms": TARGET_P50_MS,
             "meets_target": all(r["p50_ms"] < TARGET_P50_MS for r in hooks),
+            "record_target_p50_ms": RECORD_TARGET_P50_MS,
+            "record_meets_target": record["p50_ms"] <= RECORD_TARGET_P50_MS,
             "cpus": os.cpu_count(), "load_avg": list(os.getloadavg())}
 
 
@@ -179,6 +216,10 @@ def table(result: dict) -> str:
     lines.append(f"target: session-start and user-prompt-submit p50 < "
                  f"{result['target_p50_ms']:.0f} ms: {verdict} "
                  f"({result['cpus']} CPUs, load {result['load_avg'][0]:.2f})")
+    verdict = "meets" if result["record_meets_target"] else "MISSES"
+    floor = result["rows"]["python -I -S (interpreter only)"]["p50_ms"]
+    lines.append(f"target: post-tool-use p50 <= {result['record_target_p50_ms']:.0f} ms: "
+                 f"{verdict} (the interpreter alone: {floor} ms)")
     return "\n".join(lines)
 
 

@@ -44,23 +44,31 @@ def log(message: str) -> None:
         pass
 
 
-def _state_file(session_id: str) -> str:
-    # Session ids are UUIDs; anything else is made filename-safe (hashlib costs ~10 ms).
-    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in session_id)[:120]
-    return os.path.join(cache_dir(), "sessions", f"{safe or '_'}.json")
+def safe_name(session_id: str) -> str:
+    """A session id as a file name. Session ids are UUIDs; anything else is made
+    filename-safe (hashlib costs ~10 ms)."""
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in session_id)[:120] or "_"
 
 
-def load(session_id: str) -> dict:
+def _state_file(session_id: str, kind: str = "") -> str:
+    name = safe_name(session_id) + (f".{kind}" if kind else "")
+    return os.path.join(cache_dir(), "sessions", f"{name}.json")
+
+
+def load(session_id: str, kind: str = "") -> dict:
+    """One session's state: the Stop reminder's counts (`kind` ""), or the timeline's place
+    in Codex's rollout (`kind` "timeline", written by the recording child: its own file, so
+    the two never overwrite each other's keys)."""
     try:
-        with open(_state_file(session_id), encoding="utf-8") as fh:
+        with open(_state_file(session_id, kind), encoding="utf-8") as fh:
             data = json.load(fh)
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
 
 
-def save(session_id: str, state: dict) -> None:
-    path = _state_file(session_id)
+def save(session_id: str, state: dict, kind: str = "") -> None:
+    path = _state_file(session_id, kind)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w", encoding="utf-8") as fh:

@@ -2,14 +2,18 @@
 
 What each harness gets (all in the user's home, never in a project):
 
-* Claude Code: three command hooks in `~/.claude/settings.json` (SessionStart,
-  UserPromptSubmit, Stop), the stdio MCP server in `~/.claude.json` `mcpServers` (user scope),
-  `permissions.allow` for factbank's non-destructive tools (`claude -p` denies tools that would
-  need a prompt), and the instruction block in `~/.claude/CLAUDE.md`.
-* Codex: the same hooks in `~/.codex/hooks.json`, `[mcp_servers.factbank]` in
-  `~/.codex/config.toml` (no token in it: the server reads the factbank client config, and
-  `env_vars` passes FACTBANK_* through), the block in `~/.codex/AGENTS.md`. Codex runs a hook
-  only once the user trusted it (`/hooks` in Codex, or `--trust` here).
+* Claude Code: command hooks in `~/.claude/settings.json`: SessionStart, UserPromptSubmit
+  and Stop (facts in, the save reminder), PostToolUse of the edit tools and Bash,
+  PostToolUseFailure of Bash and SessionEnd (the timeline); the stdio MCP server in
+  `~/.claude.json` `mcpServers` (user scope); `permissions.allow` for factbank's
+  non-destructive tools (`claude -p` denies tools that would need a prompt); and the
+  instruction block in `~/.claude/CLAUDE.md`.
+* Codex: the same hooks in `~/.codex/hooks.json` (PostToolUse for every tool, a chance to
+  read the rollout for the edits Codex reports no hook for; no PostToolUseFailure, which
+  Codex lacks), `[mcp_servers.factbank]` in `~/.codex/config.toml` (no token in it: the
+  server reads the factbank client config, and `env_vars` passes FACTBANK_* through), the
+  block in `~/.codex/AGENTS.md`. Codex runs a hook only once the user trusted it (`/hooks`
+  in Codex, or `--trust` here).
 * Pi: the extension `~/.pi/agent/extensions/factbank.ts` (Pi has no command hooks and no MCP)
   and the block in `~/.pi/agent/AGENTS.md`. The extension is written from the package's
   `assets/pi/factbank.ts` with the tool texts of `assets/tools.toml` and the constants of
@@ -44,14 +48,26 @@ from factbank_client.config import create_private_temp
 
 HARNESSES = ("claude", "codex", "pi")
 HOOK_EVENTS = {"SessionStart": "session-start", "UserPromptSubmit": "user-prompt-submit",
-               "Stop": "stop"}
+               "Stop": "stop", "PostToolUse": "post-tool-use",
+               "PostToolUseFailure": "post-tool-use-failure", "SessionEnd": "session-end"}
+# Which events each harness gets, and the matcher (a regex on the tool name) of their group:
+# Claude Code runs a PostToolUse hook only for the tools the timeline records (a process per
+# Read or Grep would cost for nothing); Codex's PostToolUse takes every tool, since any of
+# them is a chance to read its rollout (tests/harness/test_e2e_timeline.py saw both).
+HARNESS_HOOKS: dict[str, dict[str, str | None]] = {
+    "claude": {"SessionStart": None, "UserPromptSubmit": None, "Stop": None,
+               "PostToolUse": "Edit|Write|MultiEdit|NotebookEdit|Bash",
+               "PostToolUseFailure": "Bash", "SessionEnd": None},
+    "codex": {"SessionStart": None, "UserPromptSubmit": None, "Stop": None,
+              "PostToolUse": None, "SessionEnd": None},
+}
 HOOK_TIMEOUT = 5  # seconds; Codex's default is 600. The hook gives up after 0.9 s itself.
 MCP_NAME = "factbank"
 MCP_AGENT = {"claude": "claude-code", "codex": "codex"}
 # Non-destructive tools Claude Code may call without a prompt (not delete/add_category).
 CLAUDE_ALLOW = tuple(f"mcp__{MCP_NAME}__{t}" for t in
                      ("search", "get", "add", "confirm", "dispute", "supersede",
-                      "list_categories"))
+                      "list_categories", "handoff"))
 CODEX_ENV_VARS = ("FACTBANK_CONFIG", "FACTBANK_URL", "FACTBANK_RECALL_URL", "FACTBANK_TOKEN",
                   "FACTBANK_TEAM_TOKEN")
 PI_EXTENSION = "factbank.ts"
@@ -158,11 +174,18 @@ class Launcher:
         return cls(python_exe(), hook_script())
 
 
-def hook_handlers(launcher: Launcher) -> dict[str, dict]:
+def hook_handlers(launcher: Launcher, harness: str) -> dict[str, dict]:
+    """The handler of each event `harness` gets. The command of the first three never
+    changed (Codex keeps trusting them across this upgrade)."""
     return {event: {"type": "command",
-                    "command": hook_command(arg, launcher.python, launcher.script),
+                    "command": hook_command(HOOK_EVENTS[event], launcher.python,
+                                            launcher.script),
                     "timeout": HOOK_TIMEOUT}
-            for event, arg in HOOK_EVENTS.items()}
+            for event in HARNESS_HOOKS[harness]}
+
+
+def hook_matchers(harness: str) -> dict[str, str]:
+    return {event: m for event, m in HARNESS_HOOKS[harness].items() if m is not None}
 
 
 def mcp_args(agent: str) -> list[str]:
@@ -341,10 +364,11 @@ def _copy(data: dict) -> dict:
 # --- pieces shared by the harnesses -----------------------------------------------------------
 
 
-def install_hooks(edits: Edits, entry: dict, path: Path, launcher: Launcher) -> None:
+def install_hooks(edits: Edits, entry: dict, path: Path, launcher: Launcher,
+                  harness: str) -> None:
     data, style = _json(edits, path)
     before, created = _copy(data), []
-    files.set_hooks(data, hook_handlers(launcher), created)
+    files.set_hooks(data, hook_handlers(launcher, harness), created, hook_matchers(harness))
     _record(entry, path, created_file=not edits.existed(path), containers=created)
     _write_json(edits, entry, path, before, data, style)
 
@@ -384,7 +408,7 @@ def uninstall_block(edits: Edits, entry: dict, path: Path) -> None:
 def install_claude(edits: Edits, entry: dict, paths: Paths, launcher: Launcher,
                    notes: list[str]) -> None:
     settings = paths.claude_settings()
-    install_hooks(edits, entry, settings, launcher)
+    install_hooks(edits, entry, settings, launcher, "claude")
     data, style = _json(edits, settings)
     before, created = _copy(data), []
     allow = files.ensure(data, ("permissions", "allow"), list, created)
@@ -457,7 +481,7 @@ def _toml_doc(edits: Edits, path: Path) -> dict:
 
 def install_codex(edits: Edits, entry: dict, paths: Paths, launcher: Launcher,
                   notes: list[str]) -> None:
-    install_hooks(edits, entry, paths.codex_hooks(), launcher)
+    install_hooks(edits, entry, paths.codex_hooks(), launcher, "codex")
 
     path = paths.codex_config()
     doc = _toml_doc(edits, path)

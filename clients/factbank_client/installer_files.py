@@ -101,11 +101,15 @@ def is_our_handler(handler: Any) -> bool:
     return HOOK_MARKER in command or HOOK_SCRIPT_MARKER in command
 
 
-def set_hooks(data: dict, handlers: dict[str, dict], created: list[Path_]) -> None:
+def set_hooks(data: dict, handlers: dict[str, dict], created: list[Path_],
+              matchers: dict[str, str] | None = None) -> None:
     """Put our handler for each event in `data["hooks"]`: replace ours in place (keeping its
     group's position, so Codex's trust keys of other hooks do not move), drop duplicates,
-    else append one new group at the end."""
+    else append one new group at the end, with the event's matcher (`matchers`) if it has
+    one. A group holding only our handler gets the matcher too; a group we share with the
+    user's handlers keeps theirs."""
     hooks = ensure(data, ("hooks",), dict, created)
+    matchers = matchers or {}
     for event, handler in handlers.items():
         groups = ensure(data, ("hooks", event), list, created)
         placed = False
@@ -122,9 +126,12 @@ def set_hooks(data: dict, handlers: dict[str, dict], created: list[Path_]) -> No
                 if not kept and group["hooks"]:
                     continue  # a group only our duplicates were in
                 group["hooks"] = kept
+                if event in matchers and kept and all(is_our_handler(h) for h in kept):
+                    group["matcher"] = matchers[event]
             new_groups.append(group)
         if not placed:
-            new_groups.append({"hooks": [dict(handler)]})
+            new_groups.append({**({"matcher": matchers[event]} if event in matchers else {}),
+                               "hooks": [dict(handler)]})
         hooks[event] = new_groups
 
 

@@ -33,7 +33,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from factbank_client import config as client_config
-from factbank_client import render, tools
+from factbank_client import history, render, tools
 from factbank_client.client import (
     AGENT_HEADER,
     DEFAULT_TIMEOUT,
@@ -185,6 +185,31 @@ def build_server(client_for: ClientFor, *, local_files: bool,
         data = _call(client_for(ctx).add_category, name, description, auto_inject=auto_inject,
                      decays=decays)
         return f"Added category {data['name']!r} to {data['bank']}."
+
+    @tool
+    def handoff(text: Annotated[str, Field(min_length=1,
+                                           description=_text("text", "handoff"))],
+                ctx: Context,
+                to_agent: Annotated[str | None, Field(
+                    description=_text("to_agent", "handoff"))] = None,
+                to_member: Annotated[str | None, Field(
+                    description=_text("to_member", "handoff"))] = None,
+                files: Annotated[list[str], Field(
+                    max_length=50, description=_text("files", "handoff"))] = [],  # noqa: B006
+                fact_ids: Annotated[list[int], Field(
+                    max_length=50, description=_text("fact_ids", "handoff"))] = [],  # noqa: B006
+                project: ProjectArg = None) -> str:
+        project = default_project() if project is None else project
+        if not project:
+            raise ToolError("a handoff is for the next session in a project: run in a "
+                            "repository or pass `project`; nothing was saved")
+        if local_files:  # stored relative to the repository root, as the hooks record paths
+            cwd = os.getcwd()
+            root = history.repo_root(cwd)
+            files = [history.relative(f, root, cwd) for f in files]
+        out = _call(client_for(ctx).handoff, text, project=project, to_agent=to_agent or None,
+                    to_member=to_member or None, files=files, fact_ids=fact_ids)
+        return render.handoff_line(out, project)
 
     for key in ("add", "supersede"):  # required in what the agent sees; checked in the tool
         schema = server._tool_manager.get_tool(key).parameters

@@ -205,7 +205,7 @@ def _install_claude(home: Path, fake_model: FakeModel, harnesses: Harnesses) -> 
 def _install_codex_trusted(home: Path, fake_model: FakeModel, harnesses: Harnesses) -> None:
     configure_codex_home(home, fake_model)  # offline switches before app-server runs
     out = install(home, "codex", "--trust", "--codex-bin", str(harnesses.codex))
-    assert "trusted 3 factbank hook(s)" in out
+    assert "trusted 5 factbank hook(s)" in out  # facts: 3; the timeline: PostToolUse, SessionEnd
 
 
 def _install_pi(home: Path, fake_model: FakeModel, harnesses: Harnesses) -> None:

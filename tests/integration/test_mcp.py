@@ -25,7 +25,7 @@ from tests.integration.test_cli import Env
 env = test_cli.env  # the same fixture: both services on free ports, a repo, two banks
 
 TOOLS = {"add", "search", "get", "supersede", "confirm", "dispute", "delete", "list_categories",
-         "add_category"}
+         "add_category", "handoff"}
 
 
 def text_of(result) -> str:

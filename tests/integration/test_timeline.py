@@ -465,11 +465,12 @@ async def test_cli_handoff_and_timeline(cli_env, capsys):  # noqa: F811
         assert out["bank"] == "team" and out["recorded"] == 3
     out = ok(capsys, "handoff", "Retry refactor half done; tests fail", "--to", "claude-code",
              "--file", "src/retry.py", "--fact", "7")
-    assert "handoff #1 for claude-code in github.com/acme/api (team bank)" in out
+    # `claude-code` is Claude Code's MCP name; its sessions (named by the hooks) are `claude`
+    assert "handoff #1 for claude in github.com/acme/api (team bank)" in out
     out = ok(capsys, "timeline", "--since", "2h")
     lines = out.splitlines()
     assert lines[0].split() == ["WHEN", "WHO", "MACHINE", "BRANCH", "KIND", "WHAT"]
-    assert "handoff #1 to claude-code" in lines[1]
+    assert "handoff #1 to claude" in lines[1]
     assert "$ pytest -q tests/test_retry.py  -> 1" in out
     assert "src/retry.py (apply_patch)" in out and "alice/codex" in out
     data = json.loads(ok(capsys, "timeline", "--json"))
@@ -479,7 +480,7 @@ async def test_cli_handoff_and_timeline(cli_env, capsys):  # noqa: F811
     with Client(cli_env.config()) as client:
         (h,) = client.handoffs(project=cli_env.project, open_only=True)
         assert h["files"] == ["src/retry.py"] and h["fact_ids"] == [7]
-        assert h["to_agent"] == "claude-code"
+        assert h["to_agent"] == "claude"
         # The age is the clock's ("0s ago", or a few seconds on a busy machine).
         (warning,) = client.conflicts(cli_env.project, path="src/retry.py", session_id="cc-1")
         assert re.fullmatch(
@@ -508,18 +509,21 @@ async def test_cli_timeline_outside_a_repo_says_what_to_pass(
 async def test_hooks_record_and_tell_the_second_session_of_the_conflict(
     cli_env, capsys, tmp_path, monkeypatch  # noqa: F811
 ):
+    """The recording hooks' work (what their detached child does, run here in-process)
+    against the real services: Codex's patch and Claude Code's write of the same file; the
+    conflict is left for Claude Code's next hook, and the command's secret is redacted."""
     import asyncio
     import time
 
-    from factbank_client import hooks
+    from factbank_client import hookentry, hookmain, hookrecord
 
     login(capsys, cli_env)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     (cli_env.repo / "src").mkdir(exist_ok=True)
     target = str(cli_env.repo / "src" / "app.py")
 
-    def run(event: str, data: dict) -> dict | None:
-        return hooks.run(event, json.dumps(data).encode(), time.monotonic() + 5)
+    def record(event: str, data: dict) -> None:
+        hookrecord.process(event, json.dumps(data).encode())
 
     codex = {"session_id": "codex-1", "cwd": str(cli_env.repo), "turn_id": "t1",
              "model": "m", "hook_event_name": "PostToolUse", "tool_name": "apply_patch",
@@ -527,29 +531,32 @@ async def test_hooks_record_and_tell_the_second_session_of_the_conflict(
                                      "@@\n-a\n+b\n*** End Patch\n"},
              "tool_response": "ok", "tool_use_id": "u1", "permission_mode": "default",
              "transcript_path": None}
-    assert await asyncio.to_thread(run, "PostToolUse", codex) is None
+    await asyncio.to_thread(record, "PostToolUse", codex)
     monkeypatch.setenv("CLAUDECODE", "1")
-    await asyncio.to_thread(run, "SessionStart", {"session_id": "claude-1",
-                                                  "cwd": str(cli_env.repo),
-                                                  "hook_event_name": "SessionStart"})
-    out = await asyncio.to_thread(run, "PostToolUse", {
+    await asyncio.to_thread(hookmain.run, "SessionStart", json.dumps(
+        {"session_id": "claude-1", "cwd": str(cli_env.repo),
+         "hook_event_name": "SessionStart"}).encode(), time.monotonic() + 5)
+    await asyncio.to_thread(record, "PostToolUse", {
         "session_id": "claude-1", "cwd": str(cli_env.repo), "hook_event_name": "PostToolUse",
         "tool_name": "Write", "tool_input": {"file_path": target, "content": "x"},
-        "tool_response": {}})
-    context = out["hookSpecificOutput"]["additionalContext"]
+        "tool_response": {}, "tool_use_id": "toolu_1"})
+    context = json.loads(hookentry.take_pending("claude-1"))["hookSpecificOutput"][
+        "additionalContext"]
     assert "src/app.py was also touched by alice with codex" in context
+    assert hookentry.take_pending("claude-1") == b""  # told once
     secret = "ghp_R7mK2xQ9vL4pT8wN3jH6sD1fG5aZ0cB4yE2u"
-    await asyncio.to_thread(run, "PostToolUse", {
+    await asyncio.to_thread(record, "PostToolUse", {
         "session_id": "claude-1", "cwd": str(cli_env.repo), "hook_event_name": "PostToolUse",
         "tool_name": "Bash", "tool_input": {"command": f"GH_TOKEN={secret} gh pr list"},
-        "tool_response": {"exit_code": 0}})
+        "tool_response": {"stdout": ""}, "tool_use_id": "toolu_2"})
     with Client(cli_env.config()) as client:
         events = client.timeline(project=cli_env.project)
     kinds = [(e["kind"], e.get("agent"), e.get("path") or e.get("command")) for e in events]
     assert ("file", "codex", "src/app.py") in kinds and ("file", "claude", "src/app.py") in kinds
     assert any(k == "conflict" for k, _, _ in kinds)
-    command = next(e["command"] for e in events if e["kind"] == "command")
-    assert secret not in command and "gh pr list" in command
+    command = next(e for e in events if e["kind"] == "command")
+    assert secret not in command["command"] and "gh pr list" in command["command"]
+    assert command["exit_code"] == 0
     assert not (tmp_path / "cache" / "factbank" / "timeline-buffer.jsonl.sending").exists()
 
 

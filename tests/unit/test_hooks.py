@@ -413,9 +413,9 @@ def test_sessions_count_separately(hook: HookEnv) -> None:
 
 
 def test_reminder_asks_for_bilingual_questions_and_stays_short() -> None:
-    from factbank_client import hooks
+    from factbank_client import hookmain
 
-    text = hooks.REMINDER
+    text = hookmain.REMINDER
     assert "2-4 questions" in text and "English and Chinese" in text and "tags" in text
     # Shown once and never answered by itself: short, and it tells the model how to stop.
     assert len(text) < 650 and "stop without answering" in text
@@ -423,12 +423,12 @@ def test_reminder_asks_for_bilingual_questions_and_stays_short() -> None:
 
 def test_every_output_shape_validates() -> None:
     """The shapes the module can produce, checked directly against the schemas."""
-    from factbank_client import hooks
+    from factbank_client import hookmain
 
-    validate("SessionStart", "output", hooks.context_output("SessionStart", "x"))
-    validate("UserPromptSubmit", "output", hooks.context_output("UserPromptSubmit", "x"))
-    validate("Stop", "output", {"decision": "block", "reason": hooks.REMINDER})
-    assert hooks.context_output("SessionStart", "") is None
+    validate("SessionStart", "output", hookmain.context_output("SessionStart", "x"))
+    validate("UserPromptSubmit", "output", hookmain.context_output("UserPromptSubmit", "x"))
+    validate("Stop", "output", {"decision": "block", "reason": hookmain.REMINDER})
+    assert hookmain.context_output("SessionStart", "") is None
 
 
 def test_hook_imports_stay_light(tmp_path: Path) -> None:

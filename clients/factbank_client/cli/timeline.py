@@ -35,7 +35,7 @@ def register(sub) -> None:
     with command(
         sub, "handoff", cmd_handoff, help="leave a note for the next session in this project",
         description="Leave a note for the next session in this project: any agent, or only "
-        "--to AGENT (e.g. codex, claude-code, pi) or --to-member MEMBER. It appears once, in "
+        "--to AGENT (claude, codex or pi) or --to-member MEMBER. It appears once, in "
         "that session's start block, and is then marked delivered. It may point at files and "
         "facts by id. A handoff is not a fact.") as p:
         p.add_argument("text", help="what the next session should know or do")

@@ -375,10 +375,38 @@ async def prompt_block(
         for h in result.results
         if _injectable(h.fact) and h.fact.id not in seen and h.score >= best - PROMPT_MARGIN
     ]
+    told = await _told_section(r, bank_id, session_id, project)
+    spent = estimate_tokens(told) if told else 0
     block = assemble(
         [(h.fact.id, line_for(h.fact, _via_note(h))) for h in hits[:PROMPT_TOP]],
-        PROMPT_BUDGET // share,
+        PROMPT_BUDGET // share - spent,
         bank,
     )
     await r.cache.mark_seen(bank_id, session_id, block.facts)
+    if told:
+        block = Block(text="\n".join(t for t in (told, block.text) if t), facts=block.facts,
+                      tokens=block.tokens + spent, skipped=block.skipped)
     return block
+
+
+# A conflict is told to the other session too (issue 15): when another session's edit ran
+# into a file this session touched within the window, this session's next prompt block opens
+# with it, once (`timeline.tell_conflicts` marks it told). The editing session learns it from
+# its own hook. At most 3 lines (~40 tokens each), taken from the prompt budget.
+CONFLICT_HEADER = "[factbank] Possible edit conflict (timeline, not facts):"
+
+
+async def _told_section(r: Recall, bank_id: int, session_id: str, project: str | None) -> str:
+    if not project:
+        return ""
+    try:
+        async with (r.primary or r.pool).acquire() as conn:
+            warnings = await timeline.tell_conflicts(
+                conn, bank_id, session_id, window_minutes=timeline.configured_window()
+            )
+    except Exception:  # optional, like the briefing: never costs the facts
+        log.exception("the conflict lines of the prompt block failed")
+        return ""
+    if not warnings:
+        return ""
+    return "\n".join([CONFLICT_HEADER, *(f"- {w}" for w in warnings)])

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
@@ -45,7 +46,10 @@ CommandText = Annotated[str, msgspec.Meta(max_length=4000)]
 class NewEvent(Strict):
     """One thing that happened in a session. `session_id` is the harness's own session id;
     `path` and `cwd` are relative to the repository root; `at` defaults to now (a buffered
-    event sent later carries the time it happened)."""
+    event sent later carries the time it happened). `key` names the event within its session
+    (e.g. the tool call's id and the event's index in it): an event whose key the session
+    already holds is not stored again (migration 0006), so a hook and a history import, or
+    two imports, never store the same event twice."""
 
     session_id: Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
     kind: EventKind
@@ -59,6 +63,7 @@ class NewEvent(Strict):
     command: CommandText | None = None
     exit_code: Annotated[int, msgspec.Meta(ge=-(2**31), le=2**31 - 1)] | None = None
     at: datetime | None = None
+    key: Annotated[str, msgspec.Meta(min_length=1, max_length=200)] | None = None
 
 
 class EventBatch(Strict):
@@ -90,6 +95,8 @@ class Conflict:
     other_branch: bool  # the other session is on a different branch than this one
     seconds_ago: int
     session: str
+    for_session: str = ""  # the session whose event ran into it (its harness session id)
+    other_id: int | None = None  # the session row of `session`: told in its next prompt
 
     def warning(self) -> str:
         return conflict_warning(self)
@@ -172,41 +179,89 @@ def _when(at: datetime | None, now: datetime) -> datetime:
     return min(at, now) if at > now + CLOCK_SKEW else at
 
 
-async def _session(conn: asyncpg.Connection, user: Principal, f: dict[str, Any], kind: str,
-                   at: datetime) -> int:
-    """The session row for this event (created on its first event), its details filled in."""
-    return await conn.fetchval(
+def _key_digest(key: str | None) -> str | None:
+    """What is stored of an event's key: a digest, so a key is never redacted into another
+    key's value (a high-entropy tool id can look like a secret) and no text of it lands."""
+    if key is None:
+        return None
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+
+
+def _fold_sessions(rows: list[tuple[NewEvent, dict[str, Any], datetime]]) -> dict[str, dict]:
+    """One upsert per session of a batch: its details are the last non-empty ones in event
+    order, `started` the earliest session_start, `ended` the latest session_end."""
+    folded: dict[str, dict] = {}
+    for e, f, at in rows:
+        s = folded.setdefault(
+            f["session_id"],
+            {"project": None, "agent": "", "machine": "", "branch": "", "cwd": "",
+             "first": at, "last": at, "started": None, "ended": None},
+        )
+        if f["project"] is not None:
+            s["project"] = f["project"]
+        for name in ("agent", "machine", "branch", "cwd"):
+            if f[name]:
+                s[name] = f[name]
+        s["first"], s["last"] = min(s["first"], at), max(s["last"], at)
+        if e.kind == "session_start":
+            s["started"] = at if s["started"] is None else min(s["started"], at)
+        if e.kind == "session_end":
+            s["ended"] = at if s["ended"] is None else max(s["ended"], at)
+    return folded
+
+
+async def _sessions(
+    conn: asyncpg.Connection, user: Principal, folded: dict[str, dict]
+) -> dict[str, asyncpg.Record]:
+    """The session rows of a batch (created on a session's first event), details filled in:
+    session key -> (id, agent, machine, branch). One statement for all of them."""
+    keys = list(folded)
+    col = [folded[k] for k in keys]
+    rows = await conn.fetch(
         """INSERT INTO timeline_sessions
                (bank_id, session_key, project, agent, member_id, member, machine, branch, cwd,
                 started_at, ended_at, last_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::timestamptz,
-                   CASE WHEN $11::text = 'session_end' THEN $10::timestamptz END,
-                   $10::timestamptz)
+           SELECT $1, x.key, x.project, x.agent, $2, $3, x.machine, x.branch, x.cwd,
+                  COALESCE(x.started, x.first), x.ended, x.last
+           FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
+                       $10::timestamptz[], $11::timestamptz[], $12::timestamptz[],
+                       $13::timestamptz[])
+                AS x(key, project, agent, machine, branch, cwd, first, last, started, ended)
            ON CONFLICT (bank_id, session_key) DO UPDATE SET
                project = COALESCE(EXCLUDED.project, timeline_sessions.project),
                agent = COALESCE(NULLIF(EXCLUDED.agent, ''), timeline_sessions.agent),
                machine = COALESCE(NULLIF(EXCLUDED.machine, ''), timeline_sessions.machine),
                branch = COALESCE(NULLIF(EXCLUDED.branch, ''), timeline_sessions.branch),
                cwd = COALESCE(NULLIF(EXCLUDED.cwd, ''), timeline_sessions.cwd),
-               started_at = CASE WHEN $11 = 'session_start'
-                                 THEN LEAST(EXCLUDED.started_at, timeline_sessions.started_at)
-                                 ELSE timeline_sessions.started_at END,
-               ended_at = CASE WHEN $11 = 'session_end' THEN $10
-                               ELSE timeline_sessions.ended_at END,
-               last_at = GREATEST(timeline_sessions.last_at, $10)
-           RETURNING id""",
+               started_at = LEAST(timeline_sessions.started_at,
+                                  COALESCE(EXCLUDED.started_at, timeline_sessions.started_at)),
+               ended_at = GREATEST(timeline_sessions.ended_at, EXCLUDED.ended_at),
+               last_at = GREATEST(timeline_sessions.last_at, EXCLUDED.last_at)
+           RETURNING id, session_key, agent, machine, branch""",
         user.bank_id,
-        f["session_id"],
-        f["project"],
-        f["agent"] or "",
         user.member_id,
         user.member_name,
-        f["machine"],
-        f["branch"],
-        f["cwd"],
-        at,
-        kind,
+        keys,
+        [c["project"] for c in col],
+        [c["agent"] for c in col],
+        [c["machine"] for c in col],
+        [c["branch"] for c in col],
+        [c["cwd"] for c in col],
+        [c["first"] for c in col],
+        [c["last"] for c in col],
+        [c["started"] for c in col],
+        [c["ended"] for c in col],
     )
+    return {r["session_key"]: r for r in rows}
+
+
+async def _session(conn: asyncpg.Connection, user: Principal, f: dict[str, Any],
+                   at: datetime) -> int:
+    """The session row of a handoff's author (created if new)."""
+    folded = {f["session_id"]: {"project": f["project"], "agent": f["agent"] or "",
+                                "machine": "", "branch": "", "cwd": "", "first": at,
+                                "last": at, "started": None, "ended": None}}
+    return (await _sessions(conn, user, folded))[f["session_id"]]["id"]
 
 
 async def conflicts_for(
@@ -266,78 +321,146 @@ async def record(
     retention_days: int = DEFAULT_RETENTION_DAYS,
 ) -> dict[str, Any]:
     """Store the events (redacted) in one transaction; for file events, find conflicts and
-    record each on the timeline. Returns how many were recorded and the conflicts found."""
+    record each on the timeline. Returns how many were recorded, how many the timeline held
+    already (same session and key), and the conflicts found.
+
+    A batch is a few statements whatever its size (sessions, events, conflicts, conflict
+    events: one each, over arrays): a 500-event history import was ~2,000 round trips one
+    event at a time. A file event is judged against the events stored before it, as if the
+    batch came one event at a time (`e.id < x.id`)."""
     cleaned = await asyncio.to_thread(
         lambda: [_clean_event(e, user.agent, policy) for e in events]
     )
     now = datetime.now(UTC)
+    cutoff = now - timedelta(days=retention_days)
+    rows = [
+        (e, f, at)
+        for e, f in zip(events, cleaned, strict=True)
+        if (at := _when(e.at, now)) >= cutoff  # older than the timeline keeps: not stored
+    ]
     found: list[Conflict] = []
-    ids: list[int] = []
+    inserted: list[asyncpg.Record] = []
     async with pool.acquire() as conn, conn.transaction():
-        for e, f in zip(events, cleaned, strict=True):
-            at = _when(e.at, now)
-            if at < now - timedelta(days=retention_days):
-                continue  # older than the timeline keeps: nothing to store
-            sid = await _session(conn, user, f, e.kind, at)
-            row = await conn.fetchrow(
-                "SELECT agent, machine, branch FROM timeline_sessions WHERE id = $1", sid
+        sessions = await _sessions(conn, user, _fold_sessions(rows)) if rows else {}
+        if rows:
+            inserted = await conn.fetch(
+                """INSERT INTO timeline_events
+                       (bank_id, session_id, project, kind, at, agent, member, machine, branch,
+                        path, tool, command, exit_code, key)
+                   SELECT $1, x.sid, x.project, x.kind, x.at, s.agent, $2, s.machine,
+                          s.branch, x.path, x.tool, x.command, x.exit_code, x.key
+                   FROM unnest($3::bigint[], $4::text[], $5::text[], $6::timestamptz[],
+                               $7::text[], $8::text[], $9::text[], $10::int[], $11::text[])
+                        WITH ORDINALITY
+                        AS x(sid, project, kind, at, path, tool, command, exit_code, key, ord)
+                   JOIN timeline_sessions s ON s.id = x.sid
+                   ORDER BY x.ord
+                   ON CONFLICT (session_id, key) WHERE key IS NOT NULL DO NOTHING
+                   RETURNING id, session_id, project, kind, at, path, agent, machine, branch""",
+                user.bank_id,
+                user.member_name,
+                [sessions[f["session_id"]]["id"] for _, f, _ in rows],
+                [f["project"] for _, f, _ in rows],
+                [e.kind for e, _, _ in rows],
+                [at for _, _, at in rows],
+                [f["path"] for _, f, _ in rows],
+                [f["tool"] for _, f, _ in rows],
+                [f["command"] for _, f, _ in rows],
+                [e.exit_code for e, _, _ in rows],
+                [_key_digest(e.key) for e, _, _ in rows],
             )
-            ids.append(
-                await conn.fetchval(
-                    """INSERT INTO timeline_events
-                           (bank_id, session_id, project, kind, at, agent, member, machine,
-                            branch, path, tool, command, exit_code)
-                       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
-                       RETURNING id""",
-                    user.bank_id,
-                    sid,
-                    f["project"],
-                    e.kind,
-                    at,
-                    row["agent"],
-                    user.member_name,
-                    row["machine"],
-                    row["branch"],
-                    f["path"],
-                    f["tool"],
-                    f["command"],
-                    e.exit_code,
-                )
+            inserted = sorted(inserted, key=lambda r: r["id"])
+        keys = {r["id"]: k for k, r in sessions.items()}
+        files = [r for r in inserted if r["kind"] == "file" and r["project"] and r["path"]]
+        if files:
+            found = await _batch_conflicts(conn, user.bank_id, files, keys, window_minutes)
+        if found:
+            await conn.execute(
+                """INSERT INTO timeline_events
+                       (bank_id, session_id, project, kind, at, agent, member, machine,
+                        branch, path, detail, other_session)
+                   SELECT $1, x.sid, x.project, 'conflict', x.at, s.agent, $2, s.machine,
+                          s.branch, x.path, x.detail, x.other
+                   FROM unnest($3::bigint[], $4::text[], $5::timestamptz[], $6::text[],
+                               $7::text[], $8::bigint[])
+                        WITH ORDINALITY AS x(sid, project, at, path, detail, other, ord)
+                   JOIN timeline_sessions s ON s.id = x.sid
+                   ORDER BY x.ord""",
+                user.bank_id,
+                user.member_name,
+                [sessions[c.for_session]["id"] for c, _, _ in found],
+                [p for _, p, _ in found],
+                [at for _, _, at in found],
+                [c.path for c, _, _ in found],
+                [c.warning() for c, _, _ in found],
+                [c.other_id for c, _, _ in found],
             )
-            if e.kind != "file":
-                continue
-            hits = await conflicts_for(
-                conn, user.bank_id, f["project"], f["path"] or "", f["session_id"],
-                row["branch"], at, window_minutes,
-            )
-            for c in hits:
-                await conn.execute(
-                    """INSERT INTO timeline_events
-                           (bank_id, session_id, project, kind, at, agent, member, machine,
-                            branch, path, detail)
-                       VALUES ($1, $2, $3, 'conflict', $4, $5, $6, $7, $8, $9, $10)""",
-                    user.bank_id,
-                    sid,
-                    f["project"],
-                    at,
-                    row["agent"],
-                    user.member_name,
-                    row["machine"],
-                    row["branch"],
-                    c.path,
-                    c.warning(),
-                )
-            found.extend(hits)
         if any(e.kind == "session_start" for e in events):
             await cleanup(conn, retention_days, bank_id=user.bank_id)
     return {
-        "recorded": len(ids),
-        "ids": ids,
-        "conflicts": [msgspec.structs.asdict(_conflict_out(c)) for c in found],
+        "recorded": len(inserted),
+        "duplicates": len(rows) - len(inserted),
+        "ids": [r["id"] for r in inserted],
+        "conflicts": [msgspec.structs.asdict(_conflict_out(c)) for c, _, _ in found],
     }
 
 
+async def _batch_conflicts(
+    conn: asyncpg.Connection,
+    bank_id: int,
+    files: list[asyncpg.Record],
+    session_keys: dict[int, str],
+    window_minutes: int,
+) -> list[tuple[Conflict, str, datetime]]:
+    """For each new file event, the other sessions that touched the path in the project
+    within the window before it was stored (the latest touch of each), nearest first; with
+    the event's project and time (where the conflict is recorded)."""
+    hits = await conn.fetch(
+        """SELECT DISTINCT ON (x.id, s.session_key) x.id, s.session_key, s.id AS other_id,
+                  e.member, e.agent, e.machine, e.branch, e.at
+           FROM unnest($2::bigint[], $3::text[], $4::text[], $5::timestamptz[], $6::text[])
+                AS x(id, project, path, at, skey)
+           JOIN timeline_events e
+             ON e.bank_id = $1 AND e.project = x.project AND e.kind = 'file'
+            AND e.path = x.path AND e.id < x.id
+            AND e.at BETWEEN x.at - make_interval(mins => $7) AND x.at + make_interval(mins => $7)
+           JOIN timeline_sessions s ON s.id = e.session_id AND s.session_key <> x.skey
+           ORDER BY x.id, s.session_key, e.at DESC""",
+        bank_id,
+        [r["id"] for r in files],
+        [r["project"] for r in files],
+        [r["path"] for r in files],
+        [r["at"] for r in files],
+        [session_keys[r["session_id"]] for r in files],
+        window_minutes,
+    )
+    by_event: dict[int, list[asyncpg.Record]] = {}
+    for h in hits:
+        by_event.setdefault(h["id"], []).append(h)
+    out: list[tuple[Conflict, str, datetime]] = []
+    for r in files:
+        mine = [
+            Conflict(
+                path=r["path"],
+                member=h["member"],
+                agent=h["agent"],
+                machine=h["machine"],
+                branch=h["branch"],
+                other_branch=bool(r["branch"] and h["branch"] and r["branch"] != h["branch"]),
+                seconds_ago=int(abs((r["at"] - h["at"]).total_seconds())),
+                session=h["session_key"],
+                for_session=session_keys[r["session_id"]],
+                other_id=h["other_id"],
+            )
+            for h in by_event.get(r["id"], [])
+        ]
+        mine.sort(key=lambda c: c.seconds_ago)
+        out.extend((c, r["project"], r["at"]) for c in mine)
+    return out
+
+
 class ConflictOut(msgspec.Struct, kw_only=True):
+    session_id: str  # the session whose event ran into it
     path: str
     member: str
     agent: str
@@ -350,6 +473,7 @@ class ConflictOut(msgspec.Struct, kw_only=True):
 
 def _conflict_out(c: Conflict) -> ConflictOut:
     return ConflictOut(
+        session_id=c.for_session,
         path=c.path,
         member=c.member,
         agent=c.agent,
@@ -420,16 +544,64 @@ async def live_conflicts(
     return [dict(r) for r in rows]
 
 
+async def tell_conflicts(
+    conn: asyncpg.Connection,
+    bank_id: int,
+    session_key: str,
+    *,
+    window_minutes: int = DEFAULT_WINDOW_MINUTES,
+    limit: int = 3,
+) -> list[str]:
+    """The conflicts another session's edit ran into with a file this session touched, not
+    yet told to this session and within the window: each is returned once (marked told), as
+    a warning naming that other session's file, member, agent, machine and branch."""
+    rows = await conn.fetch(
+        """UPDATE timeline_events e SET told_at = now()
+           FROM timeline_sessions me
+           WHERE e.id IN (
+               SELECT c.id FROM timeline_events c JOIN timeline_sessions m
+                      ON m.id = c.other_session
+               WHERE m.bank_id = $1 AND m.session_key = $2 AND c.bank_id = $1
+                 AND c.kind = 'conflict' AND c.told_at IS NULL
+                 AND c.at >= now() - make_interval(mins => $3)
+               ORDER BY c.at DESC LIMIT $4
+               FOR UPDATE SKIP LOCKED)
+             AND me.id = e.other_session
+           RETURNING e.path, e.member, e.agent, e.machine, e.branch, e.at,
+                     me.branch AS my_branch""",
+        bank_id,
+        session_key,
+        window_minutes,
+        limit,
+    )
+    now = datetime.now(UTC)
+    return [
+        conflict_warning(Conflict(
+            path=r["path"], member=r["member"], agent=r["agent"], machine=r["machine"],
+            branch=r["branch"],
+            other_branch=bool(r["branch"] and r["my_branch"] and r["branch"] != r["my_branch"]),
+            seconds_ago=int((now - r["at"]).total_seconds()), session="",
+        ))
+        for r in sorted(rows, key=lambda r: r["at"], reverse=True)
+    ]
+
+
+# The hooks name Claude Code's sessions `claude`; its MCP server calls itself `claude-code`.
+# A handoff `--to claude-code` is meant for the same sessions.
+AGENT_ALIASES = {"claude-code": "claude"}
+
+
 async def add_handoff(
     pool: asyncpg.Pool, user: Principal, h: NewHandoff, policy: str
 ) -> dict[str, Any]:
     """Store a handoff (redacted) and put it on the timeline."""
+    to_agent = (h.to_agent or "").strip().lower() or None
     f = await asyncio.to_thread(
         _clean,
         {
             "text": h.text,
             "project": h.project,
-            "to_agent": h.to_agent,
+            "to_agent": AGENT_ALIASES.get(to_agent or "", to_agent),
             "to_member": h.to_member,
             "files": [_rel(p) or "" for p in h.files],
             "session_id": h.session_id,
@@ -457,12 +629,7 @@ async def add_handoff(
         )
         session = f["session_id"] or f"handoff-{row['id']}"
         sid = await _session(
-            conn,
-            user,
-            {"session_id": session, "project": f["project"], "agent": f["agent"] or "",
-             "machine": "", "branch": "", "cwd": ""},
-            "handoff",
-            now,
+            conn, user, {"session_id": session, "project": f["project"], "agent": f["agent"]}, now
         )
         await conn.execute(
             """INSERT INTO timeline_events (bank_id, session_id, project, kind, at, agent,

@@ -4,11 +4,13 @@
 // - injection: on each prompt (`before_agent_start`) it asks the recall service for the
 //   session-start block (first prompt of a session) and the per-prompt block, and adds them as
 //   one hidden message. The service keeps "each fact at most once per session".
-// - tools: factbank_search / _add / _get / _confirm / _dispute / _supersede over the same HTTP
-//   API the MCP server uses, described in the same words: `factbank install pi` writes the
+// - tools: factbank_search / _add / _get / _confirm / _dispute / _supersede / _handoff over the
+//   same HTTP API the MCP server uses, described in the same words: `factbank install pi` writes the
 //   tool texts (factbank_client/assets/tools.toml) and the wire constants
 //   (factbank_client/schema.py) into SHARED below, so this file is never installed as it
 //   stands in the package.
+// - the timeline: the session's start and end, and each edit, write and bash call (see
+//   "the timeline" below), as the Claude Code and Codex hooks record theirs.
 // Injection never hurts the session: every call has a 0.9 s deadline and every failure is
 // logged to ~/.cache/factbank/pi.log and otherwise ignored.
 // Config: the factbank client config (~/.config/factbank/config.toml, or $FACTBANK_CONFIG),
@@ -409,6 +411,176 @@ export function outcomeText(o: any, bank: string): string {
   return lines.join("\n");
 }
 
+// --- the timeline (issue 15): what this session touched and ran, never facts ----------------
+//
+// Pi has no command hooks, so the extension records the session: its start (awaited, at most
+// INJECT_TIMEOUT_MS, before its first block is asked for, so a handoff `--to pi` finds it),
+// each edit/write and bash call as Pi reports its result (`tool_result`), and its end
+// (`session_shutdown`, which `pi -p` awaits). The events and keys are those
+// `factbank import-history pi` reads from Pi's session file (factbank_client/history/pi.py),
+// so the server stores each once. A tool never waits for it: events go in the background;
+// what the service did not take is sent again with the next events, and what is still unsent
+// at the end goes to Pi's own local buffer (~/.cache/factbank/timeline-buffer-pi.jsonl, 0600),
+// which the next Pi session sends first. A conflict the service answers is shown at
+// the session's next tool result or prompt.
+
+const TIMELINE_TIMEOUT_MS = 5000;
+const MAX_UNSENT = 2000;
+const MAX_BATCH = 500;
+const CONFLICT_HEADER = "[factbank] Possible edit conflict (timeline, not facts):";
+
+/** Where the timeline goes: the team bank (teammates coordinate there), else personal. */
+export function timelineBank(cfg: Config): string | undefined {
+  if (cfg.tokens.team) return "team";
+  if (cfg.tokens.personal) return "personal";
+  return Object.keys(cfg.tokens)[0];
+}
+
+/** The checked-out branch, read from HEAD; "" when detached or outside a repository. */
+export function gitBranch(root: string | undefined): string {
+  if (!root) return "";
+  try {
+    let git = path.join(root, ".git");
+    if (fs.statSync(git).isFile()) {
+      git = path.resolve(root, fs.readFileSync(git, "utf-8").trim().replace(/^gitdir:/, "").trim());
+    }
+    const head = fs.readFileSync(path.join(git, "HEAD"), "utf-8").trim();
+    return head.startsWith("ref: refs/heads/") ? head.slice("ref: refs/heads/".length) : "";
+  } catch {
+    return "";
+  }
+}
+
+/** `p` (absolute, or relative to `cwd`) relative to the repository root; as given outside it. */
+export function relativeToRoot(p: string, root: string | undefined, cwd: string): string {
+  if (!root) return p;
+  let full = path.resolve(cwd, p);
+  try {
+    full = fs.realpathSync(full);  // repoRoot() is a real path: compare like with like
+  } catch {
+    // a file not there (any more): as given
+  }
+  const rel = path.relative(root, full);
+  if (rel === "") return ".";
+  return !rel.startsWith("..") && !path.isAbsolute(rel) ? rel.split(path.sep).join("/") : p;
+}
+
+function resultText(content: any): string {
+  return Array.isArray(content) ? content.map((c: any) => (c?.type === "text" ? String(c.text ?? "") : "")).join("\n") : "";
+}
+
+/** The events of one finished tool call (history/pi.py's rule): edit/write touch `input.path`
+ * unless they failed; bash records the command with exit code 0, or the N of its
+ * "Command exited with code N" (a failure without one is left out). */
+export function toolEvents(base: any, root: string | undefined, cwd: string, e: any): any[] {
+  const name = String(e?.toolName ?? "");
+  const input = e?.input ?? {};
+  const key = `${e?.toolCallId}:0`;
+  const at = new Date().toISOString();
+  if (name === "edit" || name === "write") {
+    if (e?.isError || typeof input.path !== "string" || !input.path) return [];
+    return [{ ...base, kind: "file", key, at, path: relativeToRoot(input.path, root, cwd), tool: name }];
+  }
+  if (name === "bash") {
+    if (typeof input.command !== "string" || !input.command.trim()) return [];
+    const m = /Command exited with code (-?\d+)\s*$/.exec(resultText(e?.content));
+    const code = e?.isError ? (m ? Number(m[1]) : undefined) : 0;
+    if (code === undefined) return [];
+    return [{ ...base, kind: "command", key, at, command: input.command.slice(0, 4000), tool: name, exit_code: code }];
+  }
+  return [];
+}
+
+/** Pi's own buffer of unsent events. Not the hooks' buffer: Node has no flock to share
+ * theirs safely, and on a machine where only Pi runs no hook would ever send it. Pi sends its
+ * own at the next session start (`adopt`). */
+function bufferPath(): string {
+  const base = process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache");
+  return path.join(base, "factbank", "timeline-buffer-pi.jsonl");
+}
+
+export class Timeline {
+  unsent: any[] = [];
+  inflight = new Set<Promise<void>>();
+  warnings: string[] = [];
+
+  /** Send `events` (and whatever an earlier send left), in the background. */
+  send(cfg: Config, events: any[], session: string): Promise<void> {
+    const bank = timelineBank(cfg);
+    if (!bank) return Promise.resolve();
+    const batch = [...this.unsent.splice(0), ...events];
+    if (!batch.length) return Promise.resolve();
+    const p = (async () => {
+      const now = batch.slice(0, MAX_BATCH);
+      this.unsent.push(...batch.slice(MAX_BATCH));
+      try {
+        const data = await call(cfg, "POST", cfg.url, "/v1/timeline/events", bank, { events: now }, TIMELINE_TIMEOUT_MS);
+        for (const c of data?.conflicts ?? []) {
+          if (c?.session_id === session && typeof c.warning === "string") this.warnings.push(c.warning);
+        }
+      } catch (err: any) {
+        const status = Number(err?.status ?? 0);
+        if (status >= 400 && status < 500 && ![401, 403, 408, 429].includes(status)) {
+          logError(`timeline: ${now.length} events refused, dropped: ${err?.message ?? err}`);
+        } else {
+          this.unsent.unshift(...now);
+          this.unsent.splice(0, Math.max(0, this.unsent.length - MAX_UNSENT));
+          logError(`timeline: ${now.length} events kept for later: ${err?.message ?? err}`);
+        }
+      }
+    })();
+    this.inflight.add(p);
+    p.finally(() => this.inflight.delete(p));
+    return p;
+  }
+
+  /** What an earlier Pi session left in its buffer, taken (a rename, so two Pi sessions
+   * starting at once never both take it) to be sent with this session's first events. */
+  adopt(): void {
+    const taken = `${bufferPath()}.${process.pid}`;
+    try {
+      fs.renameSync(bufferPath(), taken);
+    } catch {
+      return;  // nothing buffered
+    }
+    try {
+      const lines = fs.readFileSync(taken, "utf-8").split("\n").filter((l) => l.trim());
+      const events: any[] = [];
+      for (const line of lines) {
+        try { events.push(JSON.parse(line)); } catch { /* a torn line: dropped */ }
+      }
+      this.unsent.unshift(...events.slice(-MAX_UNSENT));
+      fs.unlinkSync(taken);
+    } catch (err: any) {
+      logError(`timeline: cannot read the buffer: ${err?.message ?? err}`);
+    }
+  }
+
+  /** The conflict lines not shown yet ("" if none), once. */
+  takeWarnings(): string {
+    const w = [...new Set(this.warnings.splice(0))].slice(0, 5);
+    return w.length ? [CONFLICT_HEADER, ...w.map((x) => `- ${x}`)].join("\n") : "";
+  }
+
+  /** At the end: wait for the sends (bounded), leave what is unsent to the hooks' buffer. */
+  async close(): Promise<void> {
+    const all = Promise.allSettled([...this.inflight]);
+    await Promise.race([all, new Promise((r) => setTimeout(r, TIMELINE_TIMEOUT_MS))]);
+    if (!this.unsent.length) return;
+    try {
+      fs.mkdirSync(path.dirname(bufferPath()), { recursive: true });
+      fs.appendFileSync(bufferPath(), this.unsent.map((e) => JSON.stringify(e) + "\n").join(""), { mode: 0o600 });
+      this.unsent = [];
+    } catch (err: any) {
+      logError(`timeline: cannot buffer ${this.unsent.length} events: ${err?.message ?? err}`);
+    }
+  }
+}
+
+function within<T>(p: Promise<T>, ms: number): Promise<T | undefined> {
+  return Promise.race([p, new Promise<undefined>((r) => setTimeout(() => r(undefined), ms))]);
+}
+
 // --- the extension ----------------------------------------------------------------------------
 
 export default function factbank(pi: any) {
@@ -428,10 +600,49 @@ export default function factbank(pi: any) {
     return sessionId;
   };
 
+  const timeline = new Timeline();
+  const eventBase = (sid: string) => ({ session_id: sid, project: projectKey(cwd), agent: AGENT });
+
   pi.on("session_start", async (_event: any, ctx: any) => {
     sessionBlockDue = true;
     if (ctx?.cwd) cwd = ctx.cwd;
     sessionId = currentSessionId(ctx);
+    timeline.adopt();
+    try {
+      const root = repoRoot(cwd);
+      const rel = root ? relativeToRoot(cwd, root, cwd) : "";
+      const start = { ...eventBase(sessionId), kind: "session_start", key: "start",
+                      at: new Date().toISOString(), machine: os.hostname().slice(0, 200),
+                      branch: gitBranch(root), cwd: rel === "." ? "" : rel };
+      await within(timeline.send(loadConfig(), [start], sessionId), INJECT_TIMEOUT_MS);
+    } catch (err: any) {
+      logError(`session_start timeline: ${err?.message ?? err}`);
+    }
+  });
+
+  pi.on("tool_result", async (event: any, ctx: any) => {
+    try {
+      const sid = currentSessionId(ctx);
+      const events = toolEvents(eventBase(sid), repoRoot(cwd), cwd, event);
+      if (events.length) void timeline.send(loadConfig(), events, sid);
+      const told = timeline.takeWarnings();  // an earlier edit's answer, shown with this result
+      if (!told) return undefined;
+      return { content: [...(event?.content ?? []), { type: "text", text: `\n\n${told}` }] };
+    } catch (err: any) {
+      logError(`tool_result: ${err?.message ?? err}`);
+      return undefined;
+    }
+  });
+
+  pi.on("session_shutdown", async (_event: any, ctx: any) => {
+    try {
+      const sid = currentSessionId(ctx);
+      void timeline.send(loadConfig(), [{ ...eventBase(sid), kind: "session_end", key: "end",
+                                           at: new Date().toISOString() }], sid);
+      await timeline.close();
+    } catch (err: any) {
+      logError(`session_shutdown: ${err?.message ?? err}`);
+    }
   });
 
   pi.on("before_agent_start", async (event: any, ctx: any) => {
@@ -448,7 +659,7 @@ export default function factbank(pi: any) {
         wantSession ? inject(cfg, "session", sid, project, null) : Promise.resolve(""),
         prompt.trim() ? inject(cfg, "prompt", sid, project, prompt) : Promise.resolve(""),
       ]);
-      const content = [sessionText, promptText].filter((t) => t).join("\n\n");
+      const content = [timeline.takeWarnings(), sessionText, promptText].filter((t) => t).join("\n\n");
       if (!content) return undefined;
       return { message: { customType: "factbank", content, display: false } };
     } catch (err: any) {
@@ -563,6 +774,39 @@ export default function factbank(pi: any) {
       const o = await call(cfg, "POST", cfg.url, "/v1/facts/supersede", bank,
         { fact: buildFact(params, cwd), replaces, reason: params.reason }, TOOL_TIMEOUT_MS);
       return text(`Stored fact #${o.fact.id} in ${bank}; it supersedes ${replaces.map((i: number) => "#" + i).join(", ")} (${params.reason}).`);
+    },
+  });
+
+  pi.registerTool({
+    ...described("handoff"),
+    parameters: {
+      type: "object",
+      properties: {
+        text: { type: "string", minLength: 1, description: T.handoff.params.text },
+        to_agent: { type: "string", description: T.handoff.params.to_agent },
+        to_member: { type: "string", description: T.handoff.params.to_member },
+        files: { type: "array", items: { type: "string" }, maxItems: 50, description: T.handoff.params.files },
+        fact_ids: { type: "array", items: { type: "integer" }, maxItems: 50, description: T.handoff.params.fact_ids },
+        project: { type: "string", description: T.handoff.params.project },
+      },
+      required: ["text"],
+    },
+    async execute(_id: string, params: any, _signal?: any, _update?: any, ctx?: any) {
+      const cfg = loadConfig();
+      const bank = timelineBank(cfg);
+      if (!bank) throw new Error("no bank configured (run `factbank login`)");
+      const project = params.project === undefined || params.project === null ? projectKey(cwd) : params.project;
+      if (!project) throw new Error("a handoff is for the next session in a project: run in a repository or pass `project`; nothing was saved");
+      const root = repoRoot(cwd);
+      const body: any = { text: String(params.text ?? ""), project, agent: AGENT,
+                          session_id: currentSessionId(ctx),
+                          files: (params.files ?? []).map((f: any) => relativeToRoot(String(f), root, cwd)),
+                          fact_ids: (params.fact_ids ?? []).map(Number) };
+      if (params.to_agent) body.to_agent = String(params.to_agent);
+      if (params.to_member) body.to_member = String(params.to_member);
+      const out = await call(cfg, "POST", cfg.url, "/v1/handoffs", bank, body, TOOL_TIMEOUT_MS);
+      const target = out.to_agent || out.to_member || "the next session";
+      return text(`handoff #${out.id} for ${target} in ${project} (${bank} bank): it appears once, in that session's start block`);
     },
   });
 }

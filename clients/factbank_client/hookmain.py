@@ -1,0 +1,323 @@
+"""The hook events that answer the session: `session-start`, `user-prompt-submit`, `stop`.
+
+Run through `hooks.py` (the entry the installer registers), imported from bytecode:
+
+* `session-start` -> records the session's start on the timeline (within 0.2 s, before the
+  block is asked for, so a handoff for this agent finds it), then the session-start block
+  (`POST /v1/inject`, kind "session");
+* `user-prompt-submit` -> the per-prompt block (kind "prompt"), after the conflict warning an
+  edit of this session left (`hookrecord.take_warnings`), and one more prompt counted;
+* `stop` -> after about every 5 prompts without a save, ONE reminder (`decision: block`)
+  to save what was learned; never while the stop is already hook-driven (`stop_hook_active`),
+  so it cannot loop (Codex would loop forever). For Codex it also starts the recording of the
+  turn's edits from its rollout (Codex fires no PostToolUse for apply_patch).
+
+Why it is built like this (principle 7, "hooks never hurt the session"):
+
+* It always exits 0 and prints nothing but one JSON object both harnesses accept, validated
+  against Codex's strict schemas (unknown keys fail the hook; Stop has no
+  `hookSpecificOutput`). Nothing at all is printed when there is nothing to inject: Claude
+  Code would inject stray text verbatim.
+* A hard deadline (`FACTBANK_HOOK_TIMEOUT`, default 0.9 s, enforced by an interval timer as
+  well as socket timeouts) bounds it when the service is down, slow, or stdin never closes.
+* Errors go to `~/.cache/factbank/hooks.log`, never to stdout.
+* Standard library only (config.py's tomllib, a raw-socket HTTP POST): a hook runs as a new
+  process on every prompt, and importing httpx or urllib.request would cost more than the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+
+from factbank_client.hookrecord import agent_name
+
+TYPE_CHECKING = False  # not `from typing import ...`: typing costs ~5 ms at every prompt
+if TYPE_CHECKING:
+    from typing import Any
+
+STARTED = time.monotonic()
+DEFAULT_BUDGET = 0.9
+REMIND_EVERY = 5
+MAX_PROMPT_CHARS = 8000
+MAX_TRANSCRIPT_SCAN = 4 * 1024 * 1024
+
+EVENTS = {
+    "session-start": "SessionStart",
+    "user-prompt-submit": "UserPromptSubmit",
+    "stop": "Stop",
+}
+
+REMINDER = (
+    "factbank reminder (shown once, about every 5 prompts without a save): if this session "
+    "established anything durable and verified - a decision and its reason, a command, a "
+    "host/port/path, an error and its fix, a user preference - save it now with factbank's "
+    "add tool: one atomic fact each, honest origin, a real source and a verbatim quote, tags "
+    "naming the topic and systems, and 2-4 questions a teammate would ask, both in English "
+    "and Chinese. If an injected fact proved wrong, dispute or supersede it by id. Never store "
+    "secrets. If nothing qualifies, stop without answering this reminder."
+)
+
+# A save in the transcript (factbank's MCP tools `add` / `supersede`; seen in the real files):
+# Claude Code logs a tool_use named `mcp__factbank__add`; Codex logs a function_call with
+# `"name":"add","namespace":"mcp__factbank"`. Compiled only by the Stop hook.
+SAVE_TOOL = r"(?:add|supersede)(?![A-Za-z0-9_])"
+SAVE_REGEXES = (
+    rb"mcp__factbank__" + SAVE_TOOL.encode(),
+    rb'"name"\s*:\s*"' + SAVE_TOOL.encode() + rb'"[^\n]{0,400}?mcp__factbank',
+    rb'mcp__factbank"[^\n]{0,400}?"name"\s*:\s*"' + SAVE_TOOL.encode() + rb'"',
+)
+
+
+def save_patterns() -> list:
+    import re
+
+    return [re.compile(p) for p in SAVE_REGEXES]
+
+
+def _state() -> Any:  # imported when first needed
+    from factbank_client import hookstate
+
+    return hookstate
+
+
+def _log(message: str) -> None:
+    _state().log(message)
+
+
+class Deadline(BaseException):
+    """Raised by the interval timer: BaseException so no `except Exception` swallows it."""
+
+
+def process_age() -> float:
+    """Seconds since this process started (Linux: /proc), so the deadline also covers the
+    interpreter's own start-up, which a loaded machine can stretch to 100+ ms."""
+    try:
+        with open("/proc/self/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        with open("/proc/uptime", "rb") as fh:
+            uptime = float(fh.read().split()[0])
+        age = uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK")
+        return min(max(age, 0.0), 0.5)
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def budget() -> float:
+    try:
+        return max(0.05, float(os.environ.get("FACTBANK_HOOK_TIMEOUT", DEFAULT_BUDGET)))
+    except ValueError:
+        return DEFAULT_BUDGET
+
+
+def event_name(arg: str) -> str | None:
+    key = arg.strip().replace("_", "-")
+    if key in EVENTS:
+        return EVENTS[key]
+    return arg if arg in EVENTS.values() else None
+
+
+# --- the service ---------------------------------------------------------------------------
+
+
+def inject(kind: str, session_id: str, project: str | None, prompt: str | None,
+           agent: str, deadline: float) -> str:
+    """The merged injection text from every configured bank ("" when nothing qualifies or
+    nothing answered in time). Banks are asked in parallel; a failing bank is logged and
+    skipped. Texts are joined in bank order, personal first, like client.merge_injections."""
+    from factbank_client import config, minihttp
+
+    cfg = config.load()
+    banks = cfg.banks
+    if not banks:
+        return ""
+    body = {"kind": kind, "session_id": session_id, "project": project, "prompt": prompt,
+            "banks": len(banks)}  # the server gives each bank its share of the budget
+    url = cfg.recall_url + "/v1/inject"
+    answers: dict[str, str] = {}
+
+    def ask(bank: str) -> None:
+        headers = {"Authorization": f"Bearer {cfg.tokens[bank]}", "X-Factbank-Agent": agent}
+        try:
+            data = minihttp.post_json(url, body, headers, deadline)
+            text = data.get("text") if isinstance(data, dict) else None
+            if isinstance(text, str) and text.strip():
+                answers[bank] = text.strip()
+        except Exception as exc:  # one bank failing must not stop the others
+            _log(f"inject {kind} bank={bank}: {exc}")
+
+    if len(banks) == 1:
+        ask(banks[0])
+    else:
+        import threading
+
+        threads = [threading.Thread(target=ask, args=(b,), daemon=True) for b in banks]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+    return "\n\n".join(answers[b] for b in banks if b in answers)
+
+
+def project_of(data: dict) -> str | None:
+    from factbank_client.project import project_key
+
+    cwd = data.get("cwd") or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
+    try:
+        return project_key(cwd)
+    except OSError:
+        return None
+
+
+# --- the events ----------------------------------------------------------------------------
+
+
+def context_output(event: str, text: str) -> dict | None:
+    if not text:
+        return None
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+
+
+def on_session_start(data: dict, deadline: float) -> dict | None:
+    session_id = str(data.get("session_id") or "")
+    if not session_id:
+        return None
+    _state().prune()
+    if os.environ.get("FACTBANK_TIMELINE", "1") != "0":
+        from factbank_client import hookrecord
+
+        hookrecord.record_session_start(data, deadline)
+    text = inject("session", session_id, project_of(data), None, agent_name(data), deadline)
+    return context_output("SessionStart", text)
+
+
+def on_user_prompt_submit(data: dict, deadline: float) -> dict | None:
+    session_id = str(data.get("session_id") or "")
+    prompt = data.get("prompt")
+    if not session_id or not isinstance(prompt, str):
+        return None
+    state = _state().load(session_id)
+    state["prompts"] = int(state.get("prompts") or 0) + 1
+    _state().save(session_id, state)
+    from factbank_client import hookrecord
+
+    told = hookrecord.take_warnings(session_id)  # left by this session's last edit
+    if hookrecord.buffered():  # the service was down: send it now, in the background
+        AFTER.append(("Flush", b""))
+    if not prompt.strip():
+        return context_output("UserPromptSubmit", told)
+    text = inject("prompt", session_id, project_of(data), prompt[:MAX_PROMPT_CHARS],
+                  agent_name(data), deadline)
+    return context_output("UserPromptSubmit", "\n\n".join(t for t in (told, text) if t))
+
+
+def saved_since(state: dict, transcript_path: Any) -> bool:
+    """Did the transcript gain a factbank save call since the last look? Reads only the bytes
+    appended since then (the offset is kept in the session state), at most a few MB."""
+    if not isinstance(transcript_path, str) or not transcript_path:
+        return False
+    try:
+        with open(transcript_path, "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            offset = int(state.get("offset") or 0)
+            if offset > size:  # rotated or rewritten: start over
+                offset = 0
+            start = max(offset, size - MAX_TRANSCRIPT_SCAN)
+            fh.seek(start)
+            new = fh.read(size - start)
+    except OSError:
+        return False
+    state["offset"] = size
+    return any(p.search(new) for p in save_patterns())
+
+
+def on_stop(data: dict, deadline: float) -> dict | None:
+    del deadline
+    session_id = str(data.get("session_id") or "")
+    if not session_id or data.get("stop_hook_active") is not False:
+        # Hook-driven stop (or a payload we do not understand): never block, never loop.
+        return None
+    state = _state().load(session_id)
+    if saved_since(state, data.get("transcript_path")):
+        state["prompts"] = 0
+    reminder = None
+    if int(state.get("prompts") or 0) >= REMIND_EVERY:
+        state["prompts"] = 0
+        state["reminders"] = int(state.get("reminders") or 0) + 1
+        reminder = {"decision": "block", "reason": REMINDER}
+    _state().save(session_id, state)
+    if agent_name(data) == "codex" and isinstance(data.get("transcript_path"), str):
+        AFTER.append(("Stop", json.dumps(data).encode("utf-8")))  # its edits fire no hook
+    return reminder
+
+
+# Recording work an event leaves for a detached child, started once the output is written
+# (hookentry.detach hands the hook's pipes to /dev/null).
+AFTER: list[tuple[str, bytes]] = []
+
+HANDLERS = {
+    "SessionStart": on_session_start,
+    "UserPromptSubmit": on_user_prompt_submit,
+    "Stop": on_stop,
+}
+
+
+def run(event: str, raw: bytes, deadline: float) -> dict | None:
+    """The output object for one event, or None. Raises on garbage (the caller logs it)."""
+    data = json.loads(raw.decode("utf-8"))
+    if not isinstance(data, dict):
+        raise ValueError(f"hook input is {type(data).__name__}, not an object")
+    return HANDLERS[event](data, deadline)
+
+
+_armed = False
+
+
+def _on_alarm(signum: int, frame: Any) -> None:
+    if _armed:
+        raise Deadline()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one hook event; always returns 0 and prints at most one valid JSON object."""
+    global _armed
+    argv = sys.argv[1:] if argv is None else argv
+    event = event_name(argv[0]) if argv else None
+    limit = budget()
+    deadline = STARTED - process_age() + limit
+    # `threading` is not imported for this: a hook always runs on its main thread.
+    timer = hasattr(signal, "setitimer")
+    out: dict | None = None
+    try:
+        if timer:
+            signal.signal(signal.SIGALRM, _on_alarm)
+            _armed = True
+            signal.setitimer(signal.ITIMER_REAL, max(0.01, deadline - time.monotonic()))
+        if event is None:
+            raise ValueError(f"unknown hook event {argv[:1]!r}")
+        out = run(event, sys.stdin.buffer.read(), deadline)
+    except Deadline:
+        _log(f"{event}: gave up after {limit:.2f}s")
+        out = None
+    except BaseException as exc:  # a hook must never fail the session
+        _log(f"{event}: {type(exc).__name__}: {exc}")
+        out = None
+    finally:
+        _armed = False
+        if timer:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    if out is not None:
+        try:
+            sys.stdout.write(json.dumps(out, ensure_ascii=True))
+            sys.stdout.flush()
+        except Exception as exc:  # e.g. the harness closed the pipe
+            _log(f"{event}: cannot write output: {exc}")
+    if AFTER:
+        from factbank_client import hookentry
+
+        work, raw = AFTER.pop()
+        hookentry.detach(work, raw)
+    return 0
