@@ -58,9 +58,7 @@ def _key(text: str) -> str:
 
 def unrelated(sets: dict[str, set[str]]) -> bool:
     """Some two projects have different keys and disjoint remote sets."""
-    return any(
-        _key(a) != _key(b) and not (sets[a] & sets[b]) for a, b in combinations(sets, 2)
-    )
+    return any(_key(a) != _key(b) and not (sets[a] & sets[b]) for a, b in combinations(sets, 2))
 
 
 def _claims(rows: dict[int, dict]) -> list[list[int]]:
@@ -92,9 +90,10 @@ def _claims(rows: dict[int, dict]) -> list[list[int]]:
         sims = m @ m.T
         for a, b in zip(*np.nonzero(np.triu(sims >= NEAR, k=1)), strict=True):
             x, y = with_vec[int(a)], with_vec[int(b)]
-            if find(x) != find(y) and claims.compare(
-                rows[x]["content"], rows[y]["content"]
-            ).same_claim:
+            if (
+                find(x) != find(y)
+                and claims.compare(rows[x]["content"], rows[y]["content"]).same_claim
+            ):
                 union(x, y)
     groups: dict[int, list[int]] = defaultdict(list)
     for i in ids:

@@ -48,8 +48,12 @@ async def cited_rows(
     """{id: (status, content)} of the facts the derived facts among `items` cite, in this bank
     only (what `gate.check_citations` decides on)."""
     ids = sorted(
-        {i for item in items if item.source.kind == "fact"
-         for i in gate.cited_ids(item.source.location.strip()) or []}
+        {
+            i
+            for item in items
+            if item.source.kind == "fact"
+            for i in gate.cited_ids(item.source.location.strip()) or []
+        }
     )
     if not ids:
         return {}

@@ -146,11 +146,24 @@ async def verify(
         for i, c in enumerate(cleaned):
             row = rows.get(c.id)
             if row is None:
-                bad.append({"index": i, "reasons": [
-                    reason(f"results[{i}].id", f"no fact #{c.id} in this bank")]})
+                bad.append(
+                    {
+                        "index": i,
+                        "reasons": [reason(f"results[{i}].id", f"no fact #{c.id} in this bank")],
+                    }
+                )
             elif project is not None and row["project"] != project:
-                bad.append({"index": i, "reasons": [reason(
-                    f"results[{i}].id", f"fact #{c.id} is not a fact of project {project}")]})
+                bad.append(
+                    {
+                        "index": i,
+                        "reasons": [
+                            reason(
+                                f"results[{i}].id",
+                                f"fact #{c.id} is not a fact of project {project}",
+                            )
+                        ],
+                    }
+                )
             elif c.verdict == "moved" and (
                 why := gate.check_source(row["source_kind"], c.location or "")
             ):
@@ -168,9 +181,15 @@ async def verify(
                 if await _stale(w, row, c, project, answer):
                     changed.append(c.id)
             elif status == "stale":
-                answer.skipped.append(Skipped(id=c.id, reason=(
-                    f"fact #{c.id} is stale: only a confirm with a fresh quote makes it "
-                    "active again")))
+                answer.skipped.append(
+                    Skipped(
+                        id=c.id,
+                        reason=(
+                            f"fact #{c.id} is stale: only a confirm with a fresh quote makes it "
+                            "active again"
+                        ),
+                    )
+                )
             elif c.verdict == "moved" and c.location != row["source_location"]:
                 await conn.execute(
                     """UPDATE facts SET source_location = $2, fingerprint = $3::jsonb,
@@ -180,7 +199,10 @@ async def verify(
                     facts.fingerprint_json(c.fingerprint),  # none sent: the old one is wrong now
                 )
                 await w.event(
-                    c.id, "relocated", before=row["trust"], after=row["trust"],
+                    c.id,
+                    "relocated",
+                    before=row["trust"],
+                    after=row["trust"],
                     reason=f"{row['source_location']} -> {c.location}"
                     + (f": {c.reason}" if c.reason else ""),
                     project=project,
@@ -237,8 +259,14 @@ async def _stale(
             c.context,
         )
         if c.reason != row["stale_reason"]:
-            await w.event(c.id, "staled", before=t, after=t, reason=f"still stale: {c.reason}",
-                          project=project)
+            await w.event(
+                c.id,
+                "staled",
+                before=t,
+                after=t,
+                reason=f"still stale: {c.reason}",
+                project=project,
+            )
         return True
     # Trust is left as it is: staleness is about the source, not a judgement of the claim.
     await w.conn.execute(
