@@ -11,6 +11,7 @@ characters is cut with a pointer to the full text. When nothing qualifies the te
 from __future__ import annotations
 
 import logging
+from collections.abc import Container, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -348,6 +349,19 @@ def _via_note(hit: Hit) -> str:
     return f" [supersedes #{hit.via.superseded}: {reason}]"
 
 
+def prompt_hits(results: Sequence[Hit], seen: Container[int]) -> list[Hit]:
+    """The hits a prompt block may hold: the best INJECTABLE hit, which must have cleared the
+    gate itself (not a companion), and the injectable hits within PROMPT_MARGIN of it; facts
+    this session was already shown are left out. Measured from the best injectable hit, not
+    the best hit: when the best match is stale or under review (never injected), a companion
+    just under it must not slip in on the margin of a fact nobody may see."""
+    injectable = [h for h in results if _injectable(h.fact)]
+    if not injectable or injectable[0].companion:
+        return []
+    best = injectable[0].score
+    return [h for h in injectable if h.fact.id not in seen and h.score >= best - PROMPT_MARGIN]
+
+
 async def prompt_block(
     r: Recall,
     bank_id: int,
@@ -369,12 +383,7 @@ async def prompt_block(
         min_version=min_version,
     )
     seen = await r.cache.seen(bank_id, session_id)
-    best = result.results[0].score if result.results else 0.0
-    hits = [
-        h
-        for h in result.results
-        if _injectable(h.fact) and h.fact.id not in seen and h.score >= best - PROMPT_MARGIN
-    ]
+    hits = prompt_hits(result.results, seen)
     told = await _told_section(r, bank_id, session_id, project)
     spent = estimate_tokens(told) if told else 0
     block = assemble(
