@@ -707,6 +707,24 @@ def build_detect_secrets(src: Source) -> tuple[list[dict], dict]:
     return rows, stats
 
 
+
+def write_rows(rows: list[dict], out: Path) -> dict:
+    """Number the rows, write them as sorted-key JSON lines, and count them by label (both
+    corpus builders write the same way, so the files diff cleanly between rebuilds)."""
+    for n, row in enumerate(rows):
+        row["id"] = n
+    with out.open("w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
+    return {
+        "rows": len(rows),
+        "secret": sum(r["expected"] == "secret" for r in rows),
+        "lookalike": sum(r["expected"] == "lookalike" for r in rows),
+        "random": sum(r["expected"] == "random" for r in rows),
+        "families": len({r["family"] for r in rows}),
+        "relabelled": sum(bool(r["relabel"]) for r in rows),
+    }
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gitleaks", type=Path, required=True)
@@ -726,22 +744,12 @@ def main(argv: list[str] | None = None) -> int:
         seen.add(key)
         row["split"] = _split(row["family"])
         rows.append(row)
-    for n, row in enumerate(rows):
-        row["id"] = n
-    with args.out.open("w", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
-    summary = {
-        "rows": len(rows),
-        "secret": sum(r["expected"] == "secret" for r in rows),
-        "lookalike": sum(r["expected"] == "lookalike" for r in rows),
-        "random": sum(r["expected"] == "random" for r in rows),
+    summary = write_rows(rows, args.out)
+    summary.update({
         "heldout": sum(r["split"] == "heldout" for r in rows),
-        "families": len({r["family"] for r in rows}),
-        "relabelled": sum(bool(r["relabel"]) for r in rows),
         "gitleaks": gl_stats,
         "detect_secrets": ds_stats,
-    }
+    })
     json.dump(summary, sys.stdout, indent=2)
     print()
     return 0

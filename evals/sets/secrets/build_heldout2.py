@@ -480,20 +480,8 @@ def main(argv: list[str] | None = None) -> int:
             seen.add(key)
             row["split"] = SPLIT
             rows.append(row)
-    for n, row in enumerate(rows):
-        row["id"] = n
-    with args.out.open("w", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
-    summary = {
-        "rows": len(rows),
-        "secret": sum(r["expected"] == "secret" for r in rows),
-        "lookalike": sum(r["expected"] == "lookalike" for r in rows),
-        "random": sum(r["expected"] == "random" for r in rows),
-        "families": len({r["family"] for r in rows}),
-        "relabelled": sum(bool(r["relabel"]) for r in rows),
-        **{name: {"rows": len(r), **s} for name, (r, s) in parts},
-    }
+    summary = _bc.write_rows(rows, args.out)
+    summary.update({name: {"rows": len(r), **s} for name, (r, s) in parts})
     json.dump(summary, sys.stdout, indent=2)
     print()
     return 0
