@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import re
 from collections.abc import Sequence
 from datetime import datetime
@@ -34,6 +35,8 @@ from factbank.store import facts, timeline
 from factbank.store.banks import Principal
 from factbank.write import categories, check, lifecycle, redaction, retain, staleness
 from factbank.write.retain import Deps, Outcome
+
+log = logging.getLogger(__name__)
 
 MAX_IMPORT_BYTES = 32 * 1024 * 1024
 # Facts per import request: one transaction, gated and embedded as one batch. A bigger import
@@ -503,12 +506,19 @@ class WriteVersion:
         async def stamped(message) -> None:
             user = scope.get("user")
             if message["type"] == "http.response.start" and message["status"] < 400 and user:
-                async with service_of(scope["app"]).pool.acquire() as conn:
-                    version = await facts.bank_version(conn, user.bank_id)
-                message["headers"] = [
-                    *message.get("headers", []),
-                    (b"x-factbank-version", str(version).encode()),
-                ]
+                # The write has committed: a failure to read the version now must not turn
+                # its answer into an error (the writer would retry a write that landed). The
+                # header is left out instead; without it a reader gets the primary's view.
+                try:
+                    async with service_of(scope["app"]).pool.acquire(timeout=2) as conn:
+                        version = await facts.bank_version(conn, user.bank_id)
+                except Exception:  # the database went away, or the pool is exhausted
+                    log.warning("write committed; its bank version could not be read")
+                else:
+                    message["headers"] = [
+                        *message.get("headers", []),
+                        (b"x-factbank-version", str(version).encode()),
+                    ]
             await send(message)
 
         await self.app(scope, receive, stamped)
