@@ -35,6 +35,12 @@ def test_hits_within_the_margin_of_the_best_are_kept_seen_ones_left_out():
     assert ids(prompt_hits(hits, {1})) == [2]
 
 
+def test_a_companion_ranked_above_its_gated_hit_comes_along():
+    # Ranking adds trust and project to the fused score, so a companion may rank first.
+    hits = [_hit(1, 0.80, companion=True), _hit(2, 0.795)]
+    assert ids(prompt_hits(hits, set())) == [1, 2]
+
+
 def test_nothing_when_no_hit_cleared_the_gate():
     assert prompt_hits([_hit(1, 0.5, companion=True), _hit(2, 0.49, companion=True)], set()) == []
     assert prompt_hits([], set()) == []

@@ -350,13 +350,17 @@ def _via_note(hit: Hit) -> str:
 
 
 def prompt_hits(results: Sequence[Hit], seen: Container[int]) -> list[Hit]:
-    """The hits a prompt block may hold: the best INJECTABLE hit, which must have cleared the
-    gate itself (not a companion), and the injectable hits within PROMPT_MARGIN of it; facts
-    this session was already shown are left out. Measured from the best injectable hit, not
-    the best hit: when the best match is stale or under review (never injected), a companion
-    just under it must not slip in on the margin of a fact nobody may see."""
+    """The hits a prompt block may hold: the injectable hits within PROMPT_MARGIN of the best
+    injectable one, when at least one injectable hit cleared the gate itself (companions ride
+    on a gated hit, never alone); facts this session was already shown are left out.
+
+    Facts that are never injected (stale, under review, low trust) count against nothing
+    (issue 16): they neither set the margin nor stand in for the gated hit. Before, the margin
+    came from the best hit of any kind, so a stale best hit pushed the good facts under it
+    out, and the companions just under it came in on the gate it had cleared. When every hit
+    is injectable this is exactly the earlier rule (the agent-memory eval is unchanged)."""
     injectable = [h for h in results if _injectable(h.fact)]
-    if not injectable or injectable[0].companion:
+    if not any(not h.companion for h in injectable):
         return []
     best = injectable[0].score
     return [h for h in injectable if h.fact.id not in seen and h.score >= best - PROMPT_MARGIN]
