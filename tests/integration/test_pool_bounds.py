@@ -4,6 +4,8 @@ its bank version cannot be read afterwards."""
 
 from __future__ import annotations
 
+import asyncio
+
 import asyncpg
 import pytest
 
@@ -54,3 +56,48 @@ async def test_a_committed_write_is_answered_201_when_its_version_cannot_be_read
         "/v1/facts", headers=auth(bank.rw), json=fact_body("The worker listens on port 9090")
     )
     assert r.status_code == 201 and int(r.headers["x-factbank-version"]) >= 1
+
+
+async def _lose(pool, dsn: str, use) -> BaseException:
+    """Hold a pooled connection, have the server end its session (as a killed Postgres does),
+    let the loop notice while the holder does no I/O (an import embedding on a worker thread),
+    then use it: the exception the request would raise."""
+    other = await asyncpg.connect(dsn)
+    try:
+        async with pool.acquire() as conn:
+            pid = await conn.fetchval("SELECT pg_backend_pid()")
+            await other.execute("SELECT pg_terminate_backend($1)", pid)
+            await asyncio.sleep(0.5)
+            try:
+                await use(conn)
+            except Exception as exc:  # the point: which exception, and how it is answered
+                return exc
+            raise AssertionError("a lost connection answered")
+    finally:
+        await other.close()
+    raise AssertionError("unreachable")
+
+
+@pytest.mark.parametrize(
+    "use",
+    [
+        lambda c: c.execute("SELECT 1"),
+        lambda c: c.fetch("SELECT 1"),
+        lambda c: c.copy_records_to_table("facts", records=[]),
+    ],
+    ids=["execute", "fetch", "copy"],
+)
+async def test_a_pooled_connection_lost_under_a_request_is_answered_503(dsn: str, use):
+    """Found by the compose drill (kill Postgres mid-import): 3 imports answered 500, because a
+    lost pooled connection raises an InterfaceError ('released back to the pool') with no
+    cause for the mapping table to find."""
+    from factbank.runtime.web import UNAVAILABLE, _answer
+
+    pool = await db.create_pool(dsn, max_size=2)
+    try:
+        exc = await _lose(pool, dsn, use)
+        assert _answer(exc) == (503, UNAVAILABLE), repr(exc)
+        async with pool.acquire() as conn:  # the pool serves again with a new connection
+            assert await conn.fetchval("SELECT 1") == 1
+    finally:
+        await pool.close()

@@ -446,6 +446,15 @@ FOREIGN: dict[type[BaseException], tuple[int, str]] = {
 }
 
 
+# What asyncpg says, as an InterfaceError with no cause, when a connection the request holds
+# was lost: "connection is closed" (its own check), and, for a pooled connection lost while
+# the request did no I/O on it (seen in the compose drill: Postgres killed while an import
+# was embedding, seconds on a worker thread), "cannot call Connection.execute(): connection
+# has been released back to the pool" (the pool let go of the dead connection under the
+# request). Other InterfaceErrors ("another operation is in progress") are bugs: 500.
+CONNECTION_LOST = ("connection is closed", "connection has been released back to the pool")
+
+
 def _answer(exc: BaseException) -> tuple[int, str]:
     """The status and detail an exception is answered with (500: a bug, logged)."""
     if isinstance(exc, FactbankError):
@@ -460,7 +469,7 @@ def _answer(exc: BaseException) -> tuple[int, str]:
     context = exc.__cause__ or exc.__context__
     if context is not None and _answer(context)[0] == 503:
         return 503, UNAVAILABLE
-    if isinstance(exc, asyncpg.InterfaceError) and str(exc).endswith("connection is closed"):
+    if isinstance(exc, asyncpg.InterfaceError) and str(exc).endswith(CONNECTION_LOST):
         return 503, UNAVAILABLE
     return HTTP_500_INTERNAL_SERVER_ERROR, "internal error (logged)"
 
