@@ -265,14 +265,18 @@ def cmd_questions(args) -> int:
     return show(args, fact, lambda: render.questions_lines(fact, changed=changed))
 
 
-def _judge(args, method: str, verb: str) -> int:
+def _judge(args, method: str, verb: str, **kw) -> int:
     with common.client() as client:
-        fact = call(getattr(client, method), args.id, args.reason, bank=args.bank)
+        fact = call(getattr(client, method), args.id, args.reason, bank=args.bank, **kw)
     return show(args, fact, lambda: [render.judged_line(verb, fact)])
 
 
 def cmd_confirm(args) -> int:
-    return _judge(args, "confirm", "confirmed")
+    # The project and its remotes go on the confirm event: the rule gate counts a claim
+    # confirmed in two unrelated projects (docs/staleness.md).
+    from factbank_client.project import confirm_evidence
+
+    return _judge(args, "confirm", "confirmed", evidence=confirm_evidence(Path.cwd()) or None)
 
 
 def cmd_dispute(args) -> int:
