@@ -201,16 +201,21 @@ def migrate(client: Any, harness: str, cwd: Path, *, project: str | None,
         for cand, verdict in zip(plan["candidates"], client.check(facts, bank=bank),
                                  strict=True):
             cand["check"] = verdict
-    if dry_run:
-        return plan
+    for cand in plan["candidates"]:  # a line holding a secret is never echoed back
+        if (cand["check"] or {}).get("redacted"):
+            kinds = sorted({str(r.get("kind")) for r in cand["check"]["redacted"]})
+            cand["quote"] = f"(not shown: it holds a {', '.join(kinds)}; saved redacted)"
+    if not dry_run:
+        for cand in plan["candidates"]:
+            if (cand["check"] or {}).get("verdict") != "new":
+                continue
+            if accept_all or (ask is not None and ask(cand)):
+                outcome = client.add(cand["fact"], bank=bank)
+                cand["saved"] = int(outcome["fact"]["id"])
+        if not accept_all and ask is None and any(
+                (c["check"] or {}).get("verdict") == "new" for c in plan["candidates"]):
+            print("factbank: nothing saved: run again with --accept-all, or at a terminal to "
+                  "accept them one by one", file=sys.stderr)
     for cand in plan["candidates"]:
-        if (cand["check"] or {}).get("verdict") != "new":
-            continue
-        if accept_all or (ask is not None and ask(cand)):
-            outcome = client.add(cand["fact"], bank=bank)
-            cand["saved"] = int(outcome["fact"]["id"])
-    if not accept_all and ask is None and any(
-            (c["check"] or {}).get("verdict") == "new" for c in plan["candidates"]):
-        print("factbank: nothing saved: run again with --accept-all, or at a terminal to "
-              "accept them one by one", file=sys.stderr)
+        del cand["fact"]  # the body sent; the plan shows where, the quote and the verdict
     return plan

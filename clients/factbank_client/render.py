@@ -231,6 +231,11 @@ def hit_rows(results: Iterable[Mapping]) -> tuple[list[dict], list[str]]:
         via = r.get("via")
         note = f" (via #{via['superseded']}: {via.get('reason') or ''})" if via else ""
         note += " (below the gate)" if r.get("companion") else ""
+        # Stale and under-review facts stay searchable, marked (issue 16): never injected.
+        if f.get("status") == "stale":
+            note += f" [stale: {short((f.get('stale') or {}).get('reason') or '', 60)}]"
+        elif f.get("review"):
+            note += f" [under review: {short(f['review'].get('reason') or '', 60)}]"
         question = matched_question(r)
         rows.append({"id": f["id"], "bank": r["bank"], "score": f"{r['score']:.3f}",
                      "trust": f"{f['effective_trust']:.2f}", "category": f["category"],
@@ -446,10 +451,11 @@ def migrate_lines(plan: Mapping) -> list[str]:
         else:
             state = "new (not saved)"
         extra = []
+        if chk.get("redacted"):
+            kinds = sorted({str(r.get("kind")) for r in chk["redacted"]})
+            extra.append("redacted " + ", ".join(kinds))
         if chk.get("possible_duplicate_of"):
             extra.append(f"may supersede {id_list(chk['possible_duplicate_of'])}")
-        if chk.get("redacted"):
-            extra.append("redacted " + ", ".join(str(r.get("kind")) for r in chk["redacted"]))
         lines.append(f"{c['where']}: {short(c['quote'], 70)}  [{state}"
                      + ("; " + "; ".join(extra) if extra else "") + "]")
     if plan.get("rules"):

@@ -328,5 +328,6 @@ def test_migrate_native_proposes_saves_on_accept_and_is_idempotent(env, capsys, 
     assert not any(c["saved"] for c in again["candidates"])
     assert again["backup"] == plan["backup"]
     text = ok(capsys, "migrate-native", "claude")
+    assert "ghp_" not in text and "(not shown: it holds a github_token; saved redacted)" in text
     assert "4 candidate fact(s): 0 new, 4 already stored, 0 refused; 0 saved" in text
     assert "left alone (2 instruction line(s): rules stay rules):" in text

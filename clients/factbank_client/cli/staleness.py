@@ -146,8 +146,13 @@ def cmd_verify(args) -> int:
     finally:
         if lock is not None:
             lock.close()
-    if args.quiet and not args.json:
-        print(render.verify_lines(report)[-1])
+    if args.quiet and not args.json:  # one line for the hooks' log: when, what, which
+        from datetime import UTC, datetime
+
+        stale = [v["id"] for v in report["verdicts"] if v["verdict"] == "stale"]
+        print(f"{datetime.now(UTC).strftime('%Y-%m-%dT%H:%M:%SZ')} {root}: "
+              f"{render.verify_lines(report)[-1]}"
+              + (f" (stale: {render.id_list(stale)})" if stale else ""))
         return 0
     return show(args, report, lambda: render.verify_lines(report))
 
