@@ -331,3 +331,25 @@ def test_migrate_native_proposes_saves_on_accept_and_is_idempotent(env, capsys, 
     assert "ghp_" not in text and "(not shown: it holds a github_token; saved redacted)" in text
     assert "4 candidate fact(s): 0 new, 4 already stored, 0 refused; 0 saved" in text
     assert "left alone (2 instruction line(s): rules stay rules):" in text
+
+
+def test_confirm_with_a_fresh_quote_revives_a_stale_fact(env, capsys):
+    fact = add_file_fact(capsys, "The API listens on port 8080", "deploy/api.yaml:4",
+                         "port: 8080")
+    (env.repo / "deploy" / "api.yaml").write_text(
+        "service: api\n# quoted now\nserver:\n  host: 0.0.0.0\n  port: '8080'\n  workers: 4\n",
+        "utf-8")
+    git(env.repo, "commit", "-q", "-am", "quote the port")
+    assert ok_json(capsys, "verify")["verdicts"][0]["verdict"] == "stale"
+    code, _, err = run(capsys, "confirm", str(fact["id"]))
+    assert code == 2 and "fresh quote" in err  # the server refuses a bare confirm
+    code, _, err = run(capsys, "confirm", str(fact["id"]), "--quote", "port: 9999")
+    assert code == 2 and "the quote is not in deploy/api.yaml" in err
+    got = ok_json(capsys, "confirm", str(fact["id"]), "--quote", "port: '8080'",
+                  "--reason", "still 8080, quoted")
+    assert got["status"] == "active" and got["stale"] is None
+    assert got["source"]["location"] == "deploy/api.yaml:5"
+    assert got["fingerprint"]["line"] == 5
+    events = [e["kind"] for e in ok_json(capsys, "history", str(fact["id"]))["events"]]
+    assert events[-2:] == ["confirmed", "refreshed"]
+    assert ok_json(capsys, "verify")["verdicts"][0]["verdict"] == "fresh"
