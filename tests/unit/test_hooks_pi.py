@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import tempfile
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -273,3 +274,32 @@ def test_pi_fingerprint_matches_the_python_client(tmp_path: Path) -> None:
         assert ts["fingerprint"] == py["fingerprint"], (loc, ts, py)
         assert ts["source"] == py["source"]
     assert got[2]["fingerprint"]["dirty"] is True and got[0]["fingerprint"]["dirty"] is False
+
+
+def test_pi_session_start_starts_verify_in_the_background(tmp_path: Path) -> None:
+    """Issue 16: the installed extension runs the installer's verify command, detached, in a
+    repository; outside one, or with FACTBANK_VERIFY=0, it does not."""
+    from factbank_client.installer import pi_extension_text
+
+    assert '"verifyCommand"' in pi_extension_text()
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    out = tmp_path / "ran.txt"
+    fake = tmp_path / "fake-python"
+    fake.write_text(f'#!/bin/sh\necho "$PWD $*" >> {out}\n')
+    fake.chmod(0o755)
+    got = run_ts(f"""
+        m.SHARED.verifyCommand = [{json.dumps(str(fake))}, "-m", "x", "verify", "--quiet"];
+        process.env.XDG_CACHE_HOME = {json.dumps(str(tmp_path / "cache"))};
+        const a = m.startVerify({json.dumps(str(repo))});
+        const b = m.startVerify({json.dumps(str(tmp_path))});
+        process.env.FACTBANK_VERIFY = "0";
+        const c = m.startVerify({json.dumps(str(repo))});
+        await new Promise((r) => setTimeout(r, 300));
+        result = [a, b, c];
+    """)
+    assert got == [True, False, False]
+    deadline = time.monotonic() + 20
+    while not out.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert out.read_text().strip() == f"{repo} -m x verify --quiet"

@@ -21,7 +21,7 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { createHash, randomUUID } from "node:crypto";
 
 // Like the Claude Code / Codex hooks: FACTBANK_HOOK_TIMEOUT seconds, default 0.9.
@@ -47,6 +47,7 @@ interface Shared {
   maxQuestions: number;
   searchLimit: number;
   searchLimitMax: number;
+  verifyCommand?: string[]; // `python -m factbank_client.cli.main verify --quiet` (issue 16)
 }
 
 export const SHARED: Shared = /* factbank:shared */ null as unknown as Shared;
@@ -493,6 +494,28 @@ export function fingerprintOf(kind: string, location: string, quote: string, cwd
   return { location: (inRepo ? rel : m[1]) + suffix, fingerprint: fp };
 }
 
+/** Issue 16: this project's file-sourced facts re-checked at session start, in the
+ * background, as the Claude Code / Codex SessionStart hook does (factbank_client/hookverify.py):
+ * a detached `factbank verify --quiet`, its line appended to ~/.cache/factbank/verify.log.
+ * Nothing waits for it; FACTBANK_VERIFY=0 turns it off. */
+export function startVerify(dir: string): boolean {
+  try {
+    const cmd = SHARED.verifyCommand;
+    if (!cmd?.length || process.env.FACTBANK_VERIFY === "0" || !repoRoot(dir)) return false;
+    const log = path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "factbank", "verify.log");
+    fs.mkdirSync(path.dirname(log), { recursive: true });
+    const fd = fs.openSync(log, "a", 0o600);
+    const child = spawn(cmd[0], cmd.slice(1), { cwd: dir, detached: true, stdio: ["ignore", fd, fd] });
+    child.on("error", (err: any) => logError(`verify: ${err?.message ?? err}`));
+    child.unref();
+    fs.closeSync(fd);
+    return true;
+  } catch (err: any) {
+    logError(`verify: ${err?.message ?? err}`);
+    return false;
+  }
+}
+
 export function buildFact(p: any, cwd: string): any {
   const fact: any = {
     content: p.content, category: p.category,
@@ -725,6 +748,7 @@ export default function factbank(pi: any) {
     if (ctx?.cwd) cwd = ctx.cwd;
     sessionId = currentSessionId(ctx);
     timeline.adopt();
+    startVerify(cwd);
     try {
       const root = repoRoot(cwd);
       const rel = root ? relativeToRoot(cwd, root, cwd) : "";
