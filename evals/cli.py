@@ -42,6 +42,8 @@ def register(sub) -> None:
         "relocations, stale facts injected (issue 16)"
     )
     p.add_argument("--steps", type=int, default=None, help="only the first N steps of the script")
+    p.add_argument("--scale", type=int, default=50,
+                   help="also time verify over N files of 20 facts each (0: skip; default 50)")
     p.add_argument("--out", type=Path, default=None,
                    help="write staleness.json and staleness.md here")
     add_json_flag(p)
@@ -150,6 +152,8 @@ def cmd_staleness(args) -> int:
     with running_stack() as stack:
         run_all.quiet()
         result = staleness.evaluate(stack, steps=args.steps, progress=not args.json)
+        if args.scale:
+            result["scale"] = staleness.scale(stack, n_files=args.scale)
     if args.out:
         for path in staleness.write_report(result, args.out):
             print(f"wrote {path}")
@@ -157,6 +161,8 @@ def cmd_staleness(args) -> int:
         print(json.dumps(result, indent=2))
     else:
         print(staleness.format_table(result))
+        if result.get("scale"):
+            print("\n" + staleness.format_scale(result["scale"]))
     return 0
 
 

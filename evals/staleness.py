@@ -327,6 +327,71 @@ def evaluate(stack: Any, *, steps: int | None = None, progress: bool = True) -> 
     }
 
 
+def scale(stack: Any, n_files: int = 50, per_file: int = 20) -> list[dict]:
+    """Wall time of one `verify` over n_files x per_file facts, as the CLI runs it: nothing
+    changed (the blob fast path), then a line inserted at the top of every file (every fact
+    moves: each file read, searched, fingerprinted again), then again (fast path on the new
+    fingerprints). Facts are loaded by import (with their fingerprints)."""
+    from factbank_client.cli.staleness import run_verify
+    from factbank_client.client import Client, new_fact
+    from factbank_client.config import ClientConfig
+    from factbank_client.verify import Repo, check
+
+    w = build_world(Path(tempfile.mkdtemp(prefix="factbank-staleness-scale-")))
+    for f in range(n_files):
+        path = f"big/f{f}.yaml"
+        w.files[path] = [f"  key_{f}_{j}: {j}" for j in range(1, per_file + 1)]
+        w.write(path)
+    w.git("add", "-A")
+    w.git("commit", "-q", "-m", "big")
+    project = PROJECT + "-scale"
+    facts = [new_fact(f"In f{f} the key {j} is {j}", "project", "file", f"big/f{f}.yaml:{j}",
+                      f"key_{f}_{j}: {j}", tags=["eval"], origin="verified", project=project,
+                      cwd=w.repo)
+             for f in range(n_files) for j in range(1, per_file + 1)]
+    cfg = ClientConfig(url=stack.ingest, recall_url=stack.recall,
+                       tokens={"personal": stack.token})
+    rows: list[dict] = []
+    with Client(cfg, agent="eval") as client:
+        for _ in client.import_items(facts, chunk=500):
+            pass
+
+        def timed(name: str) -> None:
+            # the client's own judging, alone (no request): the rest is listing + the route
+            listed = list(client.list_facts(project=project, statuses=["active"],
+                                            source_kinds=["file", "commit"]))
+            t = time.perf_counter()
+            repo = Repo(w.repo)
+            for fact in listed:
+                check(fact, repo)
+            judge_ms = (time.perf_counter() - t) * 1000
+            t = time.perf_counter()
+            report = run_verify(client, w.repo, project)
+            ms = (time.perf_counter() - t) * 1000
+            ans = report["banks"]["personal"]
+            rows.append({"case": name, "facts": len(report["verdicts"]), "ms": round(ms, 1),
+                         "judge_ms": round(judge_ms, 1),
+                         "fresh": ans["fresh"], "moved": ans["moved"], "stale": ans["stale"]})
+
+        timed("nothing changed")
+        for path in list(w.files):
+            if path.startswith("big/"):
+                w.files[path].insert(0, "# moved down")
+                w.write(path)
+        w.git("commit", "-q", "-am", "shift")
+        timed("every fact moved")
+        timed("again, nothing changed")
+    return rows
+
+
+def format_scale(rows: list[dict]) -> str:
+    out = ["| verify of | facts | wall ms | of which judging here | fresh | moved | stale |",
+           "|---|---|---|---|---|---|---|"]
+    out += [f"| {r['case']} | {r['facts']} | {r['ms']:.0f} | {r['judge_ms']:.0f} | "
+            f"{r['fresh']} | {r['moved']} | {r['stale']} |" for r in rows]
+    return "\n".join(out)
+
+
 def format_table(result: dict) -> str:
     s = result["summary"]
     out = ["| step | what | stale (truth) | verify tp/fp/fn | grep tp/fp/fn | located right "
@@ -358,5 +423,7 @@ def write_report(result: dict, out: Path) -> list[Path]:
         f"{result['facts']} facts over a scripted git repository ({FILES} files, "
         f"{len(result['steps'])} steps); `factbank verify` after each step, over HTTP to a "
         f"real stack; {result['seconds']} s. How it is measured: evals/staleness.py.\n\n"
-        + format_table(result) + "\n", "utf-8")
+        + format_table(result) + "\n"
+        + ("\n## Scale\n\nOne verify as the CLI runs it (HTTP to the stack included):\n\n"
+           + format_scale(result["scale"]) + "\n" if result.get("scale") else ""), "utf-8")
     return [js, md]

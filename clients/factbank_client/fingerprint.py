@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import re
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -110,10 +111,13 @@ def head_state(root: Path | None, rel: str | None) -> tuple[str | None, str | No
     return commit, blob
 
 
-def build(data: bytes, rel: str, first: int, last: int, root: Path | None) -> dict[str, Any]:
-    """The fingerprint of lines first..last of a file whose bytes are `data`."""
+def build(data: bytes, rel: str, first: int, last: int, root: Path | None,
+          head: Callable[[Path | None, str | None], tuple[str | None, str | None]]
+          = head_state) -> dict[str, Any]:
+    """The fingerprint of lines first..last of a file whose bytes are `data`. `head`: how
+    HEAD's state is asked (verify passes one that remembers its answers for the run)."""
     lines = file_lines(data)
-    commit, head_blob = head_state(root, rel if root is not None else None)
+    commit, head_blob = head(root, rel if root is not None else None)
     blob = file_id(data, root, commit)
     fp: dict[str, Any] = {"quote_sha256": region_sha256(lines, first, last - first + 1),
                           "path": rel[:1000], "line": first, "lines": last - first + 1,

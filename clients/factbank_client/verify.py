@@ -79,6 +79,13 @@ class Repo:
     root: Path
     _renames: dict[str | None, dict[str, str]] = field(default_factory=dict)
     _reachable: dict[str, bool] = field(default_factory=dict)
+    _heads: dict[str | None, tuple[str | None, str | None]] = field(default_factory=dict)
+
+    def head(self, root: Path | None, rel: str | None) -> tuple[str | None, str | None]:
+        """fingerprint.head_state, asked once per path in a run (many facts share a file)."""
+        if rel not in self._heads:
+            self._heads[rel] = fpr.head_state(root, rel)
+        return self._heads[rel]
 
     @property
     def git(self) -> bool:
@@ -216,7 +223,8 @@ def check_file(fact: dict, repo: Repo) -> Verdict | Skip:
             return Verdict(fid, "stale", loc, reason=_changed_reason(path, old_line, lines),
                            context=_context(lines, old_line, count))
         first, last = _nearest(spans, old_line)
-        new_fp = fpr.build(data, path, first, last, repo.root if repo.git else None)
+        new_fp = fpr.build(data, path, first, last, repo.root if repo.git else None,
+                           repo.head)
         new_loc = located(path, first)
         if start is None or new_loc == loc or first == start:
             return Verdict(fid, "fresh", loc, fingerprint=new_fp)
@@ -230,7 +238,8 @@ def check_file(fact: dict, repo: Repo) -> Verdict | Skip:
         if spans:
             first, last = _nearest(spans, old_line)
             return Verdict(fid, "moved", loc, location=located(new_path, first),
-                           fingerprint=fpr.build(data, new_path, first, last, repo.root))
+                           fingerprint=fpr.build(data, new_path, first, last, repo.root,
+                                                 repo.head))
         return Verdict(fid, "stale", loc,
                        reason=f"{path} was renamed to {new_path} and the quote is no longer "
                               "in it", context=_context(lines, old_line, count))
