@@ -38,6 +38,18 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_agent_memory)
 
     p = kinds.add_parser(
+        "staleness", help="verify over a scripted git history: stale precision/recall, "
+        "relocations, stale facts injected (issue 16)"
+    )
+    p.add_argument("--steps", type=int, default=None, help="only the first N steps of the script")
+    p.add_argument("--scale", type=int, default=50,
+                   help="also time verify over N files of 20 facts each (0: skip; default 50)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="write staleness.json and staleness.md here")
+    add_json_flag(p)
+    p.set_defaults(func=cmd_staleness)
+
+    p = kinds.add_parser(
         "all", help="agent-memory + every BEIR set under --data: report folder with plots"
     )
     p.add_argument("--data", type=Path, default=Path("../shared/evaldata"),
@@ -131,6 +143,27 @@ def cmd_agent_memory(args) -> int:
         section = am.evaluate(http, stack, path=path, per_kind=args.per_kind)
     result = run_all.envelope([section], None, {"per_kind": args.per_kind}, 0.0)
     return _print_report(result, args.out, args.json)
+
+
+def cmd_staleness(args) -> int:
+    from factbank_evals import run_all, staleness
+    from factbank_evals.stack import running_stack
+
+    with running_stack() as stack:
+        run_all.quiet()
+        result = staleness.evaluate(stack, steps=args.steps, progress=not args.json)
+        if args.scale:
+            result["scale"] = staleness.scale(stack, n_files=args.scale)
+    if args.out:
+        for path in staleness.write_report(result, args.out):
+            print(f"wrote {path}")
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(staleness.format_table(result))
+        if result.get("scale"):
+            print("\n" + staleness.format_scale(result["scale"]))
+    return 0
 
 
 def cmd_all(args) -> int:

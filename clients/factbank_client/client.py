@@ -17,7 +17,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +39,11 @@ MAX_IMPORT_CHUNK_LINES = 1000
 # `factbank import` sends this many facts per request (each its own transaction), so its
 # progress moves as the server commits them.
 IMPORT_CHUNK_FACTS = 100
+# The verify route takes at most 1000 verdicts, the check route 200 facts, per request.
+VERIFY_BATCH = 1000
+CHECK_BATCH = 200
 NEW_FACT_FIELDS = ("content", "category", "source", "quote", "origin", "tentative", "tags",
-                   "questions", "project", "agent")
+                   "questions", "project", "agent", "fingerprint")
 
 
 class FactbankError(Exception):
@@ -301,12 +304,54 @@ class Client:
         outcome["bank"] = label
         return outcome
 
-    def confirm(self, fact_id: int, reason: str = "", *, bank: str | None = None) -> dict:
-        """The fact held when checked: trust rises and its age decay restarts."""
+    def confirm(self, fact_id: int, reason: str = "", *, bank: str | None = None,
+                evidence: dict | None = None) -> dict:
+        """The fact held when checked: trust rises and its age decay restarts. `evidence`:
+        a fresh `quote` (with `location`, `fingerprint`) that makes a stale fact active again,
+        and the `project` and `remotes` the rule gate reads from the confirm event."""
         label = self._owner(fact_id, bank)
         return self._labelled(label, self._json(
             "POST", INGEST, f"/v1/facts/{int(fact_id)}/confirm", label,
-            json_body={"reason": reason}))
+            json_body={"reason": reason, **(evidence or {})}))
+
+    def verify(self, results: Sequence[dict], *, project: str | None = None,
+               bank: str | None = None) -> dict:
+        """Apply `factbank verify`'s verdicts (factbank_client/verify.py) in batches of
+        VERIFY_BATCH, each one transaction on the server; the answers summed."""
+        label = self._write_bank(None, bank)
+        total: dict[str, Any] = {"fresh": 0, "moved": 0, "stale": 0, "still_stale": 0,
+                                 "flagged": 0, "changed": [], "flagged_ids": [], "skipped": []}
+        for i in range(0, len(results), VERIFY_BATCH):
+            body: dict[str, Any] = {"results": list(results[i: i + VERIFY_BATCH])}
+            if project:
+                body["project"] = project
+            data = self._json("POST", INGEST, "/v1/facts/verify", label, json_body=body)
+            for key, value in data.items():
+                if isinstance(value, list):
+                    total.setdefault(key, []).extend(value)
+                elif isinstance(value, int):
+                    total[key] = int(total.get(key) or 0) + value
+        total["bank"] = label
+        return total
+
+    def check(self, facts: Sequence[dict], *, bank: str | None = None) -> list[dict]:
+        """What `add` would do with each fact (gate, redaction, dedupe), saving nothing: the
+        server's `POST /v1/facts/check`, CHECK_BATCH facts a request."""
+        label = self._write_bank(None, bank)
+        out: list[dict] = []
+        for i in range(0, len(facts), CHECK_BATCH):
+            out.extend(self._json("POST", INGEST, "/v1/facts/check", label,
+                                  json_body={"facts": list(facts[i: i + CHECK_BATCH])}
+                                  )["results"])
+        return out
+
+    def rule_candidates(self, *, banks: Sequence[str] | None = None) -> list[dict]:
+        """Claims that held in two unrelated projects, each labelled with its bank."""
+        out: list[dict] = []
+        for label in (banks or self.banks):
+            data = self._json("GET", RECALL, "/v1/rules/candidates", label)
+            out.extend({**c, "bank": label} for c in data.get("candidates", []))
+        return out
 
     def dispute(self, fact_id: int, reason: str = "", *, bank: str | None = None) -> dict:
         """The fact looks wrong: trust falls. If the right claim is known, supersede instead."""
@@ -431,6 +476,8 @@ class Client:
 
     def list_facts(self, *, bank: str | None = None, status: str | None = None,
                    category: str | None = None, project: str | None = None,
+                   statuses: Sequence[str] | None = None,
+                   source_kinds: Sequence[str] | None = None,
                    page_size: int = 500) -> Iterator[dict]:
         """Every fact of one bank matching the filters, page by page, in id order."""
         label = self._write_bank(None, bank)
@@ -438,6 +485,9 @@ class Client:
         while True:
             page = self._json("GET", RECALL, "/v1/facts", label,
                               params={"status": status, "category": category, "project": project,
+                                      "statuses": ",".join(statuses) if statuses else None,
+                                      "source_kind": ",".join(source_kinds) if source_kinds
+                                      else None,
                                       "after": after, "limit": page_size})
             yield from page["facts"]
             if page.get("next_cursor") is None:
@@ -573,13 +623,24 @@ def new_fact(content: str, category: str | None, source_kind: str, location: str
     """The NewFact body the CLI and the MCP tools send. With `check_files`, a file source's
     quote is checked against the file here first (QuoteNotFound if it is not there) and the
     location stored relative to the repository root. An `origin` or `tentative` of None, no
-    questions and no project are left out: the server's defaults apply."""
+    questions and no project are left out: the server's defaults apply. A file or commit
+    source read here carries its fingerprint (factbank_client/fingerprint.py) for `verify`."""
+    from factbank_client import fingerprint
+
+    fp = None
     if source_kind == "file" and check_files:
         cwd = cwd or Path.cwd()
-        location = check_file_quote(location, quote, cwd=cwd, root=repo_root(cwd)).location
+        root = repo_root(cwd)
+        check = check_file_quote(location, quote, cwd=cwd, root=root)
+        location = check.location
+        fp = fingerprint.for_file(check, root)
+    elif source_kind == "commit" and check_files:
+        fp = fingerprint.for_commit(location, quote, repo_root(cwd or Path.cwd()))
     fact: dict[str, Any] = {"content": content, "category": category,
                             "source": {"kind": source_kind, "location": location},
                             "quote": quote, "tags": list(tags)}
+    if fp:
+        fact["fingerprint"] = fp
     if questions:
         fact["questions"] = list(questions)
     if origin is not None:
@@ -715,6 +776,10 @@ class QuoteCheck:
 
     location: str
     lines: list[int]
+    # Each matching occurrence as (first line, last line), in file order; the fingerprint
+    # records the one the location names (factbank_client/fingerprint.py).
+    spans: list[tuple[int, int]] = field(default_factory=list)
+    path: Path | None = None  # the file that was read
 
 
 class QuoteNotFound(FactbankError):
@@ -735,6 +800,24 @@ def _words_with_lines(text: str) -> tuple[str, list[int], list[int]]:
         lines.append(li + 1)
         pos += len(m.group()) + 1
     return " ".join(words), offsets, lines
+
+
+def quote_spans(text: str, quote: str) -> list[tuple[int, int]]:
+    """Every occurrence of `quote` in `text`, whitespace normalised, as (first line, last
+    line), 1-based, in file order. `factbank add` checks a quote with it and `factbank verify`
+    looks for the quote again with it, so both agree on what "still there" means."""
+    haystack, offsets, word_lines = _words_with_lines(text)
+    needle = " ".join(quote.split())
+    found: list[tuple[int, int]] = []
+    if not needle:
+        return found
+    start = haystack.find(needle)
+    while start != -1:
+        first = bisect.bisect_right(offsets, start) - 1
+        last = bisect.bisect_right(offsets, start + len(needle) - 1) - 1
+        found.append((word_lines[max(first, 0)], word_lines[max(last, 0)]))
+        start = haystack.find(needle, start + 1)
+    return found
 
 
 def check_file_quote(location: str, quote: str, *, cwd: Path | None = None,
@@ -765,15 +848,7 @@ def check_file_quote(location: str, quote: str, *, cwd: Path | None = None,
         text = path.read_text("utf-8", errors="replace")
     except OSError as exc:
         raise QuoteNotFound(f"cannot read {raw_path}: {exc.strerror or exc}") from exc
-    haystack, offsets, word_lines = _words_with_lines(text)
-    needle = " ".join(quote.split())
-    found: list[tuple[int, int]] = []  # (first line, last line) of each occurrence
-    start = haystack.find(needle)
-    while start != -1:
-        first = bisect.bisect_right(offsets, start) - 1
-        last = bisect.bisect_right(offsets, start + len(needle) - 1) - 1
-        found.append((word_lines[max(first, 0)], word_lines[max(last, 0)]))
-        start = haystack.find(needle, start + 1)
+    found = quote_spans(text, quote)
     if not found:
         raise QuoteNotFound(f"the quote is not in {raw_path} (whitespace normalised); "
                             "quote the file verbatim")
@@ -788,11 +863,12 @@ def check_file_quote(location: str, quote: str, *, cwd: Path | None = None,
                                 + (f"-{hi}" if hi != lo else "")
                                 + f"; use {raw_path}:{lines[0]}")
         lines = sorted({a for a, _ in hits})
+        found = hits
         suffix = f":{lo}" + (f"-{hi}" if hi != lo else "")
     else:
         suffix = ""
     where = _portable(path, root) or raw_path
-    return QuoteCheck(location=where + suffix, lines=lines)
+    return QuoteCheck(location=where + suffix, lines=lines, spans=found, path=path)
 
 
 def _portable(path: Path, root: Path | None) -> str | None:

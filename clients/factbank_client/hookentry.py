@@ -131,11 +131,25 @@ def detach(event: str, raw: bytes) -> None:
             try:
                 os.setsid()  # outlive the harness's process group
                 os.nice(10)  # background work: the harness and its agent come first
-                from factbank_client import hookrecord
+                if event == "Verify":  # issue 16: becomes `factbank verify --quiet`
+                    from factbank_client import hookverify
 
-                hookrecord.process(event, raw, at)
+                    hookverify.run(raw)
+                else:
+                    from factbank_client import hookrecord
+
+                    hookrecord.process(event, raw, at)
+            except BaseException as exc:
+                try:
+                    from factbank_client import hookstate
+
+                    hookstate.log(f"{event}: {type(exc).__name__}: {exc}")
+                except BaseException:
+                    pass
             finally:
                 os._exit(0)
+    if event == "Verify":
+        return  # cannot fork: a verify never runs inside the hook
     from factbank_client import hookrecord
 
     hookrecord.process(event, raw, at)

@@ -191,6 +191,12 @@ def on_session_start(data: dict, deadline: float) -> dict | None:
 
         hookrecord.record_session_start(data, deadline)
     text = inject("session", session_id, project_of(data), None, agent_name(data), deadline)
+    from factbank_client import hookverify
+
+    if hookverify.wanted(str(data.get("cwd") or os.environ.get("CLAUDE_PROJECT_DIR") or "")):
+        # This project's file-sourced facts are checked after the output, in the background
+        # (hookverify.py): facts that turn stale are named by the next session's block.
+        AFTER.append(("Verify", json.dumps(data).encode("utf-8")))
     return context_output("SessionStart", text)
 
 
@@ -318,6 +324,7 @@ def main(argv: list[str] | None = None) -> int:
     if AFTER:
         from factbank_client import hookentry
 
-        work, raw = AFTER.pop()
-        hookentry.detach(work, raw)
+        while AFTER:
+            work, raw = AFTER.pop(0)
+            hookentry.detach(work, raw)
     return 0

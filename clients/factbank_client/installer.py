@@ -202,7 +202,12 @@ def pi_extension_text() -> str:
     text = asset_text("pi", PI_EXTENSION)
     if text.count(PI_SHARED) != 1:
         raise InstallError(f"the packaged {PI_EXTENSION} lacks its SHARED declaration")
-    shared = json.dumps(tools.pi_shared(), ensure_ascii=False, indent=2)
+    # The background verify at session start (issue 16), as the hooks run it: this
+    # interpreter, with site (the CLI needs httpx).
+    from factbank_client.hookverify import VERIFY_ARGS
+
+    shared = json.dumps({**tools.pi_shared(), "verifyCommand": [python_exe(), *VERIFY_ARGS]},
+                        ensure_ascii=False, indent=2)
     return text.replace(PI_SHARED, "/* factbank:shared */ " + shared)
 
 

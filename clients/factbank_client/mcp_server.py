@@ -159,7 +159,13 @@ def build_server(client_for: ClientFor, *, local_files: bool,
 
     @tool
     def confirm(id: FactId, reason: Reason, ctx: Context) -> str:
-        return judge("confirm", "Confirmed", id, reason, ctx)
+        evidence = None
+        if local_files:  # the rule gate reads the project and remotes off the confirm
+            from factbank_client.project import confirm_evidence
+
+            evidence = confirm_evidence(Path.cwd(), default_project()) or None
+        return render.judged_text("Confirmed", _call(client_for(ctx).confirm, id, reason,
+                                                     evidence=evidence))
 
     @tool
     def dispute(id: FactId, reason: Reason, ctx: Context) -> str:

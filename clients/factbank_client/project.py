@@ -69,3 +69,27 @@ def project_key(cwd: str | Path | None = None) -> str | None:
         return None
     url = origin_url(root)
     return normalise_remote(url) if url else root.name.lower()
+
+
+def remotes(cwd: str | Path | None = None) -> list[str]:
+    """Every remote of the repository here, normalised and sorted (the rule gate's "unrelated
+    projects" share none: a fork's clone has the upstream as a remote). [] outside a repo."""
+    root = repo_root(Path(cwd or Path.cwd()))
+    if root is None:
+        return []
+    parser = configparser.RawConfigParser(strict=False)
+    try:
+        parser.read(_git_dir(root) / "config", encoding="utf-8")
+    except (configparser.Error, OSError):
+        return []
+    urls = {normalise_remote(parser.get(s, "url", fallback="") or "")
+            for s in parser.sections() if s.startswith("remote ")}
+    return sorted(u for u in urls if u)[:20]
+
+
+def confirm_evidence(cwd: str | Path | None = None, project: str | None = None) -> dict:
+    """What a confirm carries for the rule gate: this project's key and its remotes."""
+    key = project or project_key(cwd)
+    if not key:
+        return {}
+    return {"project": key, "remotes": remotes(cwd)}

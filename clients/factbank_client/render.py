@@ -231,6 +231,11 @@ def hit_rows(results: Iterable[Mapping]) -> tuple[list[dict], list[str]]:
         via = r.get("via")
         note = f" (via #{via['superseded']}: {via.get('reason') or ''})" if via else ""
         note += " (below the gate)" if r.get("companion") else ""
+        # Stale and under-review facts stay searchable, marked (issue 16): never injected.
+        if f.get("status") == "stale":
+            note += f" [stale: {short((f.get('stale') or {}).get('reason') or '', 60)}]"
+        elif f.get("review"):
+            note += f" [under review: {short(f['review'].get('reason') or '', 60)}]"
         question = matched_question(r)
         rows.append({"id": f["id"], "bank": r["bank"], "score": f"{r['score']:.3f}",
                      "trust": f"{f['effective_trust']:.2f}", "category": f["category"],
@@ -374,3 +379,92 @@ def handoff_line(handoff: Mapping, project: str) -> str:
     target = handoff.get("to_agent") or handoff.get("to_member") or "the next session"
     return (f"handoff #{handoff['id']} for {target} in {project} ({handoff['bank']} bank): "
             "it appears once, in that session's start block")
+
+
+# --- issue 16: verify, rule candidates, native-memory migration --------------------------
+
+
+def verify_lines(report: Mapping) -> list[str]:
+    """`factbank verify`: one line per fact that did not stay fresh (moved, stale, skipped),
+    then the counts. `report`: {"project", "verdicts": [...], "skipped": [...], "banks":
+    {label: the verify route's answer}}."""
+    lines: list[str] = []
+    for v in report.get("verdicts", []):
+        if v["verdict"] == "moved":
+            lines.append(f"#{v['id']} moved: {v['was']} -> {v['location']}")
+        elif v["verdict"] == "stale":
+            lines.append(f"#{v['id']} stale: {v['reason']}")
+            lines.extend(f"    {c}" for c in (v.get("context") or "").splitlines())
+    for s in report.get("skipped", []):
+        lines.append(f"#{s['id']} not checked here: {s['reason']}")
+    banks = report.get("banks", {})
+    for label, ans in banks.items():
+        for s in ans.get("skipped", []):
+            lines.append(f"#{s['id']} left as it is by the server ({label}): {s['reason']}")
+    total = {k: sum(int(a.get(k) or 0) for a in banks.values())
+             for k in ("fresh", "moved", "stale", "still_stale", "flagged")}
+    flagged = [i for a in banks.values() for i in a.get("flagged_ids", [])]
+    n = len(report.get("verdicts", []))
+    lines.append(
+        f"verified {n} fact{'s' if n != 1 else ''} of {report.get('project') or '-'}: "
+        f"{total['fresh']} fresh, {total['moved']} moved, {total['stale']} turned stale, "
+        f"{total['still_stale']} still stale"
+        + (f"; {total['flagged']} derived fact(s) flagged for review: {id_list(flagged)}"
+           if total["flagged"] else "")
+        + (f"; {len(report['skipped'])} not checked here" if report.get("skipped") else ""))
+    return lines
+
+
+def rule_candidate_lines(candidates: Sequence[Mapping]) -> list[str]:
+    """`factbank rules candidates`: each claim, the projects it held in, its evidence."""
+    if not candidates:
+        return ["no rule candidates: no claim has been confirmed in two unrelated projects"]
+    lines: list[str] = []
+    for c in candidates:
+        fact = c["fact"]
+        lines.append(f"#{fact['id']} ({c.get('bank', '')}) {fact['content']}")
+        lines.append(f"  held in: {', '.join(c.get('projects', []))}")
+        for e in c.get("evidence", []):
+            lines.append(f"  - confirmed in {e['project']} ({when(e.get('at'))}, "
+                         f"{who(e.get('member'), e.get('agent'))}, fact #{e['fact_id']})")
+        lines.append(f"  propose it: factbank rules propose {fact['id']} --to AGENTS.md")
+    return lines
+
+
+def migrate_lines(plan: Mapping) -> list[str]:
+    """`factbank migrate-native`: each candidate with the gate's verdict, then the rules left
+    alone. `plan`: {"harness", "backup", "candidates": [{"where", "quote", "check", "saved"}],
+    "rules": [{"where", "line"}]}."""
+    lines: list[str] = []
+    if plan.get("backup"):
+        lines.append(f"backed up {plan.get('files', 0)} file(s) to {plan['backup']}")
+    for c in plan.get("candidates", []):
+        chk = c.get("check") or {}
+        verdict = chk.get("verdict", "?")
+        if verdict == "same_claim":
+            state = f"already stored as #{chk.get('same_as')}"
+        elif verdict == "refused":
+            state = "refused: " + "; ".join(f"{r.get('field')}: {r.get('reason')}"
+                                            for r in chk.get("reasons", []))
+        elif c.get("saved"):
+            state = f"saved as #{c['saved']}"
+        else:
+            state = "new (not saved)"
+        extra = []
+        if chk.get("redacted"):
+            kinds = sorted({str(r.get("kind")) for r in chk["redacted"]})
+            extra.append("redacted " + ", ".join(kinds))
+        if chk.get("possible_duplicate_of"):
+            extra.append(f"may supersede {id_list(chk['possible_duplicate_of'])}")
+        lines.append(f"{c['where']}: {short(c['quote'], 70)}  [{state}"
+                     + ("; " + "; ".join(extra) if extra else "") + "]")
+    if plan.get("rules"):
+        lines.append(f"left alone ({len(plan['rules'])} instruction line(s): rules stay rules):")
+        lines.extend(f"  {r['where']}: {short(r['line'], 70)}" for r in plan["rules"])
+    counts = {k: sum(1 for c in plan.get("candidates", []) if (c.get("check") or {}).get(
+        "verdict") == k) for k in ("new", "same_claim", "refused")}
+    saved = sum(1 for c in plan.get("candidates", []) if c.get("saved"))
+    lines.append(f"{plan.get('harness')}: {len(plan.get('candidates', []))} candidate fact(s): "
+                 f"{counts['new']} new, {counts['same_claim']} already stored, "
+                 f"{counts['refused']} refused; {saved} saved")
+    return lines

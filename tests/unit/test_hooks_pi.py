@@ -13,10 +13,12 @@ from __future__ import annotations
 import atexit
 import functools
 import json
+import os
 import shutil
 import subprocess
 import tempfile
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -240,3 +242,64 @@ def test_pi_writes_facts_and_outcomes_as_render_does_for_mcp() -> None:
     pi = texts("pi")
     assert got["outcomes"] == [render.outcome_text(o, pi.name, pi.messages["no_questions"])
                                for o in OUTCOMES]
+
+
+def test_pi_fingerprint_matches_the_python_client(tmp_path: Path) -> None:
+    """Issue 16: Pi's add computes the same fingerprint (and repo-relative location) as
+    factbank_client/fingerprint.py, for a committed file, a dirty one and a commit source."""
+    from factbank_client.client import new_fact
+
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e"}
+    repo = tmp_path / "repo"
+    (repo / "deploy").mkdir(parents=True)
+    (repo / "deploy" / "api.yaml").write_text("server:\n  port: 8080   \n  tls: true\n")
+    (repo / "notes.md").write_text("第一行\n缓存在 上海\n")
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "init"]):
+        subprocess.run(["git", "-C", str(repo), *args], check=True, env=env)
+    (repo / "notes.md").write_text("第一行\n缓存在 上海\n新的一行\n")
+    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True,
+                          capture_output=True, text=True).stdout.strip()
+    cases = [("file", str(repo / "deploy" / "api.yaml") + ":2", "port: 8080"),
+             ("file", "deploy/api.yaml", "port:\n 8080 tls: true"),
+             ("file", "notes.md:2", "缓存在 上海"),
+             ("commit", head[:8], "init")]
+    got = run_ts(f"""
+        result = {json.dumps(cases)}.map(([k, loc, q]) => m.buildFact(
+          {{content: "c", category: "project", source_kind: k, source_location: loc,
+           quote: q, tags: ["t"]}}, {json.dumps(str(repo))}));
+    """)
+    for (kind, loc, quote), ts in zip(cases, got, strict=True):
+        py = new_fact("c", "project", kind, loc, quote, tags=["t"], cwd=repo)
+        assert ts["fingerprint"] == py["fingerprint"], (loc, ts, py)
+        assert ts["source"] == py["source"]
+    assert got[2]["fingerprint"]["dirty"] is True and got[0]["fingerprint"]["dirty"] is False
+
+
+def test_pi_session_start_starts_verify_in_the_background(tmp_path: Path) -> None:
+    """Issue 16: the installed extension runs the installer's verify command, detached, in a
+    repository; outside one, or with FACTBANK_VERIFY=0, it does not."""
+    from factbank_client.installer import pi_extension_text
+
+    assert '"verifyCommand"' in pi_extension_text()
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    out = tmp_path / "ran.txt"
+    fake = tmp_path / "fake-python"
+    fake.write_text(f'#!/bin/sh\necho "$PWD $*" >> {out}\n')
+    fake.chmod(0o755)
+    got = run_ts(f"""
+        m.SHARED.verifyCommand = [{json.dumps(str(fake))}, "-m", "x", "verify", "--quiet"];
+        process.env.XDG_CACHE_HOME = {json.dumps(str(tmp_path / "cache"))};
+        const a = m.startVerify({json.dumps(str(repo))});
+        const b = m.startVerify({json.dumps(str(tmp_path))});
+        process.env.FACTBANK_VERIFY = "0";
+        const c = m.startVerify({json.dumps(str(repo))});
+        await new Promise((r) => setTimeout(r, 300));
+        result = [a, b, c];
+    """)
+    assert got == [True, False, False]
+    deadline = time.monotonic() + 20
+    while not out.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert out.read_text().strip() == f"{repo} -m x verify --quiet"

@@ -80,6 +80,13 @@ def register(sub) -> None:
             p.add_argument("--reason", default="", required=name in ("dispute", "delete"),
                            help="why (recorded in the fact's history)"
                            + ("; required" if name in ("dispute", "delete") else ""))
+            if name == "confirm":
+                p.add_argument("--quote",
+                               help="a fresh verbatim quote from the fact's source: makes a "
+                                    "stale fact active again (for a file: checked here)")
+                p.add_argument("--source", metavar="LOCATION",
+                               help="with --quote: where the quote is now (path[:line]; "
+                                    "default: the fact's own file)")
 
     with command(
         sub, "supersede", cmd_supersede,
@@ -265,14 +272,55 @@ def cmd_questions(args) -> int:
     return show(args, fact, lambda: render.questions_lines(fact, changed=changed))
 
 
-def _judge(args, method: str, verb: str) -> int:
+def _judge(args, method: str, verb: str, **kw) -> int:
     with common.client() as client:
-        fact = call(getattr(client, method), args.id, args.reason, bank=args.bank)
+        fact = call(getattr(client, method), args.id, args.reason, bank=args.bank, **kw)
     return show(args, fact, lambda: [render.judged_line(verb, fact)])
 
 
 def cmd_confirm(args) -> int:
-    return _judge(args, "confirm", "confirmed")
+    # The project and its remotes go on the confirm event: the rule gate counts a claim
+    # confirmed in two unrelated projects (docs/staleness.md).
+    from factbank_client.project import confirm_evidence
+
+    evidence = confirm_evidence(Path.cwd())
+    if args.quote:
+        evidence.update(_fresh_quote(args))
+    elif args.source:
+        raise CommandError("--source goes with --quote (the fresh quote found there)")
+    return _judge(args, "confirm", "confirmed", evidence=evidence or None)
+
+
+def _fresh_quote(args) -> dict:
+    """A confirm's fresh evidence: the quote, and for a file source where it is now and its
+    fingerprint, checked against the file here like `add` checks it."""
+    from factbank_client import fingerprint
+    from factbank_client.client import QuoteNotFound, check_file_quote
+    from factbank_client.project import repo_root
+
+    with common.client() as client:
+        fact = call(client.get, args.id, bank=args.bank)
+    src = fact.get("source") or {}
+    if src.get("kind") != "file":
+        if args.source:
+            raise CommandError(f"--source: fact #{args.id}'s source is {src.get('kind')}, "
+                               "not a file")
+        return {"quote": args.quote}
+    location = args.source or re.sub(r":\d+(-\d+)?$", "", src.get("location") or "")
+    cwd = Path.cwd()
+    root = repo_root(cwd)
+    try:
+        check = check_file_quote(location, args.quote, cwd=root or cwd, root=root)
+    except QuoteNotFound as exc:
+        raise CommandError(f"refused: {exc}") from None
+    had_line = re.search(r":\d+(-\d+)?$", src.get("location") or "")
+    if not args.source and had_line and check.spans:  # the line it is on now
+        check.location += f":{check.spans[0][0]}"
+    out: dict = {"quote": args.quote, "location": check.location}
+    fp = fingerprint.for_file(check, root)
+    if fp:
+        out["fingerprint"] = fp
+    return out
 
 
 def cmd_dispute(args) -> int:

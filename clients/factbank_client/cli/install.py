@@ -1,4 +1,6 @@
-"""`factbank install|uninstall claude|codex|pi|all [--dry-run]`: hooks, MCP, instructions."""
+"""`factbank install|uninstall claude|codex|pi|all|git [--dry-run]`: hooks, MCP, instructions;
+`git` is this repository's post-commit verify (factbank_client/gitinstall.py), never part of
+`all` (which is about the harnesses in your home directory)."""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ import sys
 
 from factbank_client.cli.main import CommandError
 
-CHOICES = ("claude", "codex", "pi", "all")
+CHOICES = ("claude", "codex", "pi", "all", "git")
 CODEX_TRUST_HELP = (
     "Codex runs hooks only after you trust them: start `codex`, type /hooks and trust the "
     "three factbank hooks, or run `factbank install codex --trust`. Re-installing from the "
@@ -46,9 +48,31 @@ def _show(plan, dry_run: bool, verb: str) -> None:
         print(f"{what} {c.path}")
 
 
+def _git(args, verb: str) -> None:
+    from pathlib import Path
+
+    from factbank_client import gitinstall, hookverify, installer
+
+    try:
+        if verb == "install":
+            steps = gitinstall.install(Path.cwd(), installer.python_exe(), hookverify.log_path(),
+                                       dry_run=args.dry_run)
+        else:
+            steps = gitinstall.uninstall(Path.cwd(), dry_run=args.dry_run)
+    except gitinstall.GitInstallError as exc:
+        raise CommandError(str(exc)) from None
+    for step in steps:
+        print(f"{'(dry run) would have ' if args.dry_run else ''}{step.action}: {step.path}")
+
+
 def cmd_install(args) -> int:
     from factbank_client import installer
 
+    if "git" in args.harness:
+        _git(args, "install")
+        args.harness = [h for h in args.harness if h != "git"]
+        if not args.harness:
+            return 0
     paths = installer.Paths.from_env()
     harnesses = installer.expand(args.harness)
     try:
@@ -80,6 +104,11 @@ def cmd_install(args) -> int:
 def cmd_uninstall(args) -> int:
     from factbank_client import installer
 
+    if "git" in args.harness:
+        _git(args, "uninstall")
+        args.harness = [h for h in args.harness if h != "git"]
+        if not args.harness:
+            return 0
     paths = installer.Paths.from_env()
     try:
         plan = installer.plan_uninstall(installer.expand(args.harness), paths)

@@ -21,7 +21,8 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { randomUUID } from "node:crypto";
+import { execFileSync, spawn } from "node:child_process";
+import { createHash, randomUUID } from "node:crypto";
 
 // Like the Claude Code / Codex hooks: FACTBANK_HOOK_TIMEOUT seconds, default 0.9.
 const INJECT_TIMEOUT_MS = Math.round(1000 * (Number(process.env.FACTBANK_HOOK_TIMEOUT) || 0.9));
@@ -46,6 +47,7 @@ interface Shared {
   maxQuestions: number;
   searchLimit: number;
   searchLimitMax: number;
+  verifyCommand?: string[]; // `python -m factbank_client.cli.main verify --quiet` (issue 16)
 }
 
 export const SHARED: Shared = /* factbank:shared */ null as unknown as Shared;
@@ -385,6 +387,135 @@ export function factProps(tool: string) {
 }
 const FACT_REQUIRED = ["content", "category", "source_kind", "source_location", "quote", "tags"];
 
+// --- fingerprints (issue 16), as factbank_client/fingerprint.py computes them -----------------
+//
+// A file source records the quoted region's sha256 (its lines, trailing blanks stripped,
+// joined by "\n"), the file's git blob id (sha1 of "blob <size>\0" + bytes; "sha256:<hex>"
+// outside git), HEAD and whether the file differs from HEAD's version; a commit source its
+// commit. The location is stored relative to the repository root, as the Python client does.
+// A file or quote not found here gets no fingerprint (the server's gate still applies).
+// tests/unit/test_hooks_pi.py holds this to the Python module's digests.
+
+const LOCATION_RE = /^(.+?)(?::(\d+)(?:-(\d+))?)?$/;
+const HEX_RE = /^[0-9a-fA-F]{7,64}$/;
+
+export function quoteSpans(text: string, quote: string): Array<[number, number]> {
+  const words: string[] = [];
+  const offsets: number[] = [];
+  const lines: number[] = [];
+  let pos = 0;
+  let line = 1;
+  let last = 0;
+  for (const m of text.matchAll(/\S+/g)) {
+    const at = m.index ?? 0;
+    for (let i = last; i < at; i++) if (text[i] === "\n") line++;
+    last = at;
+    words.push(m[0]);
+    offsets.push(pos);
+    lines.push(line);
+    pos += m[0].length + 1;
+  }
+  const hay = words.join(" ");
+  const needle = quote.split(/\s+/).filter((w) => w).join(" ");
+  const found: Array<[number, number]> = [];
+  if (!needle) return found;
+  const wordAt = (off: number) => {
+    let lo = 0, hi = offsets.length - 1;
+    while (lo < hi) { const mid = (lo + hi + 1) >> 1; if (offsets[mid] <= off) lo = mid; else hi = mid - 1; }
+    return lo;
+  };
+  for (let start = hay.indexOf(needle); start !== -1; start = hay.indexOf(needle, start + 1)) {
+    found.push([lines[wordAt(start)], lines[wordAt(start + needle.length - 1)]]);
+  }
+  return found;
+}
+
+function gitOut(root: string, args: string[]): string[] {
+  try {
+    return String(execFileSync("git", ["-C", root, ...args], { stdio: ["ignore", "pipe", "ignore"], timeout: 10000 })).split("\n");
+  } catch (err: any) {
+    return err?.stdout ? String(err.stdout).split("\n") : [];
+  }
+}
+
+export function fingerprintOf(kind: string, location: string, quote: string, cwd: string): { location: string; fingerprint: any } | undefined {
+  const sha256 = (b: Buffer | string) => createHash("sha256").update(b).digest("hex");
+  const root = repoRoot(cwd);
+  if (kind === "commit") {
+    const ref = location.trim();
+    let commit = root && ref ? (gitOut(root, ["rev-parse", "--verify", "-q", `${ref}^{commit}`])[0] ?? "").trim() : "";
+    if (!HEX_RE.test(commit)) commit = HEX_RE.test(ref) ? ref.toLowerCase() : "";
+    if (!commit) return undefined;
+    return { location, fingerprint: { quote_sha256: sha256(quote.split(/\s+/).filter((w) => w).join(" ")), commit } };
+  }
+  if (kind !== "file") return undefined;
+  const m = LOCATION_RE.exec(location.trim());
+  if (!m) return undefined;
+  let file = path.resolve(cwd, m[1]);
+  let lo = m[2] ? Number(m[2]) : undefined;
+  let hi = m[3] ? Number(m[3]) : lo;
+  if (!fs.existsSync(file) || !fs.statSync(file).isFile()) {
+    file = path.resolve(cwd, location.trim());
+    lo = hi = undefined;
+    if (!fs.existsSync(file) || !fs.statSync(file).isFile()) return undefined;
+  }
+  const data: Buffer = fs.readFileSync(file);
+  const text = data.toString("utf-8");
+  let spans = quoteSpans(text, quote);
+  if (lo !== undefined) spans = spans.filter(([a, b]) => a <= (hi as number) && b >= (lo as number));
+  if (!spans.length) return undefined;
+  const [first, last] = spans[0];
+  const fileLines = text.split(/\r\n|\r|\n/);
+  if (fileLines.length && fileLines[fileLines.length - 1] === "" && /[\r\n]$/.test(text)) fileLines.pop();
+  const region = fileLines.slice(first - 1, last).map((l) => l.replace(/\s+$/, "")).join("\n");
+  const rel = relativeToRoot(file, root, cwd);
+  const inRepo = Boolean(root) && rel !== file;
+  const fp: any = { quote_sha256: sha256(region), path: (inRepo ? rel : file).slice(0, 1000), line: first, lines: last - first + 1 };
+  let commit = "";
+  let headBlob = "";
+  if (inRepo && root) {
+    const out = gitOut(root, ["rev-parse", "HEAD", `HEAD:${rel}`]).map((l) => l.trim());
+    commit = HEX_RE.test(out[0] ?? "") ? out[0] : "";
+    headBlob = HEX_RE.test(out[1] ?? "") ? out[1] : "";
+  }
+  if (inRepo) {
+    const h = createHash(commit.length === 64 ? "sha256" : "sha1");
+    h.update(`blob ${data.length}\0`);
+    h.update(data);
+    fp.file_blob = h.digest("hex");
+  } else {
+    fp.file_blob = "sha256:" + sha256(data);
+  }
+  if (commit) {
+    fp.commit = commit;
+    fp.dirty = headBlob !== fp.file_blob;
+  }
+  const suffix = lo !== undefined ? `:${lo}` + (hi !== lo ? `-${hi}` : "") : "";
+  return { location: (inRepo ? rel : m[1]) + suffix, fingerprint: fp };
+}
+
+/** Issue 16: this project's file-sourced facts re-checked at session start, in the
+ * background, as the Claude Code / Codex SessionStart hook does (factbank_client/hookverify.py):
+ * a detached `factbank verify --quiet`, its line appended to ~/.cache/factbank/verify.log.
+ * Nothing waits for it; FACTBANK_VERIFY=0 turns it off. */
+export function startVerify(dir: string): boolean {
+  try {
+    const cmd = SHARED.verifyCommand;
+    if (!cmd?.length || process.env.FACTBANK_VERIFY === "0" || !repoRoot(dir)) return false;
+    const log = path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "factbank", "verify.log");
+    fs.mkdirSync(path.dirname(log), { recursive: true });
+    const fd = fs.openSync(log, "a", 0o600);
+    const child = spawn(cmd[0], cmd.slice(1), { cwd: dir, detached: true, stdio: ["ignore", fd, fd] });
+    child.on("error", (err: any) => logError(`verify: ${err?.message ?? err}`));
+    child.unref();
+    fs.closeSync(fd);
+    return true;
+  } catch (err: any) {
+    logError(`verify: ${err?.message ?? err}`);
+    return false;
+  }
+}
+
 export function buildFact(p: any, cwd: string): any {
   const fact: any = {
     content: p.content, category: p.category,
@@ -392,6 +523,15 @@ export function buildFact(p: any, cwd: string): any {
     quote: p.quote, tags: p.tags ?? [], origin: p.origin ?? "inferred",
     tentative: Boolean(p.tentative), agent: AGENT,
   };
+  try {
+    const seen = fingerprintOf(String(p.source_kind ?? ""), String(p.source_location ?? ""), String(p.quote ?? ""), cwd);
+    if (seen) {
+      fact.source.location = seen.location;
+      fact.fingerprint = seen.fingerprint;
+    }
+  } catch (err: any) {
+    logError(`fingerprint: ${err?.message ?? err}`);
+  }
   if (Array.isArray(p.questions) && p.questions.length) fact.questions = p.questions.map(String);
   const project = p.project === undefined || p.project === null ? projectKey(cwd) : p.project;
   if (project) fact.project = project;
@@ -608,6 +748,7 @@ export default function factbank(pi: any) {
     if (ctx?.cwd) cwd = ctx.cwd;
     sessionId = currentSessionId(ctx);
     timeline.adopt();
+    startVerify(cwd);
     try {
       const root = repoRoot(cwd);
       const rel = root ? relativeToRoot(cwd, root, cwd) : "";

@@ -1,0 +1,212 @@
+"""Sources change, facts follow (issue 16), the client's half: `verify`, `rules candidates`,
+`rules propose`, `migrate-native`. The judgement lives in factbank_client/verify.py, the rule
+patch in factbank_client/rulepatch.py, the native memories in factbank_client/native.py;
+these are the commands' skins."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+from factbank_client import render
+from factbank_client.cli import common
+from factbank_client.cli.common import call, command, show
+from factbank_client.cli.main import CommandError
+from factbank_client.project import repo_root
+
+HARNESS_CHOICES = ("claude", "codex", "pi")
+
+
+def register(sub) -> None:
+    with command(
+        sub, "verify", cmd_verify,
+        help="re-check this project's file- and commit-sourced facts against the working tree",
+        description="Each fact whose source is a file (or a commit) of this project is checked "
+        "here: the quote still at its line is fresh; moved, its location is updated (the "
+        "history records it); gone or changed, the fact turns stale with the reason and the "
+        "new text around the old line (stale facts are never injected); a file renamed in git "
+        "relocates the fact when the quote is in the new file; an unreachable commit is stale. "
+        "The hooks run it in the background at session start and at each commit "
+        "(`factbank install git`).") as p:
+        common.add_project_option(p)
+        p.add_argument("--all", action="store_true",
+                       help="also re-check facts already stale (their reason and context are "
+                            "refreshed; only a confirm with a fresh quote revives one)")
+        p.add_argument("--bank", help="only this bank (default: every configured bank)")
+        p.add_argument("--quiet", action="store_true",
+                       help="print only the summary line, and do nothing when another verify "
+                            "of this repository is running (what the hooks run)")
+
+    rules = sub.add_parser("rules", help="the rule-promotion gate: candidates, and proposals "
+                           "a person merges (never applied)")
+    rsub = rules.add_subparsers(dest="rules_command", metavar="{candidates,propose}")
+    with command(rsub, "candidates", cmd_rule_candidates,
+                 help="claims confirmed in at least two unrelated projects, with evidence"):
+        pass
+    with command(
+        rsub, "propose", cmd_rule_propose,
+        help="write a rule file patch (or a one-commit branch) for a candidate; never applies it",
+        description="Writes the candidate as one line appended to the rule file, as a patch "
+        "file (default) or as a branch with one commit, and shows it. Nothing is applied: the "
+        "working tree, the index and the rule file stay as they are; a person merges it.") as p:
+        p.add_argument("id", type=int, help="the candidate's fact id (`factbank rules candidates`)")
+        p.add_argument("--to", required=True, metavar="AGENTS.md|CLAUDE.md|PATH",
+                       help="the rule file, relative to the repository root")
+        p.add_argument("--branch", nargs="?", const="", default=None, metavar="NAME",
+                       help="make a branch with one commit instead of a patch (default name "
+                            "factbank/rule-ID)")
+        p.add_argument("--out", help="the patch file (default: .git/factbank/rule-ID.patch)")
+
+    with command(
+        sub, "migrate-native", cmd_migrate_native,
+        help="propose a harness's own memories as candidate facts (nothing saved unasked)",
+        description="Reads what Claude Code, Codex or Pi keeps as its own memory for this "
+        "project (memory files, the fact lines of CLAUDE.md/AGENTS.md), backs those files up, "
+        "and proposes each fact line as a candidate (source = file:line, quote = the line) "
+        "through the server's write gate, redaction and dedupe without saving. Instruction "
+        "lines are rules: left alone and listed. Nothing is saved until accepted "
+        "(--accept-all, or one by one at a terminal). Running it again proposes nothing new.") \
+            as p:
+        p.add_argument("harness", choices=HARNESS_CHOICES, help="claude, codex or pi")
+        p.add_argument("--dry-run", action="store_true",
+                       help="show the candidates; no backup, nothing saved")
+        p.add_argument("--accept-all", action="store_true",
+                       help="save every candidate the gate accepts as new")
+        p.add_argument("--category", default="project",
+                       help="the category the facts go to (default project)")
+        common.add_project_option(p)
+        p.add_argument("--bank")
+
+
+# --- verify ----------------------------------------------------------------------------------
+
+
+def _lock(root: Path):
+    """A non-blocking lock per repository, so the session-start and post-commit runs never
+    overlap; None when another verify holds it."""
+    import fcntl
+
+    from factbank_client.hookentry import cache_dir
+
+    os.makedirs(cache_dir(), exist_ok=True)
+    name = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
+    fh = open(os.path.join(cache_dir(), f"verify-{name}.lock"), "w")
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        fh.close()
+        return None
+    return fh
+
+
+def run_verify(client, root: Path, project: str, *, include_stale: bool = False,
+               banks: list[str] | None = None) -> dict:
+    """Judge every file/commit fact of `project` in each bank against `root`, send the
+    verdicts, and return the report (what `--json` prints)."""
+    from factbank_client.verify import Repo, Skip, check
+
+    repo = Repo(root)
+    statuses = ["active", "stale"] if include_stale else ["active"]
+    report: dict = {"project": project, "root": str(root), "verdicts": [], "skipped": [],
+                    "banks": {}}
+    for label in banks or client.banks:
+        facts = list(client.list_facts(bank=label, project=project, statuses=statuses,
+                                       source_kinds=["file", "commit"]))
+        verdicts = []
+        for fact in facts:
+            v = check(fact, repo)
+            v.bank = label
+            (report["skipped"] if isinstance(v, Skip) else verdicts).append(v)
+        if verdicts:
+            report["banks"][label] = client.verify([v.wire() for v in verdicts],
+                                                   project=project, bank=label)
+        report["verdicts"].extend(verdicts)
+    report["verdicts"] = [asdict(v) for v in report["verdicts"]]
+    report["skipped"] = [asdict(s) for s in report["skipped"]]
+    return report
+
+
+def cmd_verify(args) -> int:
+    root = repo_root(Path.cwd())
+    if root is None:
+        raise CommandError("verify checks a repository's facts: run it inside one")
+    project = common.project(args)
+    if not project:
+        raise CommandError("no project key here: pass --project")
+    lock = _lock(root) if args.quiet else None
+    if args.quiet and lock is None:
+        return 0  # another verify of this repository is running: it covers this one
+    try:
+        with common.client() as client:
+            report = call(run_verify, client, root, project, include_stale=args.all,
+                          banks=[args.bank] if args.bank else None)
+    finally:
+        if lock is not None:
+            lock.close()
+    if args.quiet and not args.json:  # one line for the hooks' log: when, what, which
+        from datetime import UTC, datetime
+
+        stale = [v["id"] for v in report["verdicts"] if v["verdict"] == "stale"]
+        print(f"{datetime.now(UTC).strftime('%Y-%m-%dT%H:%M:%SZ')} {root}: "
+              f"{render.verify_lines(report)[-1]}"
+              + (f" (stale: {render.id_list(stale)})" if stale else ""))
+        return 0
+    return show(args, report, lambda: render.verify_lines(report))
+
+
+# --- rules -----------------------------------------------------------------------------------
+
+
+def cmd_rule_candidates(args) -> int:
+    with common.client() as client:
+        data = call(client.rule_candidates)
+    return show(args, {"candidates": data}, lambda: render.rule_candidate_lines(data))
+
+
+def cmd_rule_propose(args) -> int:
+    from factbank_client import rulepatch
+
+    root = repo_root(Path.cwd())
+    if root is None:
+        raise CommandError("rules propose writes a patch in a git repository: run it in one")
+    with common.client() as client:
+        candidates = call(client.rule_candidates)
+    cand = next((c for c in candidates if int(c["fact"]["id"]) == args.id), None)
+    if cand is None:
+        raise CommandError(
+            f"fact #{args.id} is not a rule candidate: a claim must be confirmed in at least "
+            "two unrelated projects and not disputed since (`factbank rules candidates`)")
+    try:
+        result = rulepatch.propose(root, cand, args.to, branch=args.branch, out=args.out)
+    except rulepatch.ProposeError as exc:
+        raise CommandError(str(exc)) from None
+    return show(args, result, lambda: [result["show"].rstrip("\n"), result["note"]])
+
+
+# --- migrate-native ---------------------------------------------------------------------------
+
+
+def cmd_migrate_native(args) -> int:
+    from factbank_client import native
+
+    cwd = Path.cwd()
+    project = common.project(args)
+    with common.client() as client:
+        try:
+            plan = native.migrate(client, args.harness, cwd, project=project,
+                                  category=args.category, dry_run=args.dry_run,
+                                  accept_all=args.accept_all, bank=args.bank,
+                                  ask=None if args.dry_run or args.accept_all or not
+                                  sys.stdin.isatty() else native.ask_tty)
+        except native.MigrateError as exc:
+            raise CommandError(str(exc)) from None
+        except Exception as exc:
+            from factbank_client.client import FactbankError
+
+            if isinstance(exc, FactbankError):
+                raise CommandError(str(exc)) from None
+            raise
+    return show(args, plan, lambda: render.migrate_lines(plan))
