@@ -122,6 +122,9 @@ def make_handoff(run: Run, client: Any, *, to_agent: str | None = None,
     with `store`, records it on the run (`handoff_id`)."""
     if not run.finished:
         raise DispatchError(f"run {run.id} is still {run.status}: hand off a finished run")
+    if not run.project:
+        raise DispatchError(f"run {run.id}: {run.repo} is not in a git repository, so there "
+                            "is no project for a handoff to go to")
     if to_agent is not None and to_agent not in AGENTS:
         raise DispatchError(f"to_agent: unknown agent {to_agent!r}; one of {', '.join(AGENTS)}")
     out = client.handoff(handoff_text(run), project=run.project, to_agent=to_agent,
