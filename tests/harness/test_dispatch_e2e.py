@@ -91,9 +91,15 @@ def cli_env(home: Path, state: Path, base: dict[str, str], binary: Path) -> dict
             "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
 
 
-def cli(env: dict[str, str], *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, "dispatch", *args], env=env, capture_output=True, text=True,
-                          timeout=timeout)
+def cli(env: dict[str, str], *args: str, timeout: float = 180,
+        cwd: Path | None = None) -> subprocess.CompletedProcess:
+    proc = subprocess.run([*CLI, *args], env=env, capture_output=True, text=True,
+                          timeout=timeout, cwd=cwd)
+    capture = os.environ.get("FACTBANK_DISPATCH_CAPTURE")  # docs/dispatch.md's output
+    if capture:
+        with open(capture, "a", encoding="utf-8") as fh:
+            fh.write(f"$ factbank {' '.join(args)}\n{proc.stdout}{proc.stderr}\n")
+    return proc
 
 
 def test_dispatch_from_the_terminal_logs_live_records_the_timeline_and_hands_off(
@@ -123,7 +129,7 @@ def test_dispatch_from_the_terminal_logs_live_records_the_timeline_and_hands_off
     env = cli_env(home, state, claude_env(home, fake_model, harnesses), harnesses.claude)
     task = "Build the project and greet from src/app.py."
 
-    proc = cli(env, "claude", task, "--repo", str(repo))
+    proc = cli(env, "dispatch", "claude", task, "--repo", str(repo))
     assert proc.returncode == 0, proc.stdout + proc.stderr + hook_log(home)
     log = proc.stdout
     assert f"$ {OK}  -> 0\n    built\n" in log
@@ -141,9 +147,9 @@ def test_dispatch_from_the_terminal_logs_live_records_the_timeline_and_hands_off
     assert (run.agent, run.status, run.exit_code, run.project) == ("claude", "done", 0,
                                                                    PROJECT)
     assert run.files == ["src/app.py"] and (run.commands, run.failed_commands) == (2, 1)
-    listed = json.loads(cli(env, "list", "--json").stdout)["runs"]
+    listed = json.loads(cli(env, "dispatch", "list", "--json").stdout)["runs"]
     assert [r["id"] for r in listed] == [run.id]
-    shown = json.loads(cli(env, "show", run.id, "--json").stdout)
+    shown = json.loads(cli(env, "dispatch", "show", run.id, "--json").stdout)
     assert shown["run"]["status"] == "done"
     assert [e["exit_code"] for e in shown["events"] if e["kind"] == "command"] == [0, 2]
 
@@ -164,8 +170,13 @@ def test_dispatch_from_the_terminal_logs_live_records_the_timeline_and_hands_off
     assert len(starts) == 1  # the hook's and the dispatch's start are one event
     assert (store.get(run.id) or run).timeline.startswith("recorded in the personal bank")
 
+    if os.environ.get("FACTBANK_DISPATCH_CAPTURE"):
+        for args in (("dispatch", "list"), ("dispatch", "show", run.id)):
+            cli(env, *args)
+        cli(env, "timeline", cwd=repo)
+
     # One command makes it a handoff; the next Codex session in the repository gets it.
-    proc = cli(env, "handoff", run.id, "--to", "codex")
+    proc = cli(env, "dispatch", "handoff", run.id, "--to", "codex")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.startswith("handoff #") and f"for codex in {PROJECT}: run {run.id}" \
         in proc.stdout
@@ -179,6 +190,12 @@ def test_dispatch_from_the_terminal_logs_live_records_the_timeline_and_hands_off
             and f"dispatch {run.id}" in r.dumps()]
     assert told, hook_log(home)
     text = told[0].dumps()
+    capture = os.environ.get("FACTBANK_DISPATCH_CAPTURE")
+    if capture:
+        with open(capture, "a", encoding="utf-8") as fh:
+            body = json.dumps(told[0].body, ensure_ascii=False)
+            at = body.index("Handoff #")
+            fh.write("Codex's next session start block:\n" + body[at - 200:at + 900] + "\n")
     assert "Claude Code ran headless" in text and "Edited: src/app.py." in text
 
 

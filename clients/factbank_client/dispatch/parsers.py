@@ -106,7 +106,10 @@ class Parser:
         return {"kind": "edit", "path": rel, "text": f"{what} {rel}"}
 
     def tool(self, name: str, args: Any) -> Draft:
-        return {"kind": "tool", "text": redact(f"{name} {_args(args)}".strip())}
+        text = f"{name} {_args(args)}".strip()
+        base = self.root or os.path.realpath(self.cwd)
+        text = text.replace(base.rstrip(os.sep) + os.sep, "")  # paths as the repo names them
+        return {"kind": "tool", "text": redact(text)}
 
     def error(self, text: str) -> Draft:
         return {"kind": "error", "text": redact(text.strip())}
