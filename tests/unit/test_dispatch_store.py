@@ -217,3 +217,29 @@ def test_handoff_text_is_bounded_and_says_what_the_run_did():
                            "exit 1) on: fix the retry test")
     assert "Edited: src/retry.py." in text and "Ran 3 command(s), 1 failed." in text
     assert text.endswith("Full log: factbank dispatch show 20261201T000000000-abcdef")
+
+
+def test_the_log_says_when_factbank_s_hooks_are_not_there(tmp_path):
+    from factbank_client.dispatch.hooks_check import check
+
+    home = tmp_path / "home"
+    env = {"HOME": str(home)}
+    assert check("claude", env, str(tmp_path), ["claude"])[0] == "not installed"
+    assert check("pi", env, str(tmp_path), ["pi"])[0] == "not installed"
+    assert check("codex", env, str(tmp_path), ["codex"])[0] == "not installed"
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    hook = {"type": "command", "command": "/v/bin/python3 -I -S /v/factbank_client/hooks.py "
+            "session-start"}
+    settings.write_text(json.dumps({"hooks": {"SessionStart": [{"hooks": [hook]}]}}))
+    assert check("claude", env, str(tmp_path), ["claude"]) == (
+        "active", "factbank's hooks are installed for Claude Code")
+    ext = home / ".pi" / "agent" / "extensions" / "factbank.ts"
+    ext.parent.mkdir(parents=True)
+    ext.write_text("export default () => {}\n")
+    assert check("pi", env, str(tmp_path), ["pi"])[0] == "active"
+    codex_hooks = home / ".codex" / "hooks.json"
+    codex_hooks.parent.mkdir(parents=True)
+    codex_hooks.write_text(json.dumps({"hooks": {"SessionStart": [{"hooks": [hook]}]}}))
+    assert check("codex", env, str(tmp_path), ["codex", "exec",
+                                               "--dangerously-bypass-hook-trust"])[0] == "active"

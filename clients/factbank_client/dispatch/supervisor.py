@@ -125,11 +125,14 @@ class Supervisor:
             self.on_signal(signal.SIGTERM, None)
         timeline = threading.Thread(target=self.record_timeline, daemon=True)
         timeline.start()
+        hooks = threading.Thread(target=self.check_hooks, args=(env, argv), daemon=True)
+        hooks.start()
         err = threading.Thread(target=self.read_stderr, daemon=True)
         err.start()
         self.read_stdout()
         code = self.proc.wait()
         err.join(timeout=5)
+        hooks.join(timeout=25)  # its line belongs before the end
         status = "cancelled" if self.cancelled else ("done" if code == 0 else "failed")
         if status == "done" and self.parser.harness_error:
             status = "failed"  # exit 0 but the harness said it failed (Claude's is_error)
@@ -197,6 +200,16 @@ class Supervisor:
         run = self.store._read(self.run_id) or self.run
         note = timeline.record_end(run, self.parser.session_id, self.status_code())
         self.store.update(self.run_id, timeline=note)
+
+    def check_hooks(self, env: dict[str, str], argv: list[str]) -> None:
+        from factbank_client.dispatch.hooks_check import check
+
+        try:
+            state, text = check(self.run.agent, env, self.run.repo, argv)
+        except Exception as exc:  # a check that fails says so; the run goes on
+            state, text = "unknown", f"could not check factbank's hooks: {exc}"
+        self.store.update(self.run_id, hooks=state)
+        self.log.add([{"kind": "status" if state == "active" else "error", "text": text}])
 
     def status_code(self) -> tuple[str, int | None]:
         code = self.proc.returncode if self.proc is not None else None
