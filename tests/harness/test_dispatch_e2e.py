@@ -197,6 +197,7 @@ def test_dispatch_from_the_terminal_logs_live_records_the_timeline_and_hands_off
             at = body.index("Handoff #")
             fh.write("Codex's next session start block:\n" + body[at - 200:at + 900] + "\n")
     assert "Claude Code ran headless" in text and "Edited: src/app.py." in text
+    assert "root with claude on" in text and "with cli" not in text  # the run's session
 
 
 def _claude(h: Harnesses, fake: FakeModel, home: Path, repo: Path) -> tuple[dict, list[str]]:

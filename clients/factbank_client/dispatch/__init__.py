@@ -127,8 +127,11 @@ def make_handoff(run: Run, client: Any, *, to_agent: str | None = None,
                             "is no project for a handoff to go to")
     if to_agent is not None and to_agent not in AGENTS:
         raise DispatchError(f"to_agent: unknown agent {to_agent!r}; one of {', '.join(AGENTS)}")
+    # Not the run's session id: the server files a handoff's event under the session it
+    # names, with the handing-off client's agent (`cli`), which relabelled Claude Code's
+    # session "with cli" in the next session's briefing (seen in test_dispatch_e2e).
     out = client.handoff(handoff_text(run), project=run.project, to_agent=to_agent,
-                         files=run.files[:50], session_id=run.session_id)
+                         files=run.files[:50])
     handoff_id = int(out["id"])
     if store is not None:
         store.update(run.id, handoff_id=handoff_id)
