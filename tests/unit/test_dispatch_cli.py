@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -78,3 +79,21 @@ def test_refusals_are_one_line_and_exit_2(env, tmp_path):
     proc = factbank(env, "dispatch", "handoff", run["id"])
     assert proc.returncode == 2
     assert "is not in a git repository, so there is no project for a handoff" in proc.stderr
+
+
+def test_ctrl_c_cancels_the_run_and_prints_its_end(env, tmp_path):
+    proc = subprocess.Popen([*CLI, "dispatch", "claude", "wait", "--repo", str(tmp_path)],
+                            env={**env, "REPLAY_SLEEP": "60"}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert proc.stdout is not None
+    for line in proc.stdout:  # the whole captured stream is out: the harness now sleeps
+        if line.startswith("# result:"):
+            break
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert out.rstrip().endswith("# cancelled: claude was stopped by signal 15")
+    assert err.rstrip().endswith("cancelled")
+    listed = factbank(env, "dispatch", "list", "--json")
+    assert [r["status"] for r in json.loads(listed.stdout)["runs"]] == ["cancelled"]

@@ -87,17 +87,19 @@ def _print_event(event, as_json: bool) -> None:
         print(render.dispatch_event_line(event.to_dict()), flush=True)
 
 
-def follow(store, run_id: str, *, after: int = 0, as_json: bool = False):
-    """Print the run's events as they come until it has ended; returns the final Run."""
-    seq = after
+def follow(store, run_id: str, *, seen: list[int] | None = None, as_json: bool = False):
+    """Print the run's events as they come until it has ended; returns the final Run.
+    `seen[0]` is the last seq printed (kept across a Ctrl-C, so the end is not skipped)."""
+    seen = seen if seen is not None else [0]
     while True:
         run = store.get(run_id)
-        for event in store.events(run_id, after=seq):
+        for event in store.events(run_id, after=seen[0]):
             _print_event(event, as_json)
-            seq = event.seq
+            seen[0] = event.seq
         if run is None or run.finished:
-            for event in store.events(run_id, after=seq):  # what came with the end
+            for event in store.events(run_id, after=seen[0]):  # what came with the end
                 _print_event(event, as_json)
+                seen[0] = event.seq
             return store.get(run_id) or run
         time.sleep(POLL)
 
@@ -121,11 +123,12 @@ def cmd_run(args) -> int:
     if not args.json:
         print(f"run {run.id}: {args.agent} in {run.repo} (Ctrl-C cancels it; --detach "
               "leaves it running)", file=sys.stderr)
+    seen = [0]
     try:
-        final = follow(store, run.id, as_json=args.json)
+        final = follow(store, run.id, seen=seen, as_json=args.json)
     except KeyboardInterrupt:
         store.cancel(run.id)
-        final = follow(store, run.id, after=_last_seq(store, run.id), as_json=args.json)
+        follow(store, run.id, seen=seen, as_json=args.json)
         print(f"run {run.id} cancelled", file=sys.stderr)
         return 130
     if args.json:
@@ -136,11 +139,6 @@ def cmd_run(args) -> int:
     if final.exit_code is None:
         return 1
     return final.exit_code if 0 <= final.exit_code < 256 else 1
-
-
-def _last_seq(store, run_id: str) -> int:
-    events = store.events(run_id)
-    return events[-1].seq if events else 0
 
 
 def cmd_list(args) -> int:
