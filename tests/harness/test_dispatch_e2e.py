@@ -168,7 +168,8 @@ def test_dispatch_from_the_terminal_logs_live_records_the_timeline_and_hands_off
     starts = [e for e in events if e["kind"] == "session_start"
               and e["session"] == run.session_id]
     assert len(starts) == 1  # the hook's and the dispatch's start are one event
-    assert (store.get(run.id) or run).timeline.startswith("recorded in the personal bank")
+    assert wait_until("the timeline note", lambda: store.get(run.id).timeline) == \
+        "recorded in the personal bank"
 
     if os.environ.get("FACTBANK_DISPATCH_CAPTURE"):
         for args in (("dispatch", "list"), ("dispatch", "show", run.id)):
@@ -245,7 +246,8 @@ def test_each_harness_logs_its_command_and_edit(
     assert [e.path for e in events if e.kind == "edit"] == ["notes.md"]
     assert (repo / "notes.md").read_text() == "hi\n"
     assert done.session_id and done.summary == "done"
-    assert done.timeline == "not recorded: not logged in (factbank login)"
+    assert wait_until("the timeline note", lambda: store.get(run.id).timeline) == \
+        "not recorded: not logged in (factbank login)"
 
 
 def test_a_killed_supervisor_leaves_a_lost_run_and_no_harness(

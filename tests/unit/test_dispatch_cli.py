@@ -46,7 +46,6 @@ def test_the_live_log_and_the_harness_s_exit_code(env, tmp_path):
     assert "» Done: built and edited src/app.py.\n" in out
     assert out.rstrip().endswith("# failed: claude exited with code 3")
     assert "claude failed, exit 3" in proc.stderr
-    assert "timeline: not recorded: not logged in (factbank login)" in proc.stderr
 
 
 def test_detach_then_follow_and_list(env, tmp_path):

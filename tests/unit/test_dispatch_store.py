@@ -83,7 +83,10 @@ def test_a_run_is_recorded_with_its_log(tmp_path, harness, repo):
     assert done.session_id == "25fba946-2f28-489a-8e1b-8c88e326319a"
     assert done.summary == "Done: built and edited src/app.py."
     assert (done.commands, done.failed_commands) == (2, 1)
-    assert done.timeline == "not recorded: not logged in (factbank login)"
+    # The timeline's answer is written after the end (a slow service never holds a finished
+    # run "running").
+    assert wait_for("the timeline note", lambda: store.get(run.id).timeline) == \
+        "not recorded: not logged in (factbank login)"
     events = store.events(run.id)
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
     assert done.events == len(events)

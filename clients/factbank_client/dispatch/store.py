@@ -11,6 +11,10 @@ or a pid now used by another program: /proc/<pid>/cmdline must name the run) mar
 appends a `status` event saying so, and stops the harness the supervisor left behind, so a run
 never silently disappears and never silently keeps running unwatched.
 
+Order: a run's record turns finished only after its last event is in the log (the supervisor
+writes the final `status` event, then the end; a reader marking a run lost appends its event
+first, under the lock), so a reader that sees `finished` and then reads the log has all of it.
+
 Bounds (each stated where it is enforced): a run's log keeps at most MAX_EVENTS events and
 MAX_LOG_BYTES bytes (then one `error` event says how many were dropped; the final `status`
 event is always written); each event's text is cut at MAX_TEXT characters; `list()` reads at

@@ -142,8 +142,11 @@ class Supervisor:
         if code < 0:
             text = f"{status}: {self.run.agent} was stopped by signal {-code}"
         self.log.add([{"kind": "status", "text": text, "exit_code": code}], final=True)
-        timeline.join(timeout=15)
+        # The record says finished only once its last event is written (a reader that sees
+        # `finished` has the whole log), and before the timeline's end is sent (a slow
+        # service must not keep a finished run "running").
         self.end(status, code, error=self.parser.harness_error or "")
+        timeline.join(timeout=30)
         return 0
 
     def read_stdout(self) -> None:
