@@ -64,7 +64,7 @@ def register(sub) -> None:
                    help="only a session of this agent receives it")
     h.add_argument("--json", action="store_true", help="print JSON for scripts")
     h.set_defaults(func=cmd_handoff)
-    p.set_defaults(func=None)
+    p.set_defaults(func=lambda _args: (p.print_help(), 2)[1])  # `factbank dispatch` alone
 
 
 def _store():
