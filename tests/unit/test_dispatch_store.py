@@ -246,3 +246,46 @@ def test_the_log_says_when_factbank_s_hooks_are_not_there(tmp_path):
     codex_hooks.write_text(json.dumps({"hooks": {"SessionStart": [{"hooks": [hook]}]}}))
     assert check("codex", env, str(tmp_path), ["codex", "exec",
                                                "--dangerously-bypass-hook-trust"])[0] == "active"
+
+
+def test_a_run_past_its_timeout_is_stopped_and_failed(tmp_path, harness, repo):
+    store = RunStore(tmp_path / "runs")
+    full = {"PATH": os.environ["PATH"], "REPLAY_FILE": str(FIXTURES / "claude.jsonl"),
+            "REPLAY_SLEEP": "60"}
+    run = start(store, "claude", "Build and greet.", repo, env=full,
+                binaries={"claude": harness}, timeout=2)
+    done = finished(store, run.id)
+    assert (done.status, done.exit_code, done.error) == ("failed", -signal.SIGTERM,
+                                                         "timed out after 2 s")
+    assert store.events(run.id)[-1].text == \
+        "failed: timed out after 2 s; claude was stopped (exit code -15)"
+    with pytest.raises(DispatchError, match=r"^timeout: 0 is not a positive number"):
+        start(store, "claude", "x", repo, binaries={"claude": harness}, timeout=0)
+
+
+def test_the_config_s_token_never_reaches_the_run_files(tmp_path, harness, repo, monkeypatch):
+    """An agent that prints the environment: the supervisor scrubs the token its own
+    environment names (FACTBANK_TOKEN) before anything is written."""
+    token = "fb_" + "Zq9" * 12
+    monkeypatch.setenv("FACTBANK_TOKEN", token)
+    stream = tmp_path / "stream.jsonl"
+    item = {"type": "item.completed", "item": {
+        "id": "i", "type": "command_execution", "command": "env", "exit_code": 0,
+        "status": "completed", "aggregated_output": f"HOME=/h\nFACTBANK_TOKEN={token}\n"}}
+    stream.write_text(json.dumps({"type": "thread.started", "thread_id": "t1"}) + "\n"
+                      + json.dumps(item) + "\n"
+                      + json.dumps({"type": "item.completed", "item": {
+                          "id": "m", "type": "agent_message",
+                          "text": f"your token is {token}"}}) + "\n")
+    store = RunStore(tmp_path / "runs")
+    run = start(store, "codex", f"print {token}", repo, binaries={"codex": harness},
+                env={"PATH": os.environ["PATH"], "REPLAY_FILE": str(stream)})
+    done = finished(store, run.id)
+    assert done.status == "done"
+    files = list(store.run_dir(run.id).iterdir())
+    assert {f.name for f in files} >= {"run.json", "events.jsonl"}
+    for f in files:
+        assert token not in f.read_text(), f.name
+    (cmd,) = [e for e in store.events(run.id) if e.kind == "command"]
+    assert "FACTBANK_TOKEN=[REDACTED:factbank_token]" in cmd.text
+    assert done.task == "print [REDACTED:factbank_token]"

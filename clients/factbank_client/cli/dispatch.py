@@ -39,6 +39,8 @@ def register(sub) -> None:
                        help="default: edits allowed (Claude acceptEdits, Codex workspace-write "
                        "sandbox), shell commands as your harness config allows; full: no "
                        "permission checks, no sandbox")
+        a.add_argument("--timeout", type=float, metavar="SECONDS",
+                       help="stop the agent after this long (the run fails: timed out)")
         a.add_argument("--json", action="store_true",
                        help="print each event as a JSON line, then the run")
         a.set_defaults(func=cmd_run, agent=agent)
@@ -110,7 +112,7 @@ def cmd_run(args) -> int:
     store = _store()
     try:
         run = start(store, args.agent, args.task, Path(args.repo),
-                    permissions=args.permissions)
+                    permissions=args.permissions, timeout=args.timeout)
     except DispatchError as exc:
         raise CommandError(str(exc)) from None
     if args.detach:

@@ -47,14 +47,18 @@ HANDOFF_CHARS = 2000  # the server's limit on a handoff's text
 def start(store: RunStore, agent: str, task: str, repo: Path | str, *,
           permissions: str = "default", extra_args: Sequence[str] = (),
           env: Mapping[str, str] | None = None,
-          binaries: Mapping[str, str] | None = None) -> Run:
+          binaries: Mapping[str, str] | None = None,
+          timeout: float | None = None) -> Run:
     """Start `agent` on `task` in `repo` and return its Run at once (status `running`).
 
     `permissions`: "default" (edits allowed: Claude's acceptEdits, Codex's workspace-write
     sandbox) or "full" (Claude bypassPermissions, Codex danger-full-access); see harness.py.
     `env`: the harness's whole environment (default: this process's). `extra_args` go to the
-    harness's command line before the task. Raises DispatchError naming the bad argument."""
+    harness's command line before the task. `timeout` (seconds): the harness is stopped after
+    it and the run fails ("timed out"). Raises DispatchError naming the bad argument."""
     task = task.strip()
+    if timeout is not None and not timeout > 0:
+        raise DispatchError(f"timeout: {timeout!r} is not a positive number of seconds")
     repo_path = Path(repo).expanduser()
     if not repo_path.is_dir():
         raise DispatchError(f"repo: {repo} is not a directory")
@@ -71,7 +75,8 @@ def start(store: RunStore, agent: str, task: str, repo: Path | str, *,
     run = Run(id=new_id(), agent=agent, task=redact(task), repo=str(repo_path),
               started_at=now_iso(), project=project)
     store.create(run)
-    spec = {"argv": command, "env": dict(env) if env is not None else None}
+    spec = {"argv": command, "env": dict(env) if env is not None else None,
+            "timeout": timeout}
     store.prune()
     log = os.open(store.run_dir(run.id) / "supervisor.log", os.O_WRONLY | os.O_CREAT
                   | os.O_APPEND, 0o600)

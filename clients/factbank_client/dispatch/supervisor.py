@@ -89,6 +89,7 @@ class Supervisor:
         self.parser: Parser = parser_for(run.agent, run.repo)
         self.proc: subprocess.Popen[bytes] | None = None
         self.cancelled = False
+        self.timed_out = False
         self.session_known = threading.Event()
         self.finished = threading.Event()
 
@@ -97,6 +98,14 @@ class Supervisor:
         del frame
         self.cancelled = True
         if self.proc is not None and self.proc.poll() is None:
+            store_mod.kill_group(self.proc.pid, signal.SIGTERM)
+            threading.Timer(KILL_AFTER, store_mod.kill_group,
+                            args=(self.proc.pid, signal.SIGKILL)).start()
+
+    def on_timeout(self) -> None:
+        """The run's `timeout` passed: stop the harness like a cancel, but it failed."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.timed_out = True
             store_mod.kill_group(self.proc.pid, signal.SIGTERM)
             threading.Timer(KILL_AFTER, store_mod.kill_group,
                             args=(self.proc.pid, signal.SIGKILL)).start()
@@ -123,6 +132,11 @@ class Supervisor:
                        f"{self.proc.pid}) in {self.run.repo}: {self.run.task}"}])
         if self.cancelled:  # a signal that came before the harness existed
             self.on_signal(signal.SIGTERM, None)
+        timeout = self.spec.get("timeout")
+        if timeout:
+            timer = threading.Timer(float(timeout), self.on_timeout)
+            timer.daemon = True
+            timer.start()
         timeline = threading.Thread(target=self.record_timeline, daemon=True)
         timeline.start()
         hooks = threading.Thread(target=self.check_hooks, args=(env, argv), daemon=True)
@@ -133,19 +147,21 @@ class Supervisor:
         code = self.proc.wait()
         err.join(timeout=5)
         hooks.join(timeout=25)  # its line belongs before the end
-        status = "cancelled" if self.cancelled else ("done" if code == 0 else "failed")
-        if status == "done" and self.parser.harness_error:
-            status = "failed"  # exit 0 but the harness said it failed (Claude's is_error)
+        status, _ = self.status_code()
         self.finished.set()
         self.session_known.set()
         text = f"{status}: {self.run.agent} exited with code {code}"
         if code < 0:
             text = f"{status}: {self.run.agent} was stopped by signal {-code}"
+        error = self.parser.harness_error or ""
+        if self.timed_out:
+            error = f"timed out after {float(self.spec['timeout']):g} s"
+            text = f"{status}: {error}; {self.run.agent} was stopped (exit code {code})"
         self.log.add([{"kind": "status", "text": text, "exit_code": code}], final=True)
         # The record says finished only once its last event is written (a reader that sees
         # `finished` has the whole log), and before the timeline's end is sent (a slow
         # service must not keep a finished run "running").
-        self.end(status, code, error=self.parser.harness_error or "")
+        self.end(status, code, error=error)
         timeline.join(timeout=30)
         return 0
 
@@ -216,9 +232,11 @@ class Supervisor:
 
     def status_code(self) -> tuple[str, int | None]:
         code = self.proc.returncode if self.proc is not None else None
-        status = "cancelled" if self.cancelled else ("done" if code == 0 else "failed")
+        if self.cancelled and not self.timed_out:
+            return "cancelled", code
+        status = "done" if code == 0 and not self.timed_out else "failed"
         if status == "done" and self.parser.harness_error:
-            status = "failed"
+            status = "failed"  # exit 0 but the harness said it failed (Claude's is_error)
         return status, code
 
     def end(self, status: str, code: int | None, *, error: str = "") -> None:
