@@ -63,6 +63,19 @@ def bench(n: int) -> dict[str, dict]:
             while not (r := store.get(run.id)) or not r.finished:
                 time.sleep(0.005)
             whole.append(time.perf_counter() - t0)
+        # A long run: a Codex stream of 5,000 commands, each logged with its output.
+        long = root / "long.jsonl"
+        item = {"type": "item.completed", "item": {
+            "id": "i", "type": "command_execution", "command": "/bin/bash -lc 'pytest -q'",
+            "exit_code": 1, "status": "failed", "aggregated_output": "F" * 400}}
+        long.write_text(json.dumps({"type": "thread.started", "thread_id": "t"}) + "\n"
+                        + (json.dumps(item) + "\n") * 5000)
+        t0 = time.perf_counter()
+        run = start(store, "codex", "bench", repo, env={**env, "REPLAY_FILE": str(long)},
+                    binaries={"codex": str(script)})
+        while not (r := store.get(run.id)) or not r.finished:
+            time.sleep(0.01)
+        longrun = [time.perf_counter() - t0]
         # The bounds: 500 records, a 10,000-event log.
         for i in range(store_mod.MAX_RUNS - n):
             store.create(Run(id=store_mod.new_id() + f"{i:04d}", agent="codex", task="t",
@@ -86,6 +99,7 @@ def bench(n: int) -> dict[str, dict]:
             reads.append(time.perf_counter() - t0)
         return {"start() returns": _ms(starts), "first event on disk": _ms(first),
                 "whole run supervised (11-line stream)": _ms(whole),
+                "whole run supervised (5,000 commands)": _ms(longrun),
                 f"list() of {store_mod.MAX_RUNS} runs": _ms(lists),
                 f"list() (the default {store_mod.LIST_LIMIT}) of {store_mod.MAX_RUNS}": _ms(pages),
                 f"events(after=) at a {store_mod.MAX_EVENTS}-event log": _ms(reads)}

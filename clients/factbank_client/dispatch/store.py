@@ -313,12 +313,18 @@ class RunStore:
                     break
         return out
 
-    def append_events(self, run_id: str, drafts: list[dict[str, Any]]) -> int:
+    def append_events(self, run_id: str, drafts: list[dict[str, Any]],
+                      after: int | None = None) -> int:
         """Append events (kind, text, command?, exit_code?, path?) with the next seqs; for a
         writer that knows it is the only one (the supervisor, or a reader marking the run
-        lost). Returns the last seq."""
+        lost). `after`: the last seq written, if the writer keeps count (else the lines are
+        counted: the supervisor passes it, or every event would re-read the whole log).
+        Returns the last seq."""
         path = self.events_path(run_id)
-        seq = sum(1 for _ in path.open("rb")) if path.exists() else 0
+        if after is not None:
+            seq = after
+        else:
+            seq = sum(1 for _ in path.open("rb")) if path.exists() else 0
         lines = []
         for d in drafts:
             seq += 1

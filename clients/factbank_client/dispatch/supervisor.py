@@ -44,7 +44,9 @@ KILL_AFTER = 5.0
 
 
 class Log:
-    """The run's events.jsonl, written by this process only, within the store's bounds."""
+    """The run's events.jsonl, written by this process only, within the store's bounds. It
+    keeps the last seq itself: counting the log's lines on every append made a 5,000-command
+    run take 36.8 s to supervise instead of 5.6 s (evals/bench_dispatch.py)."""
 
     def __init__(self, store: RunStore, run_id: str) -> None:
         self.store = store
@@ -73,7 +75,7 @@ class Log:
                 self.bytes += size
                 keep.append(d)
             if keep:
-                self.seq = self.store.append_events(self.run_id, keep)
+                self.seq = self.store.append_events(self.run_id, keep, after=self.seq)
 
 
 class Supervisor:
