@@ -86,6 +86,11 @@ def start(store: RunStore, agent: str, task: str, repo: Path | str, *,
              run.id],
             stdin=subprocess.PIPE, stdout=log, stderr=log, start_new_session=True,
             close_fds=True, cwd=str(store.path))  # not the repo: `-m` puts cwd on sys.path
+    except OSError as exc:  # the record says why instead of turning lost 30 s later
+        text = f"cannot start the supervisor ({sys.executable}): {exc.strerror or exc}"
+        store.append_events(run.id, [{"kind": "error", "text": text}])
+        return store.update(run.id, status="failed", ended_at=now_iso(), error=text,
+                            events=1) or run
     finally:
         os.close(log)
     assert proc.stdin is not None
