@@ -119,3 +119,16 @@ def test_a_line_that_is_not_json_is_kept_as_a_message():
     assert parser.text_line("plain text output\n") == [
         {"kind": "message", "text": "plain text output"}]
     assert parser.text_line("   \n") == []
+
+
+def test_claude_shows_the_context_a_session_start_hook_added():
+    """claude-hooks.jsonl: a SessionStart hook answering as factbank's does."""
+    parser, drafts = parse("claude", (FIXTURES / "claude-hooks.jsonl").read_text().splitlines())
+    assert drafts[0] == {"kind": "status", "text": (
+        "SessionStart hook added 78 chars of context: [factbank] Facts for this session "
+        "(personal bank): #1 (trust 0.90) We use pnpm")}
+    assert parser.summary == "Hello."
+    failed = {"type": "system", "subtype": "hook_response", "hook_event": "Stop",
+              "outcome": "error", "exit_code": 2, "stderr": "boom", "output": ""}
+    _, drafts = parse("claude", [json.dumps(failed)])
+    assert drafts == [{"kind": "error", "text": "Stop hook error (exit 2): boom"}]

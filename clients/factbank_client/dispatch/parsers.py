@@ -132,6 +132,8 @@ class ClaudeParser(Parser):
         if obj.get("session_id") and not self.session_id:
             self.session_id = str(obj["session_id"])
         if kind == "system":
+            if obj.get("subtype") == "hook_response":
+                return self._hook(obj)
             if obj.get("subtype") == "init":
                 return [{"kind": "status", "text": f"session {obj.get('session_id')} "
                          f"(Claude Code {obj.get('claude_code_version', '?')}, model "
@@ -144,6 +146,26 @@ class ClaudeParser(Parser):
         if kind == "result":
             return self._result(obj)
         return []
+
+    def _hook(self, obj: dict) -> list[Draft]:
+        """A hook's answer (`system`/`hook_response`): the context it added (factbank's
+        SessionStart and prompt blocks: the shared context, seen loading), or its failure."""
+        name = str(obj.get("hook_event") or obj.get("hook_name") or "hook")
+        if obj.get("outcome") not in (None, "success"):
+            why = _tail(str(obj.get("stderr") or ""), 300)
+            return [self.error(f"{name} hook {obj.get('outcome')} (exit "
+                               f"{obj.get('exit_code')}): {why}")]
+        try:
+            out = json.loads(str(obj.get("output") or "").strip() or "{}")
+        except ValueError:
+            return []
+        context = ((out.get("hookSpecificOutput") or {}).get("additionalContext")
+                   if isinstance(out, dict) else None)
+        if not isinstance(context, str) or not context.strip():
+            return []
+        first = context.strip().splitlines()[0]
+        return [{"kind": "status", "text": redact(
+            f"{name} hook added {len(context)} chars of context: {_args(first, 160)}")}]
 
     def _assistant(self, message: dict) -> list[Draft]:
         out: list[Draft] = []
