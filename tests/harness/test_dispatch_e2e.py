@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -139,8 +140,13 @@ def test_dispatch_from_the_terminal_logs_live_records_the_timeline_and_hands_off
     assert log.index(f"$ {OK}") < log.index("✎ src/app.py") < log.index("» Built it")
     assert "done, exit 0" in proc.stderr
     assert (repo / "src" / "app.py").read_text() == "print('hello from claude')\n"
-    # The hooks were active: the shared context reached the model at session start.
+    # The hooks were active: the shared context reached the model at session start, and the
+    # live log shows it loading.
     assert fake_model.requests_containing(marker), hook_log(home)
+    assert re.search(r"^# SessionStart hook added 1 fact \(\d+ chars of context\), first: "
+                     r"- #\d+ \(trust 0\.90, project \[github\.com/acme/dispatch-e2e\]\) "
+                     rf"The dispatch-e2e repository is built with `just build-{marker}`", log,
+                     re.M), log
 
     store = RunStore(state / "factbank" / "runs")
     (run,) = store.list()

@@ -132,3 +132,11 @@ def test_claude_shows_the_context_a_session_start_hook_added():
               "outcome": "error", "exit_code": 2, "stderr": "boom", "output": ""}
     _, drafts = parse("claude", [json.dumps(failed)])
     assert drafts == [{"kind": "error", "text": "Stop hook error (exit 2): boom"}]
+    block = ("[factbank] Remembered facts: context, not truth. (bank: root)\n"
+             "- #1 (trust 0.90) We use pnpm\n- #7 (trust 0.75) CI runs on build-box")
+    ok = {"type": "system", "subtype": "hook_response", "hook_event": "SessionStart",
+          "outcome": "success", "output": json.dumps({"hookSpecificOutput": {
+              "hookEventName": "SessionStart", "additionalContext": block}})}
+    _, drafts = parse("claude", [json.dumps(ok)])
+    assert drafts[0]["text"] == (f"SessionStart hook added 2 facts ({len(block)} chars of "
+                                 "context), first: - #1 (trust 0.90) We use pnpm")

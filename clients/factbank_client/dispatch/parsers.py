@@ -115,6 +115,7 @@ class Parser:
         return {"kind": "error", "text": redact(text.strip())}
 
 
+FACT_LINE = re.compile(r"^- #\d+ ")
 EXIT_CODE = re.compile(r"^(?:Error: )?Exit code (-?\d+)", re.M)
 
 
@@ -163,9 +164,14 @@ class ClaudeParser(Parser):
                    if isinstance(out, dict) else None)
         if not isinstance(context, str) or not context.strip():
             return []
-        first = context.strip().splitlines()[0]
+        lines = [ln.strip() for ln in context.strip().splitlines()]
+        facts = [ln for ln in lines if FACT_LINE.match(ln)]  # factbank's "- #12 (trust ..."
+        if facts:
+            return [{"kind": "status", "text": redact(
+                f"{name} hook added {len(facts)} fact{'' if len(facts) == 1 else 's'} "
+                f"({len(context)} chars of context), first: {_args(facts[0], 160)}")}]
         return [{"kind": "status", "text": redact(
-            f"{name} hook added {len(context)} chars of context: {_args(first, 160)}")}]
+            f"{name} hook added {len(context)} chars of context: {_args(lines[0], 160)}")}]
 
     def _assistant(self, message: dict) -> list[Draft]:
         out: list[Draft] = []
