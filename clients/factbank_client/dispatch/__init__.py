@@ -63,8 +63,7 @@ def start(store: RunStore, agent: str, task: str, repo: Path | str, *,
     if not repo_path.is_dir():
         raise DispatchError(f"repo: {repo} is not a directory")
     repo_path = repo_path.resolve()
-    path_env = (env or {}).get("PATH") if env is not None else None
-    binary = find_binary(agent, binaries, path=path_env)
+    binary = find_binary(agent, binaries, path=env.get("PATH") if env is not None else None)
     command = argv(agent, task, binary, permissions=permissions, extra_args=extra_args)
     from factbank_client.project import project_key
 
