@@ -289,3 +289,24 @@ def test_the_config_s_token_never_reaches_the_run_files(tmp_path, harness, repo,
     (cmd,) = [e for e in store.events(run.id) if e.kind == "command"]
     assert "FACTBANK_TOKEN=[REDACTED:factbank_token]" in cmd.text
     assert done.task == "print [REDACTED:factbank_token]"
+
+
+def test_polling_the_log_reads_what_is_new_and_never_half_a_line(tmp_path):
+    store = RunStore(tmp_path / "runs")
+    run = store.create(Run(id=store_mod.new_id(), agent="pi", task="t", repo="/",
+                           started_at=store_mod.now_iso(), status="done"))
+    store.append_events(run.id, [{"kind": "message", "text": f"m{i}"} for i in range(3)])
+    assert [e.text for e in store.events(run.id)] == ["m0", "m1", "m2"]
+    store.append_events(run.id, [{"kind": "message", "text": "m3"}])
+    path = store.events_path(run.id)
+    line = json.dumps({"seq": 5, "at": store_mod.now_iso(), "kind": "message", "text": "m4"})
+    with path.open("a") as fh:  # the writer is half way through a line
+        fh.write(line[:20])
+    assert [e.text for e in store.events(run.id, after=3)] == ["m3"]
+    with path.open("a") as fh:
+        fh.write(line[20:] + "\n")
+    assert [e.seq for e in store.events(run.id, after=4)] == [5]
+    # A poll from further back (another viewer) reads from the start again, the same events.
+    assert [e.text for e in store.events(run.id, after=1)] == ["m1", "m2", "m3", "m4"]
+    assert [e.text for e in RunStore(tmp_path / "runs").events(run.id, after=2, limit=1)] \
+        == ["m2"]  # seq 3

@@ -195,6 +195,10 @@ class RunStore:
     def __init__(self, path: Path | str | None = None) -> None:
         self.path = Path(path) if path is not None else default_dir()
         self.path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # run id -> (seq, byte offset just after that event's line): where the last read of
+        # a log stopped, so a live view's next poll reads only what is new (the log only
+        # grows; its lines never change).
+        self._ends: dict[str, tuple[int, int]] = {}
 
     # --- paths -------------------------------------------------------------------------
     def run_dir(self, run_id: str) -> Path:
@@ -301,9 +305,18 @@ class RunStore:
             fh = self.events_path(run_id).open("rb")
         except (OSError, ValueError):
             return out
+        n, offset = 0, 0
+        known = self._ends.get(run_id)
+        if known is not None and known[0] <= after:
+            n, offset = known
+            fh.seek(offset)
         with fh:
-            for n, raw in enumerate(fh, start=1):
-                if n <= after or not raw.endswith(b"\n"):  # a line still being written
+            for raw in fh:
+                if not raw.endswith(b"\n"):  # a line still being written
+                    break
+                n += 1
+                offset += len(raw)
+                if n <= after:
                     continue
                 try:
                     out.append(Event.from_dict(json.loads(raw)))
@@ -311,6 +324,9 @@ class RunStore:
                     continue
                 if limit is not None and len(out) >= limit:
                     break
+        if len(self._ends) > 1000:
+            self._ends.clear()
+        self._ends[run_id] = (n, offset)
         return out
 
     def append_events(self, run_id: str, drafts: list[dict[str, Any]],
