@@ -424,6 +424,7 @@ async def test_a_confirm_reviews_a_flagged_fact(stack, two_banks):
     assert r.json()["review"] is None and r.json()["status"] == "active"
     events = (await history(stack, alpha.ro, b["id"]))["events"]
     assert [e["kind"] for e in events[-2:]] == ["confirmed", "reviewed"]
+    assert events[-1]["trust_before"] == events[-1]["trust_after"] == events[-2]["trust_after"]
     assert events[-1]["related_fact"] == a["id"]
     # c is still under review (its own flag), until it is confirmed too.
     assert (await history(stack, alpha.ro, c["id"]))["fact"]["review"] is not None
@@ -460,6 +461,10 @@ async def test_a_stale_fact_confirmed_with_a_fresh_quote_is_active_again(stack, 
     assert [e["kind"] for e in events[-2:]] == ["confirmed", "refreshed"]
     assert events[-2]["project"] == PROJECT and events[-2]["remotes"] == [PROJECT]
     assert "deploy/app.yaml:30" in events[-1]["reason"] and "was stale" in events[-1]["reason"]
+    # The refresh changes no trust and reports the trust the confirm left (it showed the
+    # trust from before the confirm).
+    assert events[-1]["trust_before"] == events[-1]["trust_after"] == events[-2]["trust_after"]
+    assert events[-2]["trust_after"] == fact["trust"]
 
 
 async def test_a_stale_fact_can_be_superseded(stack, two_banks):

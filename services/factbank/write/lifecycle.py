@@ -81,7 +81,7 @@ async def confirm(
             status,
         )
         await w.event(fact_id, "confirmed", before=before, after=after, reason=reason, **where)
-        done = await _refresh_and_review(w, row, refresh)
+        done = await _refresh_and_review(w, row, refresh, trust=after)
         await w.audit("fact.confirm", str(fact_id), {"before": before, "after": after, **done})
         return await w.fact(fact_id)
 
@@ -159,11 +159,13 @@ async def _evidence(
 
 
 async def _refresh_and_review(
-    w: ceremony.Write, row: asyncpg.Record, refresh: Prepared | None
+    w: ceremony.Write, row: asyncpg.Record, refresh: Prepared | None, *, trust: float
 ) -> dict:
     """A confirm's lifecycle steps: the evidence re-anchored (a stale fact's stale cleared)
-    and a review flag cleared. Returns what happened, for the audit row."""
-    fact_id, t = row["id"], row["trust"]
+    and a review flag cleared. Returns what happened, for the audit row. `trust`: the fact's
+    trust after the confirm (`row` was read before it), which these events neither change
+    nor report as it was (they showed 0.5 -> 0.5 after a confirm to 0.65)."""
+    fact_id, t = row["id"], trust
     done: dict = {}
     if refresh is not None:
         await w.conn.execute(
