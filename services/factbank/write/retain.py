@@ -648,25 +648,16 @@ FACT_COLUMNS = [
 ]
 
 
-async def _insert_bulk(
-    w: ceremony.Write, rows: Sequence[Bulk], model: str | None, *, queue: bool
-) -> list[int]:
-    """Store facts as `_insert` (+ `_restore_one`) stores each, set-based: the same rows in
-    facts, fact_citations, fact_vectors, postings, term_df, the bank's BM25 statistics and
-    fact_events (one "created" event each), plus a `vector_queue` row per fact when `queue`.
-    Ids are drawn from the facts sequence first, so every table is written with one COPY."""
-    if not rows:
-        return []
-    conn, bank_id, member = w.conn, w.bank_id, w.principal.member_id
-    ids = sorted(
-        r["id"]
-        for r in await conn.fetch(
-            "SELECT nextval(pg_get_serial_sequence('facts', 'id')) AS id "
-            "FROM generate_series(1, $1)",
-            len(rows),
-        )
-    )
-    now = await conn.fetchval("SELECT now()")
+def _bulk_rows(
+    rows: Sequence[Bulk],
+    ids: Sequence[int],
+    bank_id: int,
+    member: int,
+    now: object,
+    model: str | None,
+    queue: bool,
+) -> tuple[list, list, list, list, list[facts.Event], list, Counter[str], int]:
+    """The rows `_insert_bulk` copies into each table, for facts that got `ids`."""
     records, citations, vectors, postings, events, queued = [], [], [], [], [], []
     df: Counter[str] = Counter()
     total_len = 0
@@ -704,6 +695,32 @@ async def _insert_bulk(
         events.append(facts.Event(fact_id, "created", None, t, member, p.agent, why))
         if queue and status != "deleted":
             queued.append((fact_id, bank_id))
+    return records, citations, vectors, postings, events, queued, df, total_len
+
+
+async def _insert_bulk(
+    w: ceremony.Write, rows: Sequence[Bulk], model: str | None, *, queue: bool
+) -> list[int]:
+    """Store facts as `_insert` (+ `_restore_one`) stores each, set-based: the same rows in
+    facts, fact_citations, fact_vectors, postings, term_df, the bank's BM25 statistics and
+    fact_events (one "created" event each), plus a `vector_queue` row per fact when `queue`.
+    Ids are drawn from the facts sequence first, so every table is written with one COPY."""
+    if not rows:
+        return []
+    conn, bank_id, member = w.conn, w.bank_id, w.principal.member_id
+    ids = sorted(
+        r["id"]
+        for r in await conn.fetch(
+            "SELECT nextval(pg_get_serial_sequence('facts', 'id')) AS id "
+            "FROM generate_series(1, $1)",
+            len(rows),
+        )
+    )
+    now = await conn.fetchval("SELECT now()")
+    # Building a chunk's rows (languages, term counts) is CPU work: in a thread.
+    records, citations, vectors, postings, events, queued, df, total_len = await asyncio.to_thread(
+        _bulk_rows, rows, ids, bank_id, member, now, model, queue
+    )
     await conn.copy_records_to_table("facts", columns=FACT_COLUMNS, records=records)
     if citations:
         await conn.copy_records_to_table(

@@ -142,7 +142,10 @@ async def run(
     pool: asyncpg.Pool, model: embedding.Embedder, batch: int = BATCH, idle: float = IDLE_S
 ) -> None:
     """Drain the queue for as long as the service runs (cancelled at shutdown: a round cut
-    short commits nothing, its facts stay queued)."""
+    short commits nothing, its facts stay queued). A start retries what earlier rounds gave
+    up on: the operator may have fixed the embedder since."""
+    async with pool.acquire() as conn:
+        await conn.execute("UPDATE vector_queue SET attempts = 0 WHERE attempts > 0")
     while True:
         try:
             n = await drain_once(pool, model, batch)
