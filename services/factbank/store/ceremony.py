@@ -123,9 +123,15 @@ async def write(pool: asyncpg.Pool, principal: Principal) -> AsyncIterator[Write
 @asynccontextmanager
 async def index(conn: asyncpg.Connection, bank_id: int) -> AsyncIterator[asyncpg.Connection]:
     """A write by the service itself that adds no history, only derived data (the embedder
-    worker filling queued vectors): the bank row first, as every writer takes it, and the
-    version bumped, so a recall cache built without those vectors is not served after them."""
+    worker filling queued vectors), then the bank's version bumped in a transaction of its
+    own, so a recall cache built without that data is not served after it.
+
+    It takes no bank lock while it writes: an import chunk holds the bank row for its whole
+    transaction, and a worker that waited for it, then held it through its HNSW inserts, halved
+    the import's commit rate (3,000 facts restored from cache: 67 facts/s against 115 cold).
+    The caller locks only the fact rows it fills, with SKIP LOCKED, so it never waits on a
+    writer (which takes the bank row first and may then wait for a fact row: no cycle)."""
     async with conn.transaction():
-        await facts.lock_bank(conn, bank_id)
         yield conn
+    async with conn.transaction():
         await facts.bump_version(conn, bank_id)

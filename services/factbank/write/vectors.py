@@ -8,9 +8,10 @@ has 1 + its questions passages (5 with four questions), which capped an import a
 The ingest service runs one worker (`run`) per process. A round takes at most `batch` queued
 facts (the oldest first), reads their passages from the facts as they are now, embeds them
 off the event loop (the engine's fair lock is held for one 16-passage call at a time, so a
-search waits for at most one such call), then in one transaction per bank -- the bank row
-first, as every writer takes it -- deletes the queue rows it still finds, writes
-`facts.embedding`, `fact_vectors` and the new `embedding_cache` rows, and bumps the version.
+search waits for at most one such call), then in one transaction per bank locks the facts it
+fills (SKIP LOCKED: never waiting on a writer), deletes their queue rows, writes
+`facts.embedding`, `fact_vectors` and the new `embedding_cache` rows, and then bumps the
+bank's version (`ceremony.index`: no bank lock while the HNSW inserts run).
 A worker that stops anywhere before that commit leaves the rows queued: nothing is lost, the
 next round (or the next start) embeds them again. A fact edited meanwhile (other text than
 was embedded) stays queued for the next round; a deleted or purged one leaves the queue.
@@ -88,27 +89,30 @@ async def _store(
     model: embedding.Embedder,
 ) -> None:
     async with ceremony.index(conn, bank_id):
-        taken = [
+        # A fact a writer holds right now is left for the next round (SKIP LOCKED: the worker
+        # never waits on a writer); a purged one took its queue row with it.
+        now = await conn.fetch(
+            "SELECT id, content, tags, questions, status FROM facts "
+            "WHERE id = ANY($1::bigint[]) FOR UPDATE SKIP LOCKED",
+            ids,
+        )
+        taken = {
             r["fact_id"]
             for r in await conn.fetch(
                 "DELETE FROM vector_queue WHERE fact_id = ANY($1::bigint[]) RETURNING fact_id",
-                ids,
+                [r["id"] for r in now],
             )
-        ]
-        now = await conn.fetch(
-            "SELECT id, content, tags, questions, status FROM facts "
-            "WHERE id = ANY($1::bigint[]) FOR UPDATE",
-            taken,
-        )
+        }
         fill, changed, gone = [], [], 0
         for r in now:
+            if r["id"] not in taken:  # another worker filled it meanwhile
+                continue
             if r["status"] == "deleted" or r["id"] not in embedded:
                 gone += 1
             elif _passages(r) != embedded[r["id"]][0]:
                 changed.append(r["id"])
             else:
                 fill.append(r)
-        gone += len(taken) - len(now)  # purged meanwhile
         if changed:  # back in the queue: the next round embeds the text as it stands
             await conn.execute(
                 "INSERT INTO vector_queue (fact_id, bank_id) SELECT unnest($1::bigint[]), $2",
