@@ -27,6 +27,7 @@ from factbank.store import banks, ceremony, facts
 from factbank.store.banks import Principal
 from factbank.trust import DEFAULT as POLICY
 from factbank.write import claims, derived, gate
+from factbank.write import vectors as vector_queue
 from factbank.write.gate import Prepared
 
 NEAR = 0.90  # cosine of e5-small passages: "port 8080" vs "port 8081" 0.988, unrelated ~0.86
@@ -748,5 +749,6 @@ async def _insert_bulk(
             "vector_queue", columns=["fact_id", "bank_id"], records=queued
         )
         VECTOR_QUEUE.labels(result="queued").inc(len(queued))
+        vector_queue.importing()
     await w.events(events)
     return ids

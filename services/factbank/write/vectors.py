@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import defaultdict
 
 import asyncpg
@@ -34,6 +35,13 @@ from factbank.runtime.observability import VECTOR_QUEUE
 from factbank.store import ceremony
 
 log = logging.getLogger(__name__)
+# Imports first, vectors after: while this process is committing import chunks the worker
+# waits (at most MAX_DEFER_S in a row, then one round), since both compete for the same two
+# cores and the embedder is the bottleneck either way (the queue empties no later). Measured on
+# 30,000 facts with the worker running alongside: the commit rate fell from 115 to 79 facts/s.
+QUIET_S = 2.0  # no import chunk for this long: the import is over (chunks come back to back)
+MAX_DEFER_S = 60.0
+_import_seen = 0.0
 BATCH = 32  # facts a round: ~160 passages with four questions each, ~4 s of engine time here
 MAX_ATTEMPTS = 3  # rounds a fact may fail before the worker leaves it (counted, still pending)
 IDLE_S = 1.0  # how often an idle worker looks at the queue (one index scan)
@@ -142,6 +150,19 @@ async def _store(
     VECTOR_QUEUE.labels(result="skipped").inc(gone)
 
 
+def importing() -> None:
+    """An import chunk was just queued in this process (`retain.import_many`)."""
+    global _import_seen
+    _import_seen = time.monotonic()
+
+
+def defer(now: float, deferred_since: float | None) -> bool:
+    """Whether the worker waits this moment: an import is running and it has not yet waited
+    MAX_DEFER_S for it in a row."""
+    busy = now - _import_seen < QUIET_S
+    return busy and (deferred_since is None or now - deferred_since < MAX_DEFER_S)
+
+
 async def run(
     pool: asyncpg.Pool, model: embedding.Embedder, batch: int = BATCH, idle: float = IDLE_S
 ) -> None:
@@ -150,7 +171,14 @@ async def run(
     up on: the operator may have fixed the embedder since."""
     async with pool.acquire() as conn:
         await conn.execute("UPDATE vector_queue SET attempts = 0 WHERE attempts > 0")
+    deferred_since: float | None = None
     while True:
+        now = time.monotonic()
+        if defer(now, deferred_since):
+            deferred_since = deferred_since or now
+            await asyncio.sleep(idle / 4)
+            continue
+        deferred_since = None
         try:
             n = await drain_once(pool, model, batch)
         except asyncio.CancelledError:
