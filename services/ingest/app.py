@@ -7,6 +7,7 @@ write routes share one guard, declared once on their router (`WRITES`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import re
@@ -34,6 +35,7 @@ from factbank.runtime.web import create_app, requires, service_of
 from factbank.store import facts, timeline
 from factbank.store.banks import Principal
 from factbank.write import categories, check, lifecycle, redaction, retain, staleness
+from factbank.write import vectors as vector_queue
 from factbank.write.retain import Deps, Outcome
 
 log = logging.getLogger(__name__)
@@ -182,6 +184,12 @@ async def import_facts(
     deps: Deps,
     principal: Principal,
     existing: Literal["reinforce", "skip"] = Parameter(default="reinforce"),
+    vectors: Literal["now", "queue"] = Parameter(
+        default="now",
+        description="now: embed before the commit (the answer's facts are dense-searchable); "
+        "queue: commit without waiting, the embedder worker fills the vectors after "
+        "(`vectors_pending` in /v1/stats counts what is left)",
+    ),
 ) -> ImportResult:
     """Import JSONL (one fact per line, at most 1000 lines) in ONE transaction: any bad line
     refuses the whole import, and the answer lists every bad line with its reasons.
@@ -189,7 +197,12 @@ async def import_facts(
     `existing=skip`: a fact already in the bank (same content, category and project) is left
     as it is ("present", not reinforced), so an export re-imported changes nothing. A line may
     carry `restore` (an exported fact's id, status, trust, supersede link): a fact new to the
-    bank is stored in that state."""
+    bank is stored in that state.
+
+    `vectors=queue` (what `factbank import` sends): the facts are committed set-based without
+    waiting for the embedder and found by the lexical leg at once; the ingest service's
+    embedder worker fills their vectors after. Lines without `restore` are then not checked
+    for near-duplicates by meaning (an exact repeat is still "present")."""
     body = await request.body()
     items: list[NewFact] = []
     errors: list[dict] = []
@@ -216,9 +229,9 @@ async def import_facts(
     try:
         user, items = await cleaned(deps, principal, items)
         restores = [_restore(it.restore) for it in items]
-        if existing == "skip" or any(restores):
+        if existing == "skip" or any(restores) or vectors == "queue":
             outcomes = await retain.import_many(
-                deps, user, items, restores, skip_present=existing == "skip"
+                deps, user, items, restores, skip_present=existing == "skip", vectors=vectors
             )
         else:
             outcomes = await retain.add_many(deps, user, items)
@@ -524,5 +537,31 @@ class WriteVersion:
         await self.app(scope, receive, stamped)
 
 
+def _start_vector_worker(rt) -> None:
+    """The embedder worker that drains the vector queue (`factbank.write.vectors`), one per
+    ingest process, when there is an embedder and FACTBANK_VECTOR_BATCH > 0."""
+    if rt.model.embedder is not None and rt.settings.vector_batch > 0:
+        rt.vector_worker = asyncio.create_task(
+            vector_queue.run(rt.pool, rt.model.embedder, rt.settings.vector_batch),
+            name="vector-queue",
+        )
+
+
+async def _stop_vector_worker(rt) -> None:
+    task = rt.vector_worker
+    if task is not None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
 def create(settings: Settings | None = None, *, dsn: str | None = None) -> Litestar:
-    return create_app("factbank ingest", ROUTES, settings, dsn=dsn, middleware=[WriteVersion])
+    return create_app(
+        "factbank ingest",
+        ROUTES,
+        settings,
+        dsn=dsn,
+        middleware=[WriteVersion],
+        on_start=[_start_vector_worker],
+        on_stop=[_stop_vector_worker],
+    )

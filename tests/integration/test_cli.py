@@ -430,6 +430,40 @@ def test_import_is_chunked_progress_tracks_commits_and_a_rerun_resumes(env, caps
     assert code == 2 and "--chunk" in err
 
 
+def test_import_wait_tracks_the_servers_vector_queue(env, capsys, tmp_path, monkeypatch):
+    """Issue 12: `import` commits without waiting for the embedder (vectors=queue); --wait
+    follows the server's own `vectors_pending` to 0, driven by the ingest worker that runs
+    in the service, and then the facts are found by meaning."""
+    from factbank_client import client as client_mod
+
+    login(capsys, env)
+    rows = [{"content": f"The report job r{i} writes to bucket reports-{i}",
+             "category": "environment", "source": {"kind": "user"},
+             "quote": f"r{i} -> reports-{i}",
+             "questions": [f"Where does report job r{i} write?"]} for i in range(6)]
+    f = tmp_path / "q.jsonl"
+    f.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    seen: list[int] = []
+    real = client_mod.Client.wait_for_vectors
+
+    def watching(self, bank, **kw):
+        for n in real(self, bank, poll=0.2, **kw):
+            seen.append(n)
+            yield n
+
+    monkeypatch.setattr(client_mod.Client, "wait_for_vectors", watching)
+    data = ok_json(capsys, "import", str(f), "--wait")
+    assert data["stored"] == 6
+    assert seen and seen[-1] == 0 and seen == sorted(seen, reverse=True)
+    assert ok_json(capsys, "stats")["personal"]["vectors_pending"] == 0
+    found = ok_json(capsys, "search", "which bucket does report job r3 write to?",
+                    "--mode", "dense")
+    assert "reports-3" in json.dumps(found)
+    seen.clear()
+    ok_json(capsys, "import", str(f), "--no-wait")  # all present: nothing to wait for
+    assert seen == []
+
+
 def test_export_import_round_trips_statuses_links_and_trust(env, capsys, tmp_path):
     """Issue 12 newcomer item 5: into the same bank, nothing changes (no reinforcement, no
     superseded claim back as active); into a fresh bank, statuses, links and trust return."""

@@ -3,6 +3,7 @@ delete, categories, export, import, inject-preview, stats. Each is a thin skin o
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import sys
@@ -138,6 +139,15 @@ def register(sub) -> None:
         p.add_argument("--chunk", type=int, default=IMPORT_CHUNK_FACTS,
                        help=f"facts per request and transaction (default {IMPORT_CHUNK_FACTS}, "
                             "at most 1000)")
+        p.add_argument("--wait", action=argparse.BooleanOptionalAction, default=None,
+                       help="after the import, show a second bar while the server fills the "
+                            "facts' vectors, and return when it is done (default: when stderr "
+                            "is a terminal). The facts are found by keyword search at once; "
+                            "Ctrl-C stops only the waiting")
+        p.add_argument("--vectors", choices=["queue", "now"], default="queue",
+                       help="queue (default): commit each chunk without waiting for the "
+                            "embedder, which fills the vectors after; now: embed in each "
+                            "request (slower; checks near-duplicates by meaning)")
 
     with command(sub, "inject-preview", cmd_inject_preview,
                  help="exactly what would be injected at session start (or for --prompt)") as p:
@@ -425,7 +435,8 @@ def cmd_import(args) -> int:
     with common.client() as client, tqdm(total=len(items), unit="fact", desc="import",
                                    file=sys.stderr, disable=None) as bar:
         try:
-            for data in client.import_items(items, bank=args.bank, chunk=args.chunk):
+            for data in client.import_items(items, bank=args.bank, chunk=args.chunk,
+                                            vectors=args.vectors):
                 for k in totals:
                     totals[k] += data[k]
                 results.extend(data["results"])
@@ -437,6 +448,10 @@ def cmd_import(args) -> int:
                     " run the same command again to resume, facts already imported are skipped"
                     if done else "; nothing was imported")
             raise CommandError(f"import refused: {exc}{kept}") from None
+    wait = sys.stderr.isatty() if args.wait is None else args.wait
+    if wait and args.vectors == "queue" and totals["stored"]:
+        with common.client() as client:
+            _wait_for_vectors(client, bank)
     if args.json:
         print_json({**totals, "skipped": skipped, "bank": bank, "results": results})
         return 0
@@ -444,6 +459,25 @@ def cmd_import(args) -> int:
           f"{totals['reinforced']} reinforced, {totals['present']} already present"
           + (f"; skipped {skipped} non-active (use --all-statuses)" if skipped else ""))
     return 0
+
+
+def _wait_for_vectors(client, bank: str) -> None:
+    """The second bar: the server's own count of facts still waiting for vectors, polled
+    until it reaches 0 (its total is the most seen pending, so it only moves forward)."""
+    from tqdm import tqdm
+
+    with tqdm(total=0, unit="fact", desc="vectors", file=sys.stderr, disable=None) as bar:
+        try:
+            for pending in client.wait_for_vectors(bank):
+                if pending > bar.total - bar.n:
+                    bar.total = bar.n + pending
+                bar.update(bar.total - pending - bar.n)
+                bar.refresh()
+        except KeyboardInterrupt:
+            print("stopped waiting; the server keeps filling the vectors "
+                  "(`factbank stats` shows vectors_pending)", file=sys.stderr)
+        except FactbankError as exc:
+            print(f"warning: {exc}", file=sys.stderr)
 
 
 def cmd_inject_preview(args) -> int:

