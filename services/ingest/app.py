@@ -34,6 +34,7 @@ from factbank.store import facts, timeline
 from factbank.store.banks import Principal
 from factbank.write import categories, check, lifecycle, redaction, retain, staleness
 from factbank.write.retain import Deps, Outcome
+from factbank_ingest.admin import ADMIN
 
 MAX_IMPORT_BYTES = 32 * 1024 * 1024
 # Facts per import request: one transaction, gated and embedded as one batch. A bigger import
@@ -484,7 +485,7 @@ WRITES = Router(
         add_handoff,
     ],
 )
-ROUTES = [WRITES, purge_fact, get_fact]
+ROUTES = [WRITES, purge_fact, get_fact, ADMIN]
 
 
 class WriteVersion:

@@ -118,19 +118,26 @@ async def list_facts(
     limit: int = 100,
     statuses: Sequence[str] | None = None,
     source_kinds: Sequence[str] | None = None,
+    tag: str | None = None,
+    newest_first: bool = False,
 ) -> tuple[list[Fact], int | None]:
     """A page of a bank's facts in id order; deleted facts only when asked for by status
     (`status`, or any of `statuses`). `source_kinds`: only facts with one of these sources
-    (verify pages a project's `file` and `commit` facts, stale ones included)."""
+    (verify pages a project's `file` and `commit` facts, stale ones included). `tag`: facts
+    carrying that tag. `newest_first` (the dashboard's list): descending ids, `after` then
+    being the last id seen (0: from the newest); the primary key walks either way, so a
+    page deep into 100k facts costs what the first does (evals/bench_dashboard.py)."""
     wanted = [status] if status is not None else list(statuses) if statuses else None
+    cursor = "($2 = 0 OR f.id < $2)" if newest_first else "f.id > $2"
     rows = await conn.fetch(
         FACT_SELECT
-        + """ WHERE f.bank_id = $1 AND f.id > $2
+        + f""" WHERE f.bank_id = $1 AND {cursor}
               AND ($3::text[] IS NULL AND f.status <> 'deleted' OR f.status = ANY($3))
               AND ($4::text IS NULL OR f.category = $4)
               AND ($5::text IS NULL OR f.project = $5)
               AND ($7::text[] IS NULL OR f.source_kind = ANY($7))
-            ORDER BY f.id LIMIT $6""",
+              AND ($8::text IS NULL OR f.tags @> ARRAY[$8::text])
+            ORDER BY f.id {"DESC" if newest_first else ""} LIMIT $6""",
         bank_id,
         after,
         wanted,
@@ -138,6 +145,7 @@ async def list_facts(
         project,
         limit + 1,
         list(source_kinds) if source_kinds else None,
+        tag,
     )
     now = datetime.now(UTC)
     facts = [to_fact(r, now) for r in rows[:limit]]
@@ -244,6 +252,21 @@ async def bank_stats(conn: asyncpg.Connection, bank_id: int) -> dict:
         "facts": {r["status"]: r["n"] for r in by_status},
         "index": {"documents": bank["doc_count"], "tokens": bank["total_len"]},
     }
+
+
+async def growth(conn: asyncpg.Connection, bank_id: int, days: int = 30) -> list[dict]:
+    """Facts created per day over the last `days` days (deleted ones included: growth is
+    what was written), oldest first, days without a write answered as 0."""
+    rows = await conn.fetch(
+        """SELECT d::date AS day, count(f.id) AS created
+           FROM generate_series(current_date - ($2::int - 1), current_date, '1 day') AS d
+           LEFT JOIN facts f ON f.bank_id = $1 AND f.created_at >= d
+                AND f.created_at < d + interval '1 day'
+           GROUP BY d ORDER BY d""",
+        bank_id,
+        days,
+    )
+    return [{"day": r["day"].isoformat(), "created": r["created"]} for r in rows]
 
 
 async def events(conn: asyncpg.Connection, bank_id: int, fact_id: int) -> list[dict]:
