@@ -29,7 +29,8 @@ import sys
 from importlib.metadata import entry_points
 
 COMMANDS_GROUP = "factbank.commands"
-HELP_ORDER = ("server", "admin", "login", "facts", "mcp", "install", "eval", "timeline", "history")
+HELP_ORDER = ("server", "admin", "login", "facts", "mcp", "install", "eval", "timeline", "history",
+              "dashboard")
 EXTRA_INSTALL = "pip install 'factbank[{extra}]'"
 
 
