@@ -35,6 +35,7 @@ from factbank.runtime.web import ServiceState, create_app, requires
 from factbank.store import facts, timeline
 from factbank.store.banks import Principal
 from factbank.write import categories
+from factbank.write.retain import NEAR
 from factbank_client.schema import SOURCE_KINDS
 
 # The text /v1/inject and /v1/search work on: the head of a prompt (a hook sends all of it, up
@@ -281,6 +282,14 @@ async def stats_growth(
         return {"days": await facts.growth(conn, principal.bank_id, days)}
 
 
+@get("/v1/facts/{fact_id:int}/duplicates")
+async def fact_duplicates(reader: asyncpg.Pool, principal: Principal, fact_id: int) -> dict:
+    """The facts this one may duplicate (what the write gate would call its near-duplicates:
+    same category and project, cosine >= the gate's NEAR), itself left out. Writes nothing."""
+    async with reader.acquire() as conn:
+        return {"duplicates": await facts.duplicates_of(conn, principal.bank_id, fact_id, NEAR)}
+
+
 @get("/v1/whoami")
 async def whoami(principal: Principal) -> dict:
     """The caller's bank, member and scopes: what a client may offer (the dashboard shows
@@ -393,6 +402,7 @@ READS = Router(
         list_categories,
         stats,
         stats_growth,
+        fact_duplicates,
         whoami,
         get_timeline,
         get_conflicts,

@@ -37,9 +37,10 @@ from litestar.static_files import create_static_files_router
 from litestar.template.config import TemplateConfig
 
 from factbank_client import render
-from factbank_client.client import INGEST, RECALL, Client, FactbankError, new_fact, to_new_fact
+from factbank_client.client import INGEST, RECALL, Client, FactbankError, new_fact
 from factbank_client.config import ClientConfig
 from factbank_client.dashboard import security
+from factbank_client.schema import SOURCE_KINDS
 
 HERE = Path(__file__).parent
 PAGE_SIZE = 25
@@ -49,7 +50,6 @@ POLL_SECONDS = 2.0
 CATEGORIES_TTL = 60.0
 SCOPES_TTL = 60.0
 STATUSES = ("active", "stale", "superseded", "deleted")
-SOURCE_KINDS = ("file", "url", "commit", "ticket", "user")
 
 
 class Dash:
@@ -233,23 +233,13 @@ def facts_page(request: Request) -> Template:
 
 
 def _duplicates(dash: Dash, bank: str, fact: dict) -> tuple[list[dict], str | None]:
-    """The facts this one may duplicate: the write gate's own check (POST /v1/facts/check,
-    which writes nothing) run on the fact as if it were new, itself left out."""
+    """The facts this one may duplicate (GET /v1/facts/{id}/duplicates: the write gate's
+    near-duplicate rule on the stored embeddings), in one call."""
     try:
-        out = dash.client._json("POST", INGEST, "/v1/facts/check", bank,
-                                json_body={"facts": [to_new_fact(fact)]})
+        out = dash.client._json("GET", RECALL, f"/v1/facts/{int(fact['id'])}/duplicates", bank)
     except FactbankError as exc:
         return [], str(exc)
-    verdict = out["results"][0]
-    ids = [i for i in [verdict.get("same_as"), *verdict.get("possible_duplicate_of", [])]
-           if i and i != fact["id"]]
-    found = []
-    for i in dict.fromkeys(ids):
-        try:
-            found.append(dash.client.get(i, bank=bank))
-        except FactbankError:
-            continue
-    return found, None
+    return out["duplicates"], None
 
 
 @get("/facts/{bank:str}/{fact_id:int}", sync_to_thread=True)
@@ -268,7 +258,7 @@ def fact_page(request: Request, bank: str, fact_id: int) -> Template:
     events = data.get("events", [])
     trail = [e["trust_after"] for e in events if e.get("trust_after") is not None]
     scopes = dash.scopes(bank)
-    dupes, dupes_error = _duplicates(dash, bank, fact) if "write" in scopes else ([], None)
+    dupes, dupes_error = _duplicates(dash, bank, fact)
     return page(request, "fact.html", bank=bank, fact=fact, events=events,
                 spark=sparkline(trail) if trail else None, supersedes=data.get("supersedes", []),
                 successors=data.get("successors", []), current=data.get("current"),
@@ -551,6 +541,46 @@ class EvalRun:
         self.code = self.proc.wait()
 
 
+def markdown_html(text: str) -> str:
+    """The eval reports' Markdown as HTML: headings, pipe tables, fenced code and paragraphs,
+    which is all `evals/report.py` writes. Every text is escaped first, so a report can carry
+    no markup of its own (no Markdown library in the light client for this)."""
+    from html import escape
+
+    out: list[str] = []
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("```"):
+            j = i + 1
+            while j < len(lines) and not lines[j].startswith("```"):
+                j += 1
+            out.append("<pre>" + escape("\n".join(lines[i + 1:j])) + "</pre>")
+            i = j + 1
+            continue
+        if line.startswith("|"):
+            rows = []
+            while i < len(lines) and lines[i].startswith("|"):
+                cells = [c.strip() for c in lines[i].strip().strip("|").split("|")]
+                if not all(set(c) <= set("-: ") for c in cells):
+                    rows.append(cells)
+                i += 1
+            head, *body = rows or [[]]
+            out.append('<table class="md"><thead><tr>' + "".join(
+                f"<th>{escape(c)}</th>" for c in head) + "</tr></thead><tbody>" + "".join(
+                "<tr>" + "".join(f"<td>{escape(c)}</td>" for c in r) + "</tr>" for r in body)
+                + "</tbody></table>")
+            continue
+        if line.startswith("#"):
+            level = min(len(line) - len(line.lstrip("#")), 4)
+            out.append(f"<h{level}>{escape(line.lstrip('#').strip())}</h{level}>")
+        elif line.strip():
+            out.append(f"<p>{escape(line)}</p>")
+        i += 1
+    return "\n".join(out)
+
+
 def latest_reports(root: Path | None) -> list[dict]:
     """The committed report folders, newest first, each with its text files and plots."""
     if root is None or not root.is_dir():
@@ -559,8 +589,8 @@ def latest_reports(root: Path | None) -> list[dict]:
     for folder in sorted((p for p in root.iterdir() if p.is_dir()), reverse=True):
         files = sorted(folder.iterdir())
         out.append({"name": folder.name,
-                    "texts": [(f.name, f.read_text("utf-8", "replace")) for f in files
-                              if f.suffix == ".md"],
+                    "texts": [(f.name, markdown_html(f.read_text("utf-8", "replace")))
+                              for f in files if f.suffix == ".md"],
                     "plots": [f.name for f in files if f.suffix == ".png"]})
     return out
 
@@ -581,7 +611,7 @@ def evals_page(request: Request) -> Template:
     dash = dash_of(request)
     reports = latest_reports(dash.evals_dir)
     runs = sorted(dash.runs.values(), key=lambda r: r.started, reverse=True)
-    return page(request, "evals.html", reports=reports[:3], runs=runs,
+    return page(request, "evals.html", reports=reports[:2], runs=runs,
                 current=request.query_params.get("run"))
 
 

@@ -269,6 +269,51 @@ async def growth(conn: asyncpg.Connection, bank_id: int, days: int = 30) -> list
     return [{"day": r["day"].isoformat(), "created": r["created"]} for r in rows]
 
 
+async def duplicates_of(
+    conn: asyncpg.Connection, bank_id: int, fact_id: int, near: float, limit: int = 5
+) -> list[dict]:
+    """The facts a stored fact may duplicate, as the write gate judges a new one
+    (`retain._near_duplicates`): same category and project, live, the same normalised text or
+    a cosine of at least `near` between the stored embeddings (an HNSW scan), itself left
+    out, most similar first."""
+    fact = await conn.fetchrow(
+        "SELECT category, project, content_hash, embedding FROM facts "
+        "WHERE bank_id = $1 AND id = $2",
+        bank_id,
+        fact_id,
+    )
+    if fact is None:
+        raise NotFound(f"no fact with id {fact_id}")
+    async with conn.transaction():
+        await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        rows = await conn.fetch(
+            """SELECT id, content, status, 1.0::float8 AS similarity FROM facts
+               WHERE bank_id = $1 AND id <> $2 AND content_hash = $5 AND category = $3
+                 AND project IS NOT DISTINCT FROM $4 AND status IN ('active', 'disputed', 'stale')
+               UNION ALL
+               (SELECT id, content, status, 1 - (embedding <=> $6) AS similarity FROM facts
+                WHERE bank_id = $1 AND id <> $2 AND category = $3
+                  AND project IS NOT DISTINCT FROM $4 AND $6::vector IS NOT NULL
+                  AND status IN ('active', 'disputed', 'stale') AND embedding IS NOT NULL
+                ORDER BY embedding <=> $6 LIMIT $7)""",
+            bank_id,
+            fact_id,
+            fact["category"],
+            fact["project"],
+            fact["content_hash"],
+            fact["embedding"],
+            limit,
+        )
+    seen: set[int] = set()
+    out = []
+    for r in sorted(rows, key=lambda r: -r["similarity"]):
+        if r["id"] not in seen and r["similarity"] >= near:
+            seen.add(r["id"])
+            out.append({"id": r["id"], "content": r["content"], "status": r["status"],
+                        "similarity": round(float(r["similarity"]), 4)})
+    return out[:limit]
+
+
 async def events(conn: asyncpg.Connection, bank_id: int, fact_id: int) -> list[dict]:
     rows = await conn.fetch(
         """SELECT e.id, e.kind, e.trust_before, e.trust_after, m.name AS member, e.agent,
