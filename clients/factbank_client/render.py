@@ -374,3 +374,79 @@ def handoff_line(handoff: Mapping, project: str) -> str:
     target = handoff.get("to_agent") or handoff.get("to_member") or "the next session"
     return (f"handoff #{handoff['id']} for {target} in {project} ({handoff['bank']} bank): "
             "it appears once, in that session's start block")
+
+
+# --- dispatch (headless runs; factbank_client/dispatch) ------------------------------------
+
+
+DISPATCH_COLUMNS = ["id", "agent", "status", "exit", "started", "took", "repo", "task"]
+DISPATCH_MARKS = {"message": "»", "command": "$", "edit": "✎", "tool": "·", "status": "#",
+                  "error": "!", "stderr": "2>"}
+
+
+def _seconds(start: Any, end: Any) -> str:
+    try:
+        took = (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+    except (TypeError, ValueError):
+        return "-"
+    return f"{took:.0f}s" if took < 120 else f"{took / 60:.0f}m"
+
+
+def dispatch_run_rows(runs: Iterable[Mapping]) -> tuple[list[dict], list[str]]:
+    """Runs (as `Run.to_dict()`) as table rows, newest first as given."""
+    rows = [{"id": r["id"], "agent": r["agent"], "status": r["status"],
+             "exit": r.get("exit_code"), "started": when(r.get("started_at")),
+             "took": _seconds(r.get("started_at"), r.get("ended_at")) if r.get("ended_at")
+             else "-", "repo": r.get("project") or r.get("repo"),
+             "task": short(str(r.get("task") or ""), 60)} for r in runs]
+    return rows, list(DISPATCH_COLUMNS)
+
+
+def dispatch_event_line(e: Mapping) -> str:
+    """One event of a run's log for a terminal: `$ pytest -q  -> 1` with the command's
+    output indented under it, `✎ src/app.py (Edit)`, `» the agent's text`, `! error`."""
+    kind = e.get("kind")
+    mark = DISPATCH_MARKS.get(str(kind), "?")
+    text = str(e.get("text") or "")
+    if kind == "command":
+        code = e.get("exit_code")
+        head = f"$ {e.get('command') or ''}  -> {'?' if code is None else code}"
+        body = "\n".join("    " + line for line in text.splitlines()[-8:])
+        return head + ("\n" + body if body else "")
+    if kind == "edit":
+        verb = text.split(" ", 1)[0] if text else "edit"
+        return f"{mark} {e.get('path') or '?'} ({verb})"
+    if kind == "message":
+        return f"{mark} " + text.replace("\n", "\n  ")
+    return f"{mark} {text}"
+
+
+def dispatch_run_lines(r: Mapping) -> list[str]:
+    """A run's record for a person: what, where, how it ended, what it touched."""
+    outcome = r["status"] + (f", exit {r['exit_code']}" if r.get("exit_code") is not None
+                             else "")
+    took = _seconds(r.get("started_at"), r.get("ended_at"))
+    lines = [f"run {r['id']}: {r['agent']} {outcome}",
+             f"  task:     {r.get('task')}",
+             f"  repo:     {r.get('repo')}" + (f" ({r['project']})" if r.get("project") else ""),
+             f"  started:  {when(r.get('started_at'))}"
+              + (f", ended {when(r.get('ended_at'))} ({took})" if r.get("ended_at") else "")]
+    if r.get("session_id"):
+        lines.append(f"  session:  {r['session_id']}")
+    if r.get("files"):
+        lines.append(f"  edited:   {', '.join(r['files'][:20])}")
+    if r.get("commands"):
+        lines.append(f"  commands: {r['commands']} ({r.get('failed_commands', 0)} failed)")
+    if r.get("timeline"):
+        lines.append(f"  timeline: {r['timeline']}")
+    if r.get("handoff_id"):
+        lines.append(f"  handoff:  #{r['handoff_id']}")
+    if r.get("error"):
+        lines.append(f"  error:    {r['error']}")
+    return lines
+
+
+def dispatch_handoff_line(r: Mapping, handoff_id: int, to_agent: str | None) -> str:
+    target = to_agent or "the next session"
+    return (f"handoff #{handoff_id} for {target} in {r.get('project')}: run {r['id']} "
+            f"({r['agent']}, {r['status']}); it appears once, in that session's start block")

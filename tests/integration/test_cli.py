@@ -638,7 +638,7 @@ def test_help_lists_every_group_in_its_order():
         "up", "migrate", "serve", "admin", "login", "add", "search", "get", "history",
         "questions", "confirm", "dispute", "delete", "supersede", "categories", "export",
         "import", "inject-preview", "stats", "mcp", "install", "uninstall", "eval", "bench",
-        "timeline", "handoff", "import-history", "dashboard"]
+        "timeline", "handoff", "import-history", "dispatch", "dashboard"]
     assert build_parser().epilog is None  # nothing is missing in the full install
 
 
