@@ -57,8 +57,18 @@ class Dash:
     what changes rarely (each bank's scopes and categories), so a page costs its own calls."""
 
     def __init__(self, config: ClientConfig, keys: security.Secrets, *,
-                 evals_dir: Path | None = None, home: Path | None = None) -> None:
+                 evals_dir: Path | None = None, home: Path | None = None,
+                 dispatch_dir: Path | None = None,
+                 dispatch_env: dict[str, str] | None = None,
+                 dispatch_binaries: dict[str, str] | None = None) -> None:
         self.config = config
+        self.dispatch_binaries = dispatch_binaries
+        # Dispatch (dispatch_page.py): where runs are kept (None: the library's default), the
+        # harnesses' environment (None: this process's), the repository the form suggests.
+        self.dispatch_dir = dispatch_dir
+        self.dispatch_env = dispatch_env
+        self.default_repo = os.getcwd()
+        self.runs_store: Any = None
         self.keys = keys
         self.http = httpx.Client(timeout=httpx.Timeout(30.0, connect=3.0))
         self.client = Client(config, agent="dashboard", http=self.http)
@@ -119,6 +129,7 @@ def page(request: Request, name: str, **context: Any) -> Template:
     dash = dash_of(request)
     return Template(template_name=name, context={
         "csrf": dash.keys.csrf, "banks": dash.banks, "nav": name.split(".")[0],
+        "dispatch_enabled": True,
         "flash": request.query_params.get("done"), "error": request.query_params.get("error"),
         **context})
 
@@ -686,13 +697,18 @@ ROUTES = [index, facts_page, fact_page, fact_action, timeline_page, timeline_str
 
 def create(config: ClientConfig, keys: security.Secrets, port: int, *,
            evals_dir: Path | None = None, home: Path | None = None,
+           dispatch_dir: Path | None = None, dispatch_env: dict[str, str] | None = None,
+           dispatch_binaries: dict[str, str] | None = None,
            extra_routes: Sequence[Any] = ()) -> Any:
     """The dashboard as an ASGI app behind its gate (security.Gate)."""
+    from factbank_client.dashboard import dispatch_page
+
     dash = Dash(config, keys, evals_dir=evals_dir if evals_dir is not None
-                else default_evals_dir(), home=home)
+                else default_evals_dir(), home=home, dispatch_dir=dispatch_dir,
+                dispatch_env=dispatch_env, dispatch_binaries=dispatch_binaries)
     templates = TemplateConfig(directory=HERE / "templates", engine=JinjaTemplateEngine)
     app = Litestar(
-        route_handlers=[*ROUTES, *extra_routes,
+        route_handlers=[*ROUTES, *dispatch_page.ROUTES, *extra_routes,
                         create_static_files_router(path="/static", directories=[HERE / "static"])],
         template_config=templates,
         state=State({"dash": dash}),

@@ -33,8 +33,26 @@
     es.onopen = function () { if (badge) { badge.textContent = "● live"; badge.classList.remove("off"); } };
     es.onerror = function () { if (badge) { badge.textContent = "● reconnecting"; badge.classList.add("off"); } };
   }
+  // A log that grows at the bottom (dispatch): rows appended, the view kept at the end.
+  function tail(el) {
+    var es = new EventSource(el.getAttribute("data-append"));
+    es.addEventListener("append", function (ev) {
+      el.insertAdjacentHTML("beforeend", ev.data);
+      el.scrollTop = el.scrollHeight;
+    });
+    es.addEventListener("done", function (ev) {
+      var state = document.getElementById(el.getAttribute("data-state"));
+      if (state) { state.textContent = ev.data; state.className = "chip " + (ev.data.indexOf("done") === 0 ? "t-high" : "t-low"); }
+      es.close();
+      // the finished run's actions (hand off) come with the page
+      setTimeout(function () { window.location.reload(); }, 600);
+    });
+  }
   document.addEventListener("DOMContentLoaded", function () {
     document.querySelectorAll("[data-stream]").forEach(live);
+    document.querySelectorAll("[data-append]").forEach(tail);
+    var log = document.getElementById("run-log");
+    if (log) log.scrollTop = log.scrollHeight;
     document.querySelectorAll("form[data-confirm]").forEach(function (f) {
       f.addEventListener("submit", function (ev) {
         if (!window.confirm(f.getAttribute("data-confirm"))) ev.preventDefault();
