@@ -306,7 +306,7 @@ def _act(dash: Dash, bank: str, fact_id: int, action: str, form: Mapping[str, st
     raise NotFoundException(f"no action {action!r}")
 
 
-@post("/facts/{bank:str}/{fact_id:int}/{action:str}", sync_to_thread=False)
+@post("/facts/{bank:str}/{fact_id:int}/{action:str}")
 async def fact_action(request: Request, bank: str, fact_id: int, action: str) -> Redirect:
     dash = dash_of(request)
     bank = _bank(dash, bank)
@@ -361,7 +361,7 @@ def timeline_page(request: Request) -> Template:
                 timeline_error=error, newest=events[0]["at"] if events else "")
 
 
-@get("/timeline/stream", sync_to_thread=False)
+@get("/timeline/stream")
 async def timeline_stream(request: Request) -> ServerSentEvent:
     """New timeline events as rendered rows (`event: rows`), polled every POLL_SECONDS."""
     dash = dash_of(request)
@@ -469,7 +469,7 @@ def admin_page(request: Request) -> Template:
                 issued=None, verified=None)
 
 
-@post("/admin/{bank:str}/{action:str}", sync_to_thread=False)
+@post("/admin/{bank:str}/{action:str}")
 async def admin_action(request: Request, bank: str, action: str) -> Template | Redirect:
     """Issue, rotate, revoke a token or verify the audit chain. A new token is rendered in
     this answer only (never in a redirect URL, never stored by the dashboard)."""
@@ -506,7 +506,7 @@ async def admin_action(request: Request, bank: str, action: str) -> Template | R
                 if issued else None, verified={**verified, "label": bank} if verified else None)
 
 
-@get("/admin/{bank:str}/audit.jsonl", sync_to_thread=False)
+@get("/admin/{bank:str}/audit.jsonl")
 async def audit_export(request: Request, bank: str) -> Stream:
     """The bank's audit chain as JSONL, streamed from the ingest service as it comes."""
     dash = dash_of(request)
@@ -639,7 +639,7 @@ def eval_plot(request: Request, folder: str, name: str) -> Response:
     return Response(path.read_bytes(), media_type="image/png")
 
 
-@post("/evals/run", sync_to_thread=False)
+@post("/evals/run")
 async def eval_run(request: Request) -> Redirect:
     """Start `factbank eval agent-memory --limit N` in a child process (it brings up its own
     throwaway stack: the user's banks are never touched)."""
@@ -657,7 +657,7 @@ async def eval_run(request: Request) -> Redirect:
     return back("/evals", run=run_id)
 
 
-@get("/evals/run/{run_id:str}/stream", sync_to_thread=False)
+@get("/evals/run/{run_id:str}/stream")
 async def eval_stream(request: Request, run_id: str) -> ServerSentEvent:
     dash = dash_of(request)
     run = dash.runs.get(run_id)

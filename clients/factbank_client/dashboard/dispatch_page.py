@@ -43,7 +43,7 @@ def dispatch_page(request: Request) -> Template:
                 last_seq=events[-1].seq if events else 0)
 
 
-@post("/dispatch/start", sync_to_thread=False)
+@post("/dispatch/start")
 async def dispatch_start(request: Request) -> Redirect:
     store = store_of(request)
     form = await _form(request)
@@ -61,7 +61,7 @@ async def dispatch_start(request: Request) -> Redirect:
     return back("/dispatch", run=run.id, done=f"started {LABELS[agent]} ({run.id})")
 
 
-@get("/dispatch/{run_id:str}/stream", sync_to_thread=False)
+@get("/dispatch/{run_id:str}/stream")
 async def dispatch_stream(request: Request, run_id: str) -> ServerSentEvent:
     """The run's new log lines as rendered rows (`event: append`), then `done` with the
     final status once the run has finished and every line was sent."""
@@ -93,7 +93,7 @@ async def dispatch_stream(request: Request, run_id: str) -> ServerSentEvent:
     return ServerSentEvent(lines())
 
 
-@post("/dispatch/{run_id:str}/{action:str}", sync_to_thread=False)
+@post("/dispatch/{run_id:str}/{action:str}")
 async def dispatch_action(request: Request, run_id: str, action: str) -> Redirect:
     store = store_of(request)
     run = store.get(run_id)
