@@ -342,6 +342,25 @@ def test_evals_page_shows_the_committed_reports_and_plots(page, live):
     page.console.errors.clear()  # the 404 asked for
 
 
+@pytest.mark.slow
+def test_the_run_button_streams_an_agent_memory_eval(page, live):
+    """A real `factbank eval agent-memory` (one query per kind) on its own throwaway stack:
+    its output streams into the page and the run ends with exit code 0."""
+    page.goto(live.url + "/evals")
+    page.fill("input[name=per_kind]", "1")
+    page.click("button:has-text('Run')")
+    log = page.locator("pre.log").first
+    page.wait_for_function("document.querySelector('pre.log').textContent.length > 0",
+                           timeout=300_000)
+    state = page.locator("[id^=state-]").first
+    page.wait_for_function("!document.querySelector('[id^=state-]').textContent"
+                           ".includes('running')", timeout=600_000)
+    assert state.inner_text() == "exit code 0", log.inner_text()[-2000:]
+    text = log.inner_text()
+    assert "agent-memory:" in text  # its progress streamed in
+    assert "| agent-memory | inject |" in text  # and its result table at the end
+
+
 # --- screenshots ----------------------------------------------------------------------------
 
 

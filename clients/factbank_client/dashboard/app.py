@@ -143,7 +143,7 @@ def back(url: str, **params: str) -> Redirect:
 # --- helpers the templates use ----------------------------------------------------------
 
 
-def sparkline(values: Sequence[float], width: int = 220, height: int = 44) -> dict:
+def sparkline(values: Sequence[float], width: int = 320, height: int = 56) -> dict:
     """An inline SVG trust line: points in a 0..1 band (trust is a probability-like score),
     so two facts' lines compare by height at a glance."""
     vals = [max(0.0, min(1.0, float(v))) for v in values] or [0.0]
@@ -641,17 +641,17 @@ def eval_plot(request: Request, folder: str, name: str) -> Response:
 
 @post("/evals/run")
 async def eval_run(request: Request) -> Redirect:
-    """Start `factbank eval agent-memory --limit N` in a child process (it brings up its own
-    throwaway stack: the user's banks are never touched)."""
+    """Start `factbank eval agent-memory --per-kind N` in a child process (it brings up its
+    own throwaway stack: the user's banks are never touched)."""
     dash = dash_of(request)
     form = await _form(request)
     try:
-        limit = max(1, min(int(form.get("limit") or 20), 10_000))
+        per_kind = max(1, min(int(form.get("per_kind") or 20), 10_000))
     except ValueError:
-        return back("/evals", error="limit: not a number")
+        return back("/evals", error="per_kind: not a number")
     run_id = f"run{len(dash.runs) + 1}"
     argv = [sys.executable, "-m", "factbank_client.cli.main", "eval", "agent-memory",
-            "--limit", str(limit)]
+            "--per-kind", str(per_kind)]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     dash.runs[run_id] = EvalRun(run_id, argv, env)
     return back("/evals", run=run_id)
