@@ -5,11 +5,14 @@ dashboard started afresh over the same run store still lists it."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from factbank.runtime.runner import serve_apps_in_thread
 from factbank_client.dashboard import app as dashboard_app
 from factbank_client.dashboard import security
+from tests.browser.test_dashboard import SHOTS
 from tests.harness.fake_model import FakeModel, Text, ToolCall
 from tests.harness.npm import HarnessUnavailable, ensure_harnesses
 from tests.harness.runners import claude_env, claude_settings_path, write_json
@@ -61,6 +64,9 @@ def test_dispatch_streams_a_command_and_an_edit_then_hands_off(browser, live, tm
             log.locator(".ev-line.k-edit", has_text="notes.md").wait_for(timeout=120_000)
             page.wait_for_selector("button:has-text('Hand off')", timeout=120_000)
             assert page.inner_text("#run-state").startswith("done")
+            if os.environ.get("FACTBANK_SCREENSHOTS") == "1":
+                SHOTS.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(SHOTS / "dispatch.png"))
             assert (repo / "notes.md").read_text() == "hi\n"
             page.select_option("select[name=to_agent]", "codex")
             page.click("button:has-text('Hand off')")
