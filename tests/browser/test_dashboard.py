@@ -12,7 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from factbank_client.client import Client
+from factbank_client.client import RECALL, Client
+from factbank_client.config import ClientConfig
 from factbank_client.dashboard import security
 from tests.browser.stack import PROJECT, _fact
 
@@ -301,11 +302,10 @@ def test_banks_and_members_issue_rotate_revoke_verify_export(page, live):
     page.click("button:has-text('Issue')")
     token = page.inner_text("#new-token").strip()
     assert token.startswith("fb_")
-    with Client(live.config) as c:
-        c.config.tokens["bob"] = token
-        assert c._json("GET", c.config and __import__(
-            "factbank_client.client", fromlist=["RECALL"]).RECALL, "/v1/whoami", "bob"
-            )["member"] == "bob"
+    bob = ClientConfig(url=live.config.url, recall_url=live.config.recall_url,
+                       tokens={"personal": token})
+    with Client(bob) as c:
+        assert c._json("GET", RECALL, "/v1/whoami", "personal")["member"] == "bob"
     page.goto(live.url + "/admin")
     assert token not in page.content()  # shown once
     row = page.locator("table.tokens tr", has_text="bob's laptop")
