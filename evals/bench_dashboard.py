@@ -140,7 +140,9 @@ def run(size: int, runs: int, progress: bool = True) -> dict:
             # A new query text each time: the service embeds it and searches (no cache hit).
             ("facts: hybrid search (new query each time)",
              "/facts?q=which+host+runs+service+number+{i}"),
-            ("fact page (8 events, duplicates)", f"/facts/personal/{info['newest']}"),
+            ("fact page (8 events)", f"/facts/personal/{info['newest']}"),
+            ("fact page: its duplicates fragment (htmx)",
+             f"/facts/personal/{info['newest']}/duplicates"),
             ("timeline (200 of 2,000 events)", "/timeline"),
             ("health", "/health"),
             ("banks and members", "/admin"),

@@ -196,6 +196,7 @@ def test_possible_duplicates_are_listed(page, live):
                           location="ops/env.staging:12"))
     fid = dup["fact"]["id"]
     page.goto(f"{live.url}/facts/personal/{fid}")
+    page.locator("#duplicates ul.dupes a").first.wait_for()  # htmx loads the fragment
     listed = page.locator("ul.dupes a").all_inner_texts()
     assert dup["status"] == "stored", dup  # another claim (another host): not reinforced
     assert f"#{live.ids['redis']}" in listed, (listed, dup)

@@ -269,11 +269,22 @@ def fact_page(request: Request, bank: str, fact_id: int) -> Template:
     events = data.get("events", [])
     trail = [e["trust_after"] for e in events if e.get("trust_after") is not None]
     scopes = dash.scopes(bank)
-    dupes, dupes_error = _duplicates(dash, bank, fact)
     return page(request, "fact.html", bank=bank, fact=fact, events=events,
                 spark=sparkline(trail) if trail else None, supersedes=data.get("supersedes", []),
                 successors=data.get("successors", []), current=data.get("current"),
-                duplicates=dupes, duplicates_error=dupes_error, scopes=scopes)
+                scopes=scopes)
+
+
+@get("/facts/{bank:str}/{fact_id:int}/duplicates", sync_to_thread=True)
+def fact_duplicates(request: Request, bank: str, fact_id: int) -> Template:
+    """The fact page's "may duplicate" list, a fragment htmx loads once the page is shown:
+    the near-duplicate scan is the page's one costly query at 100k facts (the HNSW scan
+    filtered to the fact's category and project), so the page does not wait for it."""
+    dash = dash_of(request)
+    bank = _bank(dash, bank)
+    dupes, error = _duplicates(dash, bank, {"id": fact_id})
+    return Template(template_name="_duplicates.html", context={
+        "bank": bank, "duplicates": dupes, "duplicates_error": error})
 
 
 async def _form(request: Request) -> dict[str, str]:
@@ -430,10 +441,11 @@ def harnesses(home: Path | None = None) -> dict:
 @get("/health", sync_to_thread=True)
 def health_page(request: Request) -> Template:
     dash = dash_of(request)
-    services = [("ingest", _readyz(dash.config.url, dash.http)),
-                ("recall", _readyz(dash.config.recall_url, dash.http))]
-    banks = []
-    for bank in dash.banks:
+    # Every call at once (two readyz, two per bank): the page waits for the slowest, not
+    # the sum.
+    from concurrent.futures import ThreadPoolExecutor
+
+    def bank_entry(bank: str) -> dict[str, Any]:
         entry: dict[str, Any] = {"label": bank}
         try:
             entry["stats"] = dash.client.stats(banks=[bank])[bank]
@@ -441,7 +453,14 @@ def health_page(request: Request) -> Template:
                                                 params={"days": 30})["days"]
         except FactbankError as exc:
             entry["error"] = str(exc)
-        banks.append(entry)
+        return entry
+
+    with ThreadPoolExecutor(max_workers=2 + len(dash.banks)) as pool:
+        ready = [pool.submit(_readyz, u, dash.http)
+                 for u in (dash.config.url, dash.config.recall_url)]
+        entries = [pool.submit(bank_entry, b) for b in dash.banks]
+        services = [("ingest", ready[0].result()), ("recall", ready[1].result())]
+        banks = [e.result() for e in entries]
     try:
         wired = harnesses(dash.home)
     except Exception as exc:  # a broken manifest is shown, not a 500
@@ -690,9 +709,9 @@ def _not_found(request: Request, exc: Exception) -> Response:
     return Response(html, status_code=status, media_type="text/html")
 
 
-ROUTES = [index, facts_page, fact_page, fact_action, timeline_page, timeline_stream,
-          health_page, admin_page, admin_action, audit_export, evals_page, eval_plot, eval_run,
-          eval_stream]
+ROUTES = [index, facts_page, fact_page, fact_duplicates, fact_action, timeline_page,
+          timeline_stream, health_page, admin_page, admin_action, audit_export, evals_page,
+          eval_plot, eval_run, eval_stream]
 
 
 def create(config: ClientConfig, keys: security.Secrets, port: int, *,

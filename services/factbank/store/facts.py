@@ -6,7 +6,7 @@ import asyncio
 import hashlib
 import unicodedata
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import asyncpg
 import msgspec
@@ -256,17 +256,21 @@ async def bank_stats(conn: asyncpg.Connection, bank_id: int) -> dict:
 
 async def growth(conn: asyncpg.Connection, bank_id: int, days: int = 30) -> list[dict]:
     """Facts created per day over the last `days` days (deleted ones included: growth is
-    what was written), oldest first, days without a write answered as 0."""
+    what was written), oldest first, days without a write answered as 0. One range scan of
+    the (bank_id, created_at) index grouped by day; the days are filled in here (a
+    generate_series joined on a range made the planner compare every fact with every day:
+    781 ms p50 for the health page at 100k facts, evals/reports/2026-12-02)."""
+    today = datetime.now(UTC).date()
+    first = datetime.combine(today - timedelta(days=days - 1), datetime.min.time(), UTC)
     rows = await conn.fetch(
-        """SELECT d::date AS day, count(f.id) AS created
-           FROM generate_series(current_date - ($2::int - 1), current_date, '1 day') AS d
-           LEFT JOIN facts f ON f.bank_id = $1 AND f.created_at >= d
-                AND f.created_at < d + interval '1 day'
-           GROUP BY d ORDER BY d""",
+        """SELECT (created_at AT TIME ZONE 'UTC')::date AS day, count(*) AS created
+           FROM facts WHERE bank_id = $1 AND created_at >= $2 GROUP BY 1""",
         bank_id,
-        days,
+        first,
     )
-    return [{"day": r["day"].isoformat(), "created": r["created"]} for r in rows]
+    counts = {r["day"]: r["created"] for r in rows}
+    return [{"day": (d := today - timedelta(days=days - 1 - i)).isoformat(),
+             "created": counts.get(d, 0)} for i in range(days)]
 
 
 async def duplicates_of(
