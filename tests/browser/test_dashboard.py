@@ -383,6 +383,9 @@ def test_screenshots(browser, live, tmp_path):
         p.goto(live.launch())
         for name, path in shots:
             p.goto(live.url + path)
+            if name.startswith("fact") and not name.startswith("facts"):
+                p.locator("#duplicates ul, #duplicates p:not(:has-text('Looking'))").first \
+                    .wait_for()  # the htmx fragment is in
             p.screenshot(path=str(out / f"{name}.png"), full_page=name in ("fact",))
             assert (out / f"{name}.png").stat().st_size > 10_000
         context.close()
