@@ -37,6 +37,7 @@ from factbank.store.banks import Principal
 from factbank.write import categories, check, lifecycle, redaction, retain, staleness
 from factbank.write import vectors as vector_queue
 from factbank.write.retain import Deps, Outcome
+from factbank_ingest.admin import ADMIN
 
 log = logging.getLogger(__name__)
 
@@ -500,7 +501,7 @@ WRITES = Router(
         add_handoff,
     ],
 )
-ROUTES = [WRITES, purge_fact, get_fact]
+ROUTES = [WRITES, purge_fact, get_fact, ADMIN]
 
 
 class WriteVersion:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Literal
 
 import asyncpg
 import msgspec
@@ -35,6 +35,7 @@ from factbank.runtime.web import ServiceState, create_app, requires
 from factbank.store import facts, timeline
 from factbank.store.banks import Principal
 from factbank.write import categories
+from factbank.write.retain import NEAR
 from factbank_client.schema import SOURCE_KINDS
 
 # The text /v1/inject and /v1/search work on: the head of a prompt (a hook sends all of it, up
@@ -192,6 +193,10 @@ async def list_facts(
     source_kind: str | None = Parameter(
         default=None, max_length=200, description="one source kind, or a comma list: file,commit"
     ),
+    tag: str | None = Parameter(default=None, max_length=200, description="facts with this tag"),
+    order: Literal["asc", "desc"] = Parameter(
+        default="asc", description="desc: newest first, `after` being the last id seen"
+    ),
 ) -> FactPage:
     """A page of this bank's facts in id order; pass `next_cursor` back as `after`. Deleted
     facts only when a status asks for them; `statuses` (a comma list) takes any of several,
@@ -211,6 +216,8 @@ async def list_facts(
             limit=limit,
             statuses=wanted,
             source_kinds=kinds,
+            tag=tag,
+            newest_first=order == "desc",
         )
     return FactPage(facts=page, next_cursor=cursor)
 
@@ -263,6 +270,32 @@ async def stats(reader: asyncpg.Pool, recall: Recall, principal: Principal) -> d
         "embedder_error": recall.embedder_error,
         "cache": cache_of(recall, principal.bank_id),
     }
+
+
+@get("/v1/stats/growth")
+async def stats_growth(
+    reader: asyncpg.Pool, principal: Principal, days: int = Parameter(default=30, ge=1, le=366)
+) -> dict:
+    """Facts written per day over the last `days` days, oldest first (the dashboard's
+    growth chart)."""
+    async with reader.acquire() as conn:
+        return {"days": await facts.growth(conn, principal.bank_id, days)}
+
+
+@get("/v1/facts/{fact_id:int}/duplicates")
+async def fact_duplicates(reader: asyncpg.Pool, principal: Principal, fact_id: int) -> dict:
+    """The facts this one may duplicate (what the write gate would call its near-duplicates:
+    same category and project, cosine >= the gate's NEAR), itself left out. Writes nothing."""
+    async with reader.acquire() as conn:
+        return {"duplicates": await facts.duplicates_of(conn, principal.bank_id, fact_id, NEAR)}
+
+
+@get("/v1/whoami")
+async def whoami(principal: Principal) -> dict:
+    """The caller's bank, member and scopes: what a client may offer (the dashboard shows
+    only the actions the token can do)."""
+    return {"bank": principal.bank_name, "kind": principal.bank_kind,
+            "member": principal.member_name, "scopes": sorted(principal.scopes)}
 
 
 def cache_of(r: Recall, bank_id: int) -> dict[str, Any]:
@@ -368,6 +401,9 @@ READS = Router(
         export_facts,
         list_categories,
         stats,
+        stats_growth,
+        fact_duplicates,
+        whoami,
         get_timeline,
         get_conflicts,
         list_handoffs,

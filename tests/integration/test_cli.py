@@ -673,7 +673,7 @@ def test_help_lists_every_group_in_its_order():
         "questions", "confirm", "dispute", "delete", "supersede", "categories", "export",
         "import", "inject-preview", "stats", "mcp", "install", "uninstall", "eval", "bench",
         "timeline", "handoff", "import-history", "verify", "rules", "migrate-native",
-        "dispatch"]
+        "dispatch", "dashboard"]
     assert build_parser().epilog is None  # nothing is missing in the full install
 
 

@@ -32,8 +32,10 @@ def _is_open(path: str) -> bool:
     return path in ("/healthz", "/readyz")
 
 
-def _fill(path: str, fact_id: int) -> str:
-    return re.sub(r"\{[a-z_]+(:[a-z]+)?\}", str(fact_id), path)
+def _fill(path: str, fact_id: int, token_id: int) -> str:
+    """The path with bank B's ids: its token's for the admin token routes, else its fact's."""
+    return re.sub(r"\{token_id(:[a-z]+)?\}", str(token_id),
+                  re.sub(r"\{(?!token_id)[a-z_]+(:[a-z]+)?\}", str(fact_id), path))
 
 
 async def _call(client, method, path, handler, headers):
@@ -50,8 +52,12 @@ async def _call(client, method, path, handler, headers):
     return await client.request(method, path, **kwargs)
 
 
-async def test_every_route_needs_a_token_and_keeps_banks_apart(stack, two_banks):
+async def test_every_route_needs_a_token_and_keeps_banks_apart(stack, two_banks, conn):
     alpha, beta = two_banks
+    beta_token = await conn.fetchval(
+        "SELECT t.id FROM tokens t JOIN banks b ON b.id = t.bank_id WHERE b.name = 'beta' "
+        "ORDER BY t.id LIMIT 1"
+    )
     r = await stack.ingest.post("/v1/facts", json=fact_body(SECRET_CONTENT), headers=auth(beta.rw))
     assert r.status_code == 201, r.text
     beta_fact = r.json()["fact"]["id"]
@@ -81,7 +87,7 @@ async def test_every_route_needs_a_token_and_keeps_banks_apart(stack, two_banks)
                 r = await client.get(path)
                 assert r.status_code == 401, (path, r.status_code)
                 continue
-            url = _fill(path, beta_fact)
+            url = _fill(path, beta_fact, beta_token)
             walked += 1
             r = await _call(client, method, url, handler, {})
             assert r.status_code == 401, (method, path, r.status_code, r.text)
@@ -111,6 +117,11 @@ async def test_every_route_needs_a_token_and_keeps_banks_apart(stack, two_banks)
     fact = body.get("fact", body)
     assert fact["content"] == SECRET_CONTENT
     assert fact["status"] == "active"
+    # And so are beta's tokens: alpha's admin could neither rotate nor revoke one.
+    assert await conn.fetchval(
+        "SELECT count(*) FROM tokens t JOIN banks b ON b.id = t.bank_id "
+        "WHERE b.name = 'beta' AND t.revoked_at IS NOT NULL"
+    ) == 0
 
 
 async def test_openapi_document_is_served_with_a_token(stack, two_banks):

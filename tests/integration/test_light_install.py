@@ -38,16 +38,23 @@ IMPORT_ALL = """
 import importlib, json, pkgutil, sys
 import factbank_client
 names = [m.name for m in pkgutil.walk_packages(factbank_client.__path__, "factbank_client.")]
+# The dashboard is a litestar app (litestar is a light-client dependency for it): it is
+# imported last, so `heavy` says whether anything else (a hook, the CLI) pulls litestar in.
+dash = [n for n in names if n.startswith("factbank_client.dashboard")]
 failed = {}
-for name in names:
+heavy = None
+for name in [n for n in names if n not in dash] + [None] + dash:
+    if name is None:
+        heavy = sorted(n for n in ("asyncpg", "litestar", "numpy") if n in sys.modules)
+        continue
     try:
         importlib.import_module(name)
     except Exception as exc:
         failed[name] = repr(exc)
 ours = ("factbank", "factbank_evals", "factbank_ingest", "factbank_recall", "factbank_migrations")
 server = sorted(n for n in sys.modules if n.split(".")[0] in ours)
-heavy = sorted(n for n in ("asyncpg", "litestar", "numpy") if n in sys.modules)
-print(json.dumps({"imported": names, "failed": failed, "server": server, "heavy": heavy}))
+print(json.dumps({"imported": names, "failed": failed, "server": server, "heavy": heavy,
+                  "dashboard": dash}))
 """
 
 
@@ -101,6 +108,8 @@ def test_every_client_module_imports_without_the_server_extra(light):
             "factbank_client.mcp_server", "factbank_client.installer"} <= set(result["imported"])
     assert result["failed"] == {}
     assert result["server"] == [] and result["heavy"] == []
+    assert {"factbank_client.dashboard.app", "factbank_client.dashboard.security",
+            "factbank_client.dashboard.dispatch_page"} <= set(result["dashboard"])
 
 
 def test_light_help_lists_only_client_commands_and_names_the_extra(light):

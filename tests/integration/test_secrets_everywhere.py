@@ -84,6 +84,11 @@ BODIES: dict[tuple[str, str], Any] = {
              "command": "make test", "exit_code": 0},
         ]
     },
+    # The admin routes (issue 17): a member name holding a secret is refused naming the
+    # field, a label is redacted; rotate and revoke take no body.
+    ("POST", "/v1/admin/tokens"): {"member": "ana", "scopes": ["read"], "label": "laptop"},
+    ("POST", "/v1/admin/tokens/{token_id}/rotate"): {},
+    ("POST", "/v1/admin/tokens/{token_id}/revoke"): {},
     ("POST", "/v1/handoffs"): {
         "text": "finish the retry work", "project": "proj", "to_agent": "codex",
         "to_member": "alice", "files": ["src/retry.py"], "session_id": "s-h", "agent": "pi",

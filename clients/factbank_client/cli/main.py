@@ -30,7 +30,7 @@ from importlib.metadata import entry_points
 
 COMMANDS_GROUP = "factbank.commands"
 HELP_ORDER = ("server", "admin", "login", "facts", "mcp", "install", "eval", "timeline", "history",
-              "staleness", "dispatch")
+              "staleness", "dispatch", "dashboard")
 EXTRA_INSTALL = "pip install 'factbank[{extra}]'"
 
 

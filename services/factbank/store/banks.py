@@ -227,6 +227,19 @@ async def list_tokens(conn: asyncpg.Connection, bank: str | None = None) -> list
     return [_token_info(r) for r in rows]
 
 
+async def list_members(conn: asyncpg.Connection, bank_id: int) -> list[dict]:
+    """A bank's members with how many live tokens each holds and their last use."""
+    rows = await conn.fetch(
+        """SELECT m.id, m.name, m.created_at,
+                  count(t.id) FILTER (WHERE t.revoked_at IS NULL) AS live_tokens,
+                  max(t.last_used_at) AS last_used_at
+           FROM members m LEFT JOIN tokens t ON t.member_id = m.id
+           WHERE m.bank_id = $1 GROUP BY m.id ORDER BY m.id""",
+        bank_id,
+    )
+    return [dict(r) for r in rows]
+
+
 async def revoke_token(
     conn: asyncpg.Connection, token_id: int, *, actor: Actor = audit.OPERATOR
 ) -> TokenInfo:
