@@ -24,6 +24,7 @@ from typing import Any
 
 import httpx
 
+from factbank_client import fingerprint
 from factbank_client.config import ClientConfig
 from factbank_client.project import repo_root
 
@@ -657,7 +658,6 @@ def new_fact(content: str, category: str | None, source_kind: str, location: str
     location stored relative to the repository root. An `origin` or `tentative` of None, no
     questions and no project are left out: the server's defaults apply. A file or commit
     source read here carries its fingerprint (factbank_client/fingerprint.py) for `verify`."""
-    from factbank_client import fingerprint
 
     fp = None
     if source_kind == "file" and check_files:
@@ -899,14 +899,7 @@ def check_file_quote(location: str, quote: str, *, cwd: Path | None = None,
         suffix = f":{lo}" + (f"-{hi}" if hi != lo else "")
     else:
         suffix = ""
-    where = _portable(path, root) or raw_path
+    where = fingerprint.relative(path, root) or raw_path
     return QuoteCheck(location=where + suffix, lines=lines, spans=found, path=path)
 
 
-def _portable(path: Path, root: Path | None) -> str | None:
-    if root is None:
-        return None
-    try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        return None

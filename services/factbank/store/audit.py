@@ -60,6 +60,22 @@ def chain_hash(prev_hash: bytes, row: Mapping[str, Any]) -> bytes:
     return hashlib.sha256(prev_hash + _canonical(row)).digest()
 
 
+async def _chain_head(conn: asyncpg.Connection, bank: int | None) -> bytes:
+    """Lock the bank's chain for this transaction and return the hash its next record chains
+    to. The bank row first, then the chain's lock, as every writer takes them
+    (facts.lock_bank), so a writer and an audit append never wait on each other in a cycle."""
+    if bank is not None:
+        await conn.execute("SELECT 1 FROM banks WHERE id = $1 FOR NO KEY UPDATE", bank)
+    await conn.execute(
+        "SELECT pg_advisory_xact_lock($1, $2)", _LOCK_NAMESPACE, (bank or 0) & 0x7FFFFFFF
+    )
+    prev = await conn.fetchval(
+        "SELECT hash FROM audit_log WHERE bank_id IS NOT DISTINCT FROM $1 ORDER BY id DESC LIMIT 1",
+        bank,
+    )
+    return prev or GENESIS
+
+
 async def append(
     conn: asyncpg.Connection,
     actor: Actor,
@@ -78,16 +94,7 @@ async def append(
     target, clean_detail = await asyncio.to_thread(
         redaction.clean_value, [str(target), dict(detail or {})], "audit"
     )
-    if bank is not None:
-        # The bank row before the chain's lock, as every writer takes them (facts.lock_bank).
-        await conn.execute("SELECT 1 FROM banks WHERE id = $1 FOR NO KEY UPDATE", bank)
-    await conn.execute(
-        "SELECT pg_advisory_xact_lock($1, $2)", _LOCK_NAMESPACE, (bank or 0) & 0x7FFFFFFF
-    )
-    prev = await conn.fetchval(
-        "SELECT hash FROM audit_log WHERE bank_id IS NOT DISTINCT FROM $1 ORDER BY id DESC LIMIT 1",
-        bank,
-    )
+    prev = await _chain_head(conn, bank)
     row = {
         "at": datetime.now(UTC),
         "bank_id": bank,
@@ -97,7 +104,7 @@ async def append(
         "target": target,
         "detail": clean_detail,
     }
-    prev_hash = prev or GENESIS
+    prev_hash = prev
     digest = chain_hash(prev_hash, row)
     return await conn.fetchval(
         """INSERT INTO audit_log (at, bank_id, member_id, token_id, action, target, detail,
@@ -129,16 +136,7 @@ async def append_many(
     cleaned = await asyncio.to_thread(
         redaction.clean_value, [[str(t), dict(d or {})] for _, t, d in records], "audit"
     )
-    if bank is not None:
-        await conn.execute("SELECT 1 FROM banks WHERE id = $1 FOR NO KEY UPDATE", bank)
-    await conn.execute(
-        "SELECT pg_advisory_xact_lock($1, $2)", _LOCK_NAMESPACE, (bank or 0) & 0x7FFFFFFF
-    )
-    prev = await conn.fetchval(
-        "SELECT hash FROM audit_log WHERE bank_id IS NOT DISTINCT FROM $1 ORDER BY id DESC LIMIT 1",
-        bank,
-    )
-    prev_hash = prev or GENESIS
+    prev_hash = await _chain_head(conn, bank)
     out = []
     for (action, _, _), (target, detail) in zip(records, cleaned, strict=True):
         row = {
