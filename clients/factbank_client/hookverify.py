@@ -11,26 +11,63 @@ verify --quiet` in the session's directory, stdout and stderr appended to
 
 `verify --quiet` takes a per-repository lock and does nothing when another verify (this
 session's twin, or the post-commit hook's) holds it. FACTBANK_VERIFY=0 turns it off.
+
+At most one background verify per repository every `MIN_INTERVAL` seconds, decided here, before
+the exec: the CLI's imports alone cost about 0.4 s of CPU, and on a 2-core machine a burst of
+session starts (subagents, a bench of 40 back-to-back starts) spawned one full verify each,
+which took the session-start hook from ~50 ms to ~240 ms p50 by competing for the CPU. A
+commit still verifies at once (the post-commit hook runs `factbank verify` itself).
 """
 
 import os
 import sys
 
 VERIFY_ARGS = ("-m", "factbank_client.cli.main", "verify", "--quiet")
+MIN_INTERVAL = 300.0  # seconds between two session-start verifies of one repository
+
+
+def repo_root(cwd: str) -> str | None:
+    """The nearest directory at or above `cwd` holding `.git`."""
+    d = os.path.abspath(cwd)
+    while True:
+        if os.path.exists(os.path.join(d, ".git")):
+            return d
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+
+
+def due(root: str, now: float | None = None) -> bool:
+    """Whether this repository's last session-start verify is MIN_INTERVAL old; if so, the
+    stamp is renewed (so a second start a moment later finds it fresh)."""
+    import hashlib
+    import time
+
+    from factbank_client.hookentry import cache_dir
+
+    now = time.time() if now is None else now
+    stamp = os.path.join(cache_dir(), "verify-" + hashlib.sha256(root.encode()).hexdigest()[:16])
+    try:
+        if now - os.stat(stamp).st_mtime < MIN_INTERVAL:
+            return False
+    except OSError:
+        pass
+    try:
+        os.makedirs(os.path.dirname(stamp), exist_ok=True)
+        with open(stamp, "w"):
+            pass
+        os.utime(stamp, (now, now))
+    except OSError:
+        return True  # no stamp can be kept: verify anyway (the CLI's lock still holds)
+    return True
 
 
 def wanted(cwd: str) -> bool:
     """A repository here (a `.git` in cwd or a parent) and the check not turned off."""
     if os.environ.get("FACTBANK_VERIFY", "1") == "0" or not cwd:
         return False
-    d = os.path.abspath(cwd)
-    while True:
-        if os.path.exists(os.path.join(d, ".git")):
-            return True
-        parent = os.path.dirname(d)
-        if parent == d:
-            return False
-        d = parent
+    return repo_root(cwd) is not None
 
 
 def log_path() -> str:
@@ -49,7 +86,8 @@ def run(raw: bytes) -> None:
 
     data = json.loads(raw.decode("utf-8")) if raw.strip() else {}
     cwd = str(data.get("cwd") or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd())
-    if not wanted(cwd):
+    root = repo_root(cwd) if wanted(cwd) else None
+    if root is None or not due(root):
         return
     os.chdir(cwd)
     path = log_path()
