@@ -50,10 +50,13 @@ def live(browser_tokens, tmp_path_factory) -> Iterator[Live]:
         yield running
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(live):
-    """Chromium for the session. After `live`: Playwright's sync API runs an event loop in
-    this thread, and pytest-asyncio could not set up an async fixture after it started."""
+    """Chromium for a test module. After `live`: Playwright's sync API runs an event loop in
+    this thread, and pytest-asyncio could not set up an async fixture after it started. Module
+    scope, not session: while Playwright runs, that loop is the thread's running loop, and in
+    the whole suite every later async test failed with "Runner.run() cannot be called from a
+    running event loop" (302 errors); stopped at the end of each module, the loop is gone."""
     if not Path(CHROMIUM).is_file() and not shutil.which("chromium"):
         pytest.skip(f"no chromium at {CHROMIUM} (apt-get install -y chromium)")
     try:
