@@ -489,6 +489,12 @@ def test_standin_schemas_agree_with_upstream(home: Path) -> None:
             ({"hookSpecificOutput": {**start, "hookEventName": "UserPromptSubmit"}}, True),
             ({"hookSpecificOutput": start}, False),
         ],
+        "codex/post-tool-use.command.output.schema.json": [
+            ({"hookSpecificOutput": {**start, "hookEventName": "PostToolUse"}}, True),
+            ({}, True),
+            ({"hookSpecificOutput": start}, False),
+            ({"unknown": 1}, False),
+        ],
         "codex/stop.command.output.schema.json": [
             ({}, True), ({"decision": "block", "reason": "r"}, True),
             ({"hookSpecificOutput": start}, False),
