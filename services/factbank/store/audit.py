@@ -76,6 +76,19 @@ async def _chain_head(conn: asyncpg.Connection, bank: int | None) -> bytes:
     return prev or GENESIS
 
 
+def _record(actor: Actor, bank: int | None, action: str, target: str, detail: Any) -> dict:
+    """The fields a record's hash covers (`chain_hash`), stamped now."""
+    return {
+        "at": datetime.now(UTC),
+        "bank_id": bank,
+        "member_id": actor.member_id,
+        "token_id": actor.token_id,
+        "action": action,
+        "target": target,
+        "detail": detail,
+    }
+
+
 async def append(
     conn: asyncpg.Connection,
     actor: Actor,
@@ -94,17 +107,8 @@ async def append(
     target, clean_detail = await asyncio.to_thread(
         redaction.clean_value, [str(target), dict(detail or {})], "audit"
     )
-    prev = await _chain_head(conn, bank)
-    row = {
-        "at": datetime.now(UTC),
-        "bank_id": bank,
-        "member_id": actor.member_id,
-        "token_id": actor.token_id,
-        "action": action,
-        "target": target,
-        "detail": clean_detail,
-    }
-    prev_hash = prev
+    prev_hash = await _chain_head(conn, bank)
+    row = _record(actor, bank, action, target, clean_detail)
     digest = chain_hash(prev_hash, row)
     return await conn.fetchval(
         """INSERT INTO audit_log (at, bank_id, member_id, token_id, action, target, detail,
@@ -139,15 +143,7 @@ async def append_many(
     prev_hash = await _chain_head(conn, bank)
     out = []
     for (action, _, _), (target, detail) in zip(records, cleaned, strict=True):
-        row = {
-            "at": datetime.now(UTC),
-            "bank_id": bank,
-            "member_id": actor.member_id,
-            "token_id": actor.token_id,
-            "action": action,
-            "target": target,
-            "detail": detail,
-        }
+        row = _record(actor, bank, action, target, detail)
         digest = chain_hash(prev_hash, row)
         out.append((row["at"], bank, actor.member_id, actor.token_id, action, target,
                     json.dumps(detail, ensure_ascii=False), prev_hash, digest))
