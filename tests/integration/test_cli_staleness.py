@@ -21,6 +21,7 @@ from factbank.runtime.runner import serve_in_thread
 from factbank.runtime.settings import Settings
 from factbank_client.cli.main import main
 from tests.integration.conftest import BankTokens, make_bank
+from tests.integration.test_cli import ok, ok_json, run  # one way to run the CLI in process
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
@@ -75,23 +76,6 @@ async def env(dsn, conn, tmp_path, monkeypatch) -> Iterator[Env]:
         assert main(["login", "--url", e.ingest, "--recall-url", e.recall, "--token",
                      personal.rw]) == 0
         yield e
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def ok(capsys, *argv: str) -> str:
-    code, out, err = run(capsys, *argv)
-    assert code == 0, (argv, out, err)
-    return out
-
-
-def ok_json(capsys, *argv: str):
-    return json.loads(ok(capsys, *argv, "--json"))
 
 
 def add_file_fact(capsys, content: str, location: str, quote: str) -> dict:
