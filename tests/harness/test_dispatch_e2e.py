@@ -19,10 +19,8 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -45,7 +43,7 @@ from .runners import (
 )
 from .test_e2e_factbank import Services, assert_ok, hook_log, install, login
 from .test_e2e_factbank import services as services  # the module-scoped fixture
-from .test_e2e_timeline import git
+from .test_e2e_timeline import git, wait_until
 
 pytestmark = pytest.mark.harness
 
@@ -66,16 +64,6 @@ def repository(root: Path) -> Path:
     git("commit", "-qm", "init", cwd=repo)
     git("remote", "add", "origin", REMOTE, cwd=repo)
     return repo
-
-
-def wait_until(what: str, cond: Callable[[], Any], timeout: float = 60.0) -> Any:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        value = cond()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"not within {timeout:.0f}s: {what}")
 
 
 def timeline(svc: Services) -> list[dict]:
