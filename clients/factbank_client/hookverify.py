@@ -27,15 +27,13 @@ MIN_INTERVAL = 300.0  # seconds between two session-start verifies of one reposi
 
 
 def repo_root(cwd: str) -> str | None:
-    """The nearest directory at or above `cwd` holding `.git`."""
-    d = os.path.abspath(cwd)
-    while True:
-        if os.path.exists(os.path.join(d, ".git")):
-            return d
-        parent = os.path.dirname(d)
-        if parent == d:
-            return None
-        d = parent
+    """The repository holding `cwd` (project.repo_root), as a string for the stamp's name."""
+    from pathlib import Path
+
+    from factbank_client.project import repo_root as root_of
+
+    root = root_of(Path(cwd))
+    return str(root) if root is not None else None
 
 
 def due(root: str, now: float | None = None) -> bool:
