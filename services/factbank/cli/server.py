@@ -31,11 +31,18 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_up)
     p = sub.add_parser("migrate", help="apply pending database migrations")
     p.set_defaults(func=cmd_migrate)
-    p = sub.add_parser("serve", help="run one service (for compose and replicas)")
-    p.add_argument("service", choices=["ingest", "recall"], help="which service to run")
+    p = sub.add_parser(
+        "serve", help="run one service (for compose, replicas and workers)",
+        description="Run one service: `ingest` (writes), `recall` (search) or `worker` (the "
+                    "embedder that fills queued vectors, apart from the API; run it with "
+                    "FACTBANK_VECTOR_BATCH=0 on ingest). Any number of copies of each may run "
+                    "against one database.")
+    p.add_argument("service", choices=["ingest", "recall", "worker"],
+                   help="which service to run")
     p.add_argument("--host", default=None, help="bind address (default FACTBANK_HOST)")
     p.add_argument("--port", type=int, default=None,
-                   help="port (default FACTBANK_INGEST_PORT or FACTBANK_RECALL_PORT)")
+                   help="port (default FACTBANK_INGEST_PORT, FACTBANK_RECALL_PORT or "
+                        "FACTBANK_WORKER_PORT)")
     p.set_defaults(func=cmd_serve)
 
 
@@ -67,7 +74,9 @@ def cmd_serve(args) -> int:
     settings = Settings.from_env(**overrides)
     from factbank.runtime.runner import run_services
 
-    port = args.port or (settings.ingest_port if args.service == "ingest" else settings.recall_port)
+    default = {"ingest": settings.ingest_port, "recall": settings.recall_port,
+               "worker": settings.worker_port}
+    port = args.port or default[args.service]
     asyncio.run(run_services(settings, _dsn_or_fail(settings), (args.service,),
                              {args.service: port}))
     return 0

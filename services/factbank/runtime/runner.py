@@ -34,8 +34,10 @@ def _app(which: str, settings: Settings, dsn: str):
         from factbank_ingest.app import create
     elif which == "recall":
         from factbank_recall.app import create
+    elif which == "worker":
+        from factbank_worker.app import create
     else:
-        raise ValueError(f"unknown service {which!r}: ingest or recall")
+        raise ValueError(f"unknown service {which!r}: ingest, recall or worker")
     return create(settings, dsn=dsn)
 
 

