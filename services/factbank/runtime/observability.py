@@ -39,6 +39,12 @@ EMBEDDING_CACHE = Counter(
 REDACTIONS = Counter("factbank_ingest_redactions_total", "Secrets redacted at ingest", ["kind"])
 REFUSALS = Counter("factbank_ingest_refusals_total", "Facts refused by the write gate", ["field"])
 WRITES = Counter("factbank_ingest_writes_total", "Facts written", ["status"])
+REPLICA_READS = Counter(
+    "factbank_replica_reads_total",
+    "Reads of a writer that named its bank version: served by the replica at once, by the "
+    "replica after waiting for it to replay, or by the primary",
+    ["served"],
+)
 # Issue 12: facts whose vectors were queued by an import (queued), filled by the embedder
 # worker (embedded), dropped because the fact changed or went meanwhile (skipped), or whose
 # batch failed and stays queued (failed). Queued but never embedded shows as no movement here.

@@ -39,6 +39,12 @@ class Settings:
         default=None,
         metadata={"env": "DATABASE_URL_READ", "doc": "Optional read replica for recall."},
     )
+    replica_wait_ms: int = field(
+        default=250,
+        metadata={"env": "FACTBANK_REPLICA_WAIT_MS",
+                  "doc": "How long recall waits for the replica to replay a writer's own "
+                         "write before reading the primary instead."},
+    )
     redis_url: str | None = field(
         default=None,
         metadata={"env": "REDIS_URL", "doc": "Redis for caches/sessions; unset = in-process."},
