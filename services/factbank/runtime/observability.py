@@ -45,8 +45,9 @@ REPLICA_READS = Counter(
     "replica after waiting for it to replay, or by the primary",
     ["served"],
 )
-# Issue 12: facts whose vectors were queued by an import (queued), filled by the embedder
-# worker (embedded), dropped because the fact changed or went meanwhile (skipped), or whose
+# Issue 12: facts whose vectors were queued by an import (queued), claimed by a worker's round
+# (claimed; again only after a round gave it back, migration 0010), filled by the embedder worker
+# (embedded), dropped because the fact changed or went meanwhile (skipped), or whose
 # batch failed and stays queued (failed). Queued but never embedded shows as no movement here.
 VECTOR_QUEUE = Counter(
     "factbank_vector_queue_total", "Facts through the vector queue", ["result"]

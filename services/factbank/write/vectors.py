@@ -88,6 +88,9 @@ async def drain_once(pool: asyncpg.Pool, model: embedding.Embedder, batch: int =
             _CLAIM, batch, MAX_ATTEMPTS, WORKER, LEASE_S)]
         if not claimed:
             return 0
+        # Claimed by this worker: summed over every worker, each queued fact counts once
+        # (the compose scale test checks exactly that across two worker copies).
+        VECTOR_QUEUE.labels(result="claimed").inc(len(claimed))
         try:
             return await _round(conn, claimed, model)
         finally:
