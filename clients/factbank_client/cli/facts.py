@@ -91,14 +91,22 @@ def register(sub) -> None:
 
     with command(
         sub, "supersede", cmd_supersede,
+        usage="factbank supersede [-h] CONTENT ID [ID ...] --reason REASON --quote QUOTE "
+              "[options]",
         help="replace facts that no longer hold with a new one",
-        description="Store a new fact and retire the given ones, linked to it with the reason. "
-        "Category, tags, questions and project default to those of the first replaced fact.") \
-            as p:
-        p.add_argument("ids", type=int, nargs="+", metavar="ID",
+        description="Store a new fact (CONTENT, as in `factbank add`) and retire the facts ID "
+        "..., linked to it with the reason: factbank supersede \"The API listens on port "
+        "8081\" 12 --reason \"moved in the compose change\" --quote \"port: 8081\". Give "
+        "CONTENT and the ids together, before or after the options. Category, tags, "
+        "questions and project default to those of the first replaced fact.") as p:
+        # CONTENT first, as in `add`. `supersede ID ... --content CONTENT` (the spelling
+        # before issue 21) still works: cmd_supersede then reads CONTENT as the first id.
+        p.add_argument("content", nargs="?", metavar="CONTENT",
+                       help="the new claim, one atomic fact (as `factbank add CONTENT`)")
+        p.add_argument("ids", nargs="*", metavar="ID",
                        help="the ids of the facts the new one replaces")
+        p.add_argument("--content", dest="content_option", help=argparse.SUPPRESS)
         p.add_argument("--reason", required=True, help="why the old facts no longer hold")
-        p.add_argument("--content", required=True, help="the new claim")
         _fact_options(p, category_required=False)
         p.add_argument("--bank")
 
@@ -341,10 +349,32 @@ def cmd_delete(args) -> int:
     return _judge(args, "delete", "deleted")
 
 
+def _supersede_args(args) -> tuple[str, list[int]]:
+    """CONTENT and the ids from `supersede CONTENT ID ...` or the older `supersede ID ...
+    --content CONTENT` (then the first positional is an id)."""
+    words = [w for w in (args.content, *args.ids) if w is not None]
+    if args.content_option is not None:
+        content = args.content_option
+    else:
+        content, words = (words[0], words[1:]) if words else ("", [])
+    if not content.strip():
+        raise CommandError("give the new claim: factbank supersede CONTENT ID [ID ...] "
+                           "--reason REASON --quote QUOTE")
+    if not words:
+        raise CommandError("give the ids of the facts it replaces: factbank supersede CONTENT "
+                           "ID [ID ...]")
+    bad = [w for w in words if not w.isdigit()]
+    if bad:
+        raise CommandError(f"ID: {bad[0]!r} is not a fact id (CONTENT comes once, before the "
+                           "ids; quote it if it has spaces)")
+    return content, [int(w) for w in words]
+
+
 def cmd_supersede(args) -> int:
+    content, args.ids = _supersede_args(args)
     with common.client() as client:
         old = call(client.get, args.ids[0], bank=args.bank)
-        fact = _build_fact(args, args.content, defaults=old)
+        fact = _build_fact(args, content, defaults=old)
         outcome = call(client.supersede, fact, args.ids, args.reason,
                        bank=args.bank or old["bank_label"])
     return show(args, outcome, lambda: [
