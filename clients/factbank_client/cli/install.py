@@ -9,6 +9,8 @@ import sys
 from factbank_client.cli.main import CommandError
 
 CHOICES = ("claude", "codex", "pi", "all", "git")
+HARNESS_HELP = ("claude, codex, pi, all (those three), or git (this repository's post-commit "
+                "hook)")
 CODEX_TRUST_HELP = (
     "Codex runs hooks only after you trust them: start `codex`, type /hooks and trust the "
     "three factbank hooks, or run `factbank install codex --trust`. Re-installing from the "
@@ -17,20 +19,25 @@ CODEX_TRUST_HELP = (
 
 
 def register(sub) -> None:
-    p = sub.add_parser("install", help="wire factbank into Claude Code, Codex and/or Pi",
+    p = sub.add_parser("install", help="wire factbank into Claude Code, Codex and/or Pi, or "
+                       "this repository's git hook",
                        description="Registers factbank's hooks, MCP server and instruction "
                        "block (Claude Code, Codex) or its extension and instruction block "
-                       "(Pi) in your home directory. Re-running replaces them in place.")
-    p.add_argument("harness", nargs="+", choices=CHOICES,
-                   help="claude, codex, pi, or all")
+                       "(Pi) in your home directory. Re-running replaces them in place. `git` "
+                       "adds a post-commit hook to this repository that re-checks its facts "
+                       "after each commit (`factbank verify`); it is not part of `all`. "
+                       "--dry-run shows the diff and writes nothing.")
+    p.add_argument("harness", nargs="+", choices=CHOICES, help=HARNESS_HELP)
     p.add_argument("--dry-run", action="store_true", help="show the diff, write nothing")
     p.add_argument("--trust", action="store_true",
                    help="Codex: mark factbank's hooks trusted (asks `codex app-server`)")
     p.add_argument("--codex-bin", default=None, help="the codex binary for --trust")
     p.set_defaults(func=cmd_install)
-    p = sub.add_parser("uninstall", help="remove exactly what `factbank install` added")
-    p.add_argument("harness", nargs="+", choices=CHOICES,
-                   help="claude, codex, pi, or all")
+    p = sub.add_parser("uninstall", help="remove exactly what `factbank install` added",
+                       description="Removes exactly what `factbank install` added, and gives "
+                       "back every file it changed byte for byte (a git hook it chained is put "
+                       "back). --dry-run shows the diff and writes nothing.")
+    p.add_argument("harness", nargs="+", choices=CHOICES, help=HARNESS_HELP)
     p.add_argument("--dry-run", action="store_true", help="show the diff, write nothing")
     p.set_defaults(func=cmd_uninstall)
 

@@ -29,10 +29,20 @@ def register(sub) -> None:
                     "token once. The URLs are printed once both services answer /readyz; "
                     "ports: FACTBANK_INGEST_PORT / FACTBANK_RECALL_PORT (8701/8702).")
     p.set_defaults(func=cmd_up)
-    p = sub.add_parser("migrate", help="apply pending database migrations")
+    p = sub.add_parser("migrate", help="apply pending database migrations",
+                       description="Apply, in order, the numbered SQL files of migrations/ that "
+                       "the database at DATABASE_URL has not recorded yet, and name them. "
+                       "`factbank up` does this itself; compose runs it as its migrate "
+                       "service, before the services start.")
     p.set_defaults(func=cmd_migrate)
-    p = sub.add_parser("serve", help="run one service (for compose and replicas)")
-    p.add_argument("service", choices=["ingest", "recall"], help="which service to run")
+    p = sub.add_parser("serve", help="run one service (for compose and replicas)",
+                       description="Run one service over the database at DATABASE_URL until "
+                       "stopped: ingest (the write gate; FACTBANK_INGEST_PORT, 8701) or recall "
+                       "(search and injection; FACTBANK_RECALL_PORT, 8702). For compose and "
+                       "for extra replicas; on one machine `factbank up` runs both. Run "
+                       "`factbank migrate` first.")
+    p.add_argument("service", choices=["ingest", "recall"],
+                   help="which service to run: ingest or recall")
     p.add_argument("--host", default=None, help="bind address (default FACTBANK_HOST)")
     p.add_argument("--port", type=int, default=None,
                    help="port (default FACTBANK_INGEST_PORT or FACTBANK_RECALL_PORT)")
