@@ -79,8 +79,8 @@ def register(sub) -> None:
 
     for name, func, text, about in (
         ("confirm", cmd_confirm, "the fact held when you checked it: trust rises",
-         "Record that the fact still held when you checked it: its trust rises. With --quote (a fresh verbatim quote of its source) a stale fact "
-         "becomes active again."),
+         "Record that the fact still held when you checked it: its trust rises. With "
+         "--quote (a fresh verbatim quote of its source) a stale fact becomes active again."),
         ("dispute", cmd_dispute, "the fact looks wrong: trust falls (supersede if you know "
                                  "the right claim)",
          "Record that the fact looks wrong, with --reason: its trust falls and it ranks lower. "
@@ -182,8 +182,8 @@ def register(sub) -> None:
                  help="exactly what would be injected at session start (or for --prompt)",
                  description="Print exactly the block an agent's hook would inject at session "
                  "start in this project (or, with --prompt, for that prompt), and its size in "
-                 "facts and tokens. It uses a fresh session id unless --session-id, so nothing counts "
-                 "as already seen.") as p:
+                 "facts and tokens. It uses a fresh session id unless --session-id, so nothing "
+                 "counts as already seen.") as p:
         p.add_argument("--prompt", help="preview the injection for this prompt")
         common.add_project_option(p)
         p.add_argument("--session-id", help="default: a fresh one, so nothing counts as seen")

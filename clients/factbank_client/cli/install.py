@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 
 from factbank_client.cli.main import CommandError
+from factbank_client.cli.output import dry_run_line, file_line
 
 CHOICES = ("claude", "codex", "pi", "all", "git")
 HARNESS_HELP = ("claude, codex, pi, all (those three), or git (this repository's post-commit "
@@ -48,14 +49,17 @@ def _show(plan, dry_run: bool, verb: str) -> None:
         return
     if dry_run:
         sys.stdout.write(plan.diff())
-        print(f"(dry run: {len(plan.changes)} file(s) would change; nothing written)")
+        print(dry_run_line(len(plan.changes)))
         return
     for c in plan.changes:
         what = "created" if c.old is None else "deleted" if c.new is None else "updated"
-        print(f"{what} {c.path}")
+        print(file_line(what, c.path))
 
 
 def _git(args, verb: str) -> None:
+    """`install git` / `uninstall git`: each step as `file_line`; with --dry-run the diff it
+    would write (the same unified diff as the harnesses'), then what has no text diff (a
+    rename), then the same last line."""
     from pathlib import Path
 
     from factbank_client import gitinstall, hookverify, installer
@@ -68,8 +72,15 @@ def _git(args, verb: str) -> None:
             steps = gitinstall.uninstall(Path.cwd(), dry_run=args.dry_run)
     except gitinstall.GitInstallError as exc:
         raise CommandError(str(exc)) from None
+    if not args.dry_run:
+        for step in steps:
+            print(file_line(step.action, step.path, step.detail))
+        return
+    changes = [s for s in steps if s.action != "unchanged"]
     for step in steps:
-        print(f"{'(dry run) would have ' if args.dry_run else ''}{step.action}: {step.path}")
+        diff = installer.Change(step.path, step.old, step.new).diff()
+        sys.stdout.write(diff or f"(dry run) {file_line(step.action, step.path, step.detail)}\n")
+    print(dry_run_line(len(changes)))
 
 
 def cmd_install(args) -> int:
