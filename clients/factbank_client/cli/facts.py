@@ -145,9 +145,10 @@ def register(sub) -> None:
 
     with command(sub, "export", cmd_export, json=False,
                  help="a bank's facts as JSONL (Fact objects)",
-                 description="Write every fact of one bank, whatever its status, as JSONL: one "
-                 "Fact object a line, with its trust and supersede links, to stdout or --out "
-                 "(created readable by you only). `factbank import` reads it back.") as p:
+                 description="Write the facts of one bank (all but deleted ones) as JSONL: "
+                 "one Fact object a line, with its status, trust and supersede links, to stdout "
+                 "or --out (created readable by you only). `factbank import` reads it back.") \
+            as p:
         p.add_argument("--bank", help="bank label (default: personal)")
         p.add_argument("--out", help="write to this file instead of stdout")
 
