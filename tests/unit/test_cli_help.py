@@ -139,6 +139,20 @@ def test_one_concept_has_one_spelling():
     assert not writers, f"commands that write a fact without a positional CONTENT: {writers}"
 
 
+def test_positionals_are_shown_as_the_docs_write_them():
+    """`factbank add CONTENT`, `factbank get ID`: usage lines say what docs/cli.md says, and
+    the same argument reads the same in every command."""
+    shown: dict[str, set[str]] = defaultdict(set)
+    for p in parsers():
+        for a in arguments(p):
+            if not a.option_strings and not a.choices:
+                shown[a.dest].add(str(a.metavar))
+    lower = {d: m for d, m in shown.items() if any(x != x.upper() for x in m)}
+    assert not lower, lower
+    assert not {d: m for d, m in shown.items() if len(m) > 1}
+    assert shown["content"] == {"CONTENT"} and shown["id"] == {"ID"}
+
+
 def test_the_older_supersede_content_option_still_parses():
     args = build_parser().parse_args(["supersede", "12", "--content", "new", "--reason", "r"])
     assert (args.content, args.ids, args.content_option) == ("12", [], "new")
