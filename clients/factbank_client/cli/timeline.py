@@ -14,7 +14,6 @@ from factbank_client.cli import common
 from factbank_client.cli.common import call, command, show
 from factbank_client.cli.main import CommandError
 from factbank_client.cli.output import print_json, print_table
-from factbank_client.dispatch import AGENTS
 from factbank_client.project import repo_root
 
 
@@ -40,8 +39,7 @@ def register(sub) -> None:
         "that session's start block, and is then marked delivered. It may point at files and "
         "facts by id. A handoff is not a fact.") as p:
         p.add_argument("text", help="what the next session should know or do")
-        p.add_argument("--to", dest="to_agent", choices=AGENTS,
-                       help="only a session of this agent receives it: claude, codex or pi")
+        common.add_handoff_to_option(p)
         p.add_argument("--to-member", metavar="MEMBER",
                        help="only a session of this bank member receives it")
         p.add_argument("--file", dest="files", action="append", default=[], metavar="PATH",
