@@ -234,8 +234,8 @@ DRY_RUNS: dict[str, tuple[Callable[[Sandbox], None] | None, list[list[str]],
         lambda out: "transcript files since" in out and "dry run: nothing sent" in out),
     "factbank migrate-native": (
         None, [["migrate-native", "claude"]],
-        lambda out: "CLAUDE.md:3: The API listens on port 8080.  [new (not saved)]" in out
-        and "claude: 1 candidate fact(s): 1 new" in out),
+        lambda out: re.search(r"^CLAUDE\.md:3: The API listens on port 8080.*new", out, re.M)
+        and "1 candidate fact(s)" in out),
 }
 
 
