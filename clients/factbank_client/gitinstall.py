@@ -54,10 +54,16 @@ exit $status
 
 @dataclass
 class Step:
-    """What install or uninstall does (or would do, with --dry-run), for the CLI to print."""
+    """What install or uninstall does (or would do, with --dry-run), for the CLI to print as
+    `ACTION PATH (DETAIL)`: `action` is created, updated, deleted, renamed, restored or
+    unchanged. `old` and `new` are the file's text before and after (None: no file), so
+    --dry-run shows the diff it would write."""
 
     action: str
     path: Path
+    detail: str = ""
+    old: str | None = None
+    new: str | None = None
 
 
 def hooks_dir(cwd: Path) -> Path:
@@ -83,16 +89,20 @@ def install(cwd: Path, python: str, log: str, *, dry_run: bool = False) -> list[
     hook, chained = d / HOOK, d / CHAINED
     text = script(python, log)
     steps: list[Step] = []
-    if hook.exists() and not ours(hook):
+    chaining = hook.exists() and not ours(hook)
+    if chaining:
         if chained.exists():
             raise GitInstallError(f"{chained} exists already and {hook} is not factbank's: "
                                   "move one of them away first")
-        steps.append(Step(f"kept the existing hook, chained (renamed to {CHAINED})", hook))
+        steps.append(Step("renamed", hook, f"to {CHAINED}: your hook, kept and run first"))
         if not dry_run:
             hook.rename(chained)
-    if hook.exists() and hook.read_text("utf-8") == text:
-        return steps or [Step("already installed", hook)]
-    steps.append(Step("updated" if hook.exists() else "created", hook))
+    # In a dry run a hook being chained is still there: what ours replaces is no file.
+    current = None if chaining or not hook.exists() else hook.read_text("utf-8")
+    if current == text:
+        return steps or [Step("unchanged", hook, "already installed")]
+    steps.append(Step("updated" if current is not None else "created", hook, old=current,
+                      new=text))
     if not dry_run:
         d.mkdir(parents=True, exist_ok=True)
         tmp = hook.with_name(HOOK + ".factbank-tmp")
@@ -106,12 +116,14 @@ def uninstall(cwd: Path, *, dry_run: bool = False) -> list[Step]:
     d = hooks_dir(cwd)
     hook, chained = d / HOOK, d / CHAINED
     if not ours(hook):
-        return [Step("nothing to uninstall (not factbank's)" if hook.exists()
-                     else "nothing to uninstall", hook)]
+        return [Step("unchanged", hook, "not factbank's: nothing to uninstall" if hook.exists()
+                     else "nothing to uninstall")]
+    text = hook.read_text("utf-8", errors="replace")
     if chained.exists():
+        back = chained.read_text("utf-8", errors="replace")
         if not dry_run:
             os.replace(chained, hook)
-        return [Step(f"restored the chained hook (from {CHAINED})", hook)]
+        return [Step("restored", hook, f"your hook, from {CHAINED}", old=text, new=back)]
     if not dry_run:
         hook.unlink()
-    return [Step("deleted", hook)]
+    return [Step("deleted", hook, old=text)]

@@ -323,7 +323,7 @@ def test_supersede_defaults_from_the_old_fact_and_links_history(env, capsys):
              "--source-kind", "user", "--quote", "the API is on 8082", "--tag", "api")
     third = int(out.split()[2])
     assert out.startswith("stored fact") and f"similar to #{new['id']}" in out
-    assert f"factbank supersede {new['id']} {third} --reason" in out
+    assert f"factbank supersede CONTENT {new['id']} {third} --reason" in out
     code, _, err = run(capsys, "supersede", str(old["id"]), "--reason", "again", "--content",
                        "x", "--source-kind", "user", "--quote", "x")
     assert code == 2 and "already superseded" in err

@@ -7,8 +7,11 @@ from __future__ import annotations
 import sys
 
 from factbank_client.cli.main import CommandError
+from factbank_client.cli.output import dry_run_line, file_line
 
 CHOICES = ("claude", "codex", "pi", "all", "git")
+HARNESS_HELP = ("claude, codex, pi, all (those three), or git (this repository's post-commit "
+                "hook)")
 CODEX_TRUST_HELP = (
     "Codex runs hooks only after you trust them: start `codex`, type /hooks and trust the "
     "three factbank hooks, or run `factbank install codex --trust`. Re-installing from the "
@@ -17,20 +20,25 @@ CODEX_TRUST_HELP = (
 
 
 def register(sub) -> None:
-    p = sub.add_parser("install", help="wire factbank into Claude Code, Codex and/or Pi",
+    p = sub.add_parser("install", help="wire factbank into Claude Code, Codex and/or Pi, or "
+                       "this repository's git hook",
                        description="Registers factbank's hooks, MCP server and instruction "
                        "block (Claude Code, Codex) or its extension and instruction block "
-                       "(Pi) in your home directory. Re-running replaces them in place.")
-    p.add_argument("harness", nargs="+", choices=CHOICES,
-                   help="claude, codex, pi, or all")
+                       "(Pi) in your home directory. Re-running replaces them in place. `git` "
+                       "adds a post-commit hook to this repository that re-checks its facts "
+                       "after each commit (`factbank verify`); it is not part of `all`. "
+                       "--dry-run shows the diff and writes nothing.")
+    p.add_argument("harness", nargs="+", choices=CHOICES, help=HARNESS_HELP)
     p.add_argument("--dry-run", action="store_true", help="show the diff, write nothing")
     p.add_argument("--trust", action="store_true",
                    help="Codex: mark factbank's hooks trusted (asks `codex app-server`)")
     p.add_argument("--codex-bin", default=None, help="the codex binary for --trust")
     p.set_defaults(func=cmd_install)
-    p = sub.add_parser("uninstall", help="remove exactly what `factbank install` added")
-    p.add_argument("harness", nargs="+", choices=CHOICES,
-                   help="claude, codex, pi, or all")
+    p = sub.add_parser("uninstall", help="remove exactly what `factbank install` added",
+                       description="Removes exactly what `factbank install` added, and gives "
+                       "back every file it changed byte for byte (a git hook it chained is put "
+                       "back). --dry-run shows the diff and writes nothing.")
+    p.add_argument("harness", nargs="+", choices=CHOICES, help=HARNESS_HELP)
     p.add_argument("--dry-run", action="store_true", help="show the diff, write nothing")
     p.set_defaults(func=cmd_uninstall)
 
@@ -41,14 +49,17 @@ def _show(plan, dry_run: bool, verb: str) -> None:
         return
     if dry_run:
         sys.stdout.write(plan.diff())
-        print(f"(dry run: {len(plan.changes)} file(s) would change; nothing written)")
+        print(dry_run_line(len(plan.changes)))
         return
     for c in plan.changes:
         what = "created" if c.old is None else "deleted" if c.new is None else "updated"
-        print(f"{what} {c.path}")
+        print(file_line(what, c.path))
 
 
 def _git(args, verb: str) -> None:
+    """`install git` / `uninstall git`: each step as `file_line`; with --dry-run the diff it
+    would write (the same unified diff as the harnesses'), then what has no text diff (a
+    rename), then the same last line."""
     from pathlib import Path
 
     from factbank_client import gitinstall, hookverify, installer
@@ -61,8 +72,15 @@ def _git(args, verb: str) -> None:
             steps = gitinstall.uninstall(Path.cwd(), dry_run=args.dry_run)
     except gitinstall.GitInstallError as exc:
         raise CommandError(str(exc)) from None
+    if not args.dry_run:
+        for step in steps:
+            print(file_line(step.action, step.path, step.detail))
+        return
+    changes = [s for s in steps if s.action != "unchanged"]
     for step in steps:
-        print(f"{'(dry run) would have ' if args.dry_run else ''}{step.action}: {step.path}")
+        diff = installer.Change(step.path, step.old, step.new).diff()
+        sys.stdout.write(diff or f"(dry run) {file_line(step.action, step.path, step.detail)}\n")
+    print(dry_run_line(len(changes)))
 
 
 def cmd_install(args) -> int:

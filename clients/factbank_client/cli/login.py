@@ -12,7 +12,11 @@ from factbank_client.client import INGEST, RECALL, Client, FactbankError
 
 
 def register(sub) -> None:
-    p = sub.add_parser("login", help="save the service URLs and a bank's token (checked first)")
+    p = sub.add_parser("login", help="save the service URLs and a bank's token (checked first)",
+                       description="Save a bank's token and the two services' URLs in this "
+                       "machine's client config, after asking both services whether they "
+                       "accept it. Run it once for your personal bank and once with --bank "
+                       "team for a team bank's token.")
     p.add_argument("--url", default=None,
                    help=f"the ingest service (default: the configured one, else "
                         f"{client_config.DEFAULT_URL})")
@@ -22,7 +26,8 @@ def register(sub) -> None:
     p.add_argument("--token", required=True, help="the token `factbank up` or an admin gave you")
     p.add_argument("--bank", default=client_config.PERSONAL,
                    choices=[client_config.PERSONAL, client_config.TEAM],
-                   help="which of your banks this token is for (default: personal)")
+                   help="which of your banks this token is for: personal or team "
+                        "(default: personal)")
     p.add_argument("--no-check", action="store_true",
                    help="save without asking the services whether the token works")
     p.set_defaults(func=cmd_login)

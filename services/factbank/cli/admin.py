@@ -19,9 +19,16 @@ from typing import Any
 from factbank_client.cli.main import CommandError
 from factbank_client.cli.output import add_json_flag, print_json, print_table
 
+TOKEN_ID_HELP = "the token's id (`factbank admin token list`), not the token itself"
+
 
 def register(sub) -> None:
-    admin = sub.add_parser("admin", help="banks, members, tokens, audit (operators)")
+    admin = sub.add_parser("admin", help="banks, members, tokens, audit (operators)",
+                           description="Operator commands, run on the server machine against "
+                           "its database (DATABASE_URL, else the embedded one in "
+                           "FACTBANK_HOME): create banks and set their redaction policy, add "
+                           "team members, issue, list, rotate and revoke tokens, verify and "
+                           "export the audit chain.")
     groups = admin.add_subparsers(dest="group", metavar="GROUP", required=True)
 
     bank = groups.add_parser("bank", help="create and list banks").add_subparsers(
@@ -63,10 +70,10 @@ def register(sub) -> None:
     add_json_flag(p)
     p.set_defaults(func=_run(token_list))
     p = token.add_parser("revoke", help="revoke a token; it stops working at once")
-    p.add_argument("id", type=int)
+    p.add_argument("id", type=int, help=TOKEN_ID_HELP)
     p.set_defaults(func=_run(token_revoke))
     p = token.add_parser("rotate", help="revoke a token and issue its replacement")
-    p.add_argument("id", type=int)
+    p.add_argument("id", type=int, help=TOKEN_ID_HELP)
     add_json_flag(p)
     p.set_defaults(func=_run(token_rotate))
 

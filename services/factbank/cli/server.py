@@ -29,16 +29,23 @@ def register(sub) -> None:
                     "token once. The URLs are printed once both services answer /readyz; "
                     "ports: FACTBANK_INGEST_PORT / FACTBANK_RECALL_PORT (8701/8702).")
     p.set_defaults(func=cmd_up)
-    p = sub.add_parser("migrate", help="apply pending database migrations")
+    p = sub.add_parser("migrate", help="apply pending database migrations",
+                       description="Apply, in order, the numbered SQL files of migrations/ that "
+                       "the database at DATABASE_URL has not recorded yet, and name them. "
+                       "`factbank up` does this itself; compose runs it as its migrate "
+                       "service, before the services start.")
     p.set_defaults(func=cmd_migrate)
-    p = sub.add_parser(
-        "serve", help="run one service (for compose, replicas and workers)",
-        description="Run one service: `ingest` (writes), `recall` (search) or `worker` (the "
-                    "embedder that fills queued vectors, apart from the API; run it with "
-                    "FACTBANK_VECTOR_BATCH=0 on ingest). Any number of copies of each may run "
-                    "against one database.")
+    p = sub.add_parser("serve", help="run one service (for compose, replicas and workers)",
+                       description="Run one service over the database at DATABASE_URL until "
+                       "stopped: ingest (the write gate; FACTBANK_INGEST_PORT, 8701), recall "
+                       "(search and injection; FACTBANK_RECALL_PORT, 8702) or worker (the "
+                       "embedder that fills queued vectors apart from the API; health on "
+                       "FACTBANK_WORKER_PORT, 8703; run ingest with FACTBANK_VECTOR_BATCH=0). "
+                       "Any number of copies of each may run against one database; on one "
+                       "machine `factbank up` runs ingest and recall. Run `factbank migrate` "
+                       "first.")
     p.add_argument("service", choices=["ingest", "recall", "worker"],
-                   help="which service to run")
+                   help="which service to run: ingest, recall or worker")
     p.add_argument("--host", default=None, help="bind address (default FACTBANK_HOST)")
     p.add_argument("--port", type=int, default=None,
                    help="port (default FACTBANK_INGEST_PORT, FACTBANK_RECALL_PORT or "
