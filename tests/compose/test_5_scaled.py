@@ -88,8 +88,9 @@ class Scaled(Stack):
 def scaled(engine, images, stack, tmp_path_factory, report) -> Iterator[Scaled]:
     """Started after the main stack's tests (module scope), removed with its volumes."""
     env_file, metrics = _env_file(tmp_path_factory.mktemp("fbci-scale"))
-    files = [COMPOSE] if use_public_images() else [COMPOSE, COMPOSE_CI]
-    s = Scaled(engine, "fbci-scale", BIND, env_file, files=[*files, ROOT / "compose.scale.yaml"])
+    # compose.ci.yaml last: its local balancer image replaces compose.scale.yaml's public one
+    files = [COMPOSE, ROOT / "compose.scale.yaml"] + ([] if use_public_images() else [COMPOSE_CI])
+    s = Scaled(engine, "fbci-scale", BIND, env_file, files=files)
     s.metrics = metrics
     s.compose("down", "--volumes", "--timeout", "5", check=False)
     start = time.monotonic()
@@ -99,6 +100,8 @@ def scaled(engine, images, stack, tmp_path_factory, report) -> Iterator[Scaled]:
     if r.returncode != 0:
         logs = s.compose("logs", "--no-color", "--tail", "40", check=False).stdout
         raise RuntimeError(f"scaled up --wait failed:\n{r.stderr[-3000:]}\n{logs[-8000:]}")
+    running = {c["Service"] for c in s.ps() if c.get("State") == "running"}
+    assert {"balancer", "postgres-replica", *COPIES} <= running, (running, r.stdout, r.stderr)
     report["scaled stack up --wait (2 ingest, 2 recall, 2 workers, replica, balancer)"] = (
         f"{time.monotonic() - start:.0f} s")
     try:
