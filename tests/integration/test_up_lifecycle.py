@@ -147,6 +147,11 @@ def test_each_stop_signal_stops_postgres(home, ports, sig):
     assert proc.returncode == 0, out
     assert f"stopped embedded PostgreSQL (pid {pg_pid})" in out
     _nothing_left(home, up_pid, pg_pid)
+    # B5: the terminal had the banner and no log lines; the requests are in the log file.
+    log = home / "logs" / "factbank.log"
+    assert f"Log (requests, startup; problems are shown here too): {log}" in out
+    assert not [line for line in out.splitlines() if line.lstrip().startswith("{")], out
+    assert '"route": "/readyz"' in log.read_text()
 
 
 def test_a_killed_parent_stops_up_and_postgres(home, ports, tmp_path):
@@ -184,6 +189,7 @@ def test_kill_9_then_status_down_and_the_next_up_takes_over(home, ports):
     up_pid, pg_pid = _ready(home, ingest, recall, proc)
     proc.kill()
     proc.communicate(timeout=30)
+    assert _gone(up_pid) and psutil.pid_exists(pg_pid), "SIGKILL leaves Postgres behind"
     status = factbank("status", "--json", env=env)
     assert status.returncode == 1, status.stdout
     report = json.loads(status.stdout)
