@@ -828,3 +828,43 @@ def test_export_into_a_closed_pipe_ends_quietly(env, capsys, tmp_path):
     proc.wait(timeout=60)
     assert "Traceback" not in err and "BrokenPipe" not in err, err
     assert proc.returncode == 141
+
+
+# --- issue 21 B6: doctor and --json on export ---------------------------------------------------
+
+
+def test_doctor_passes_when_everything_is_in_place(env, capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path))  # no harness on this PATH
+    for var in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "FACTBANK_HOME"):
+        monkeypatch.delenv(var, raising=False)
+    login(capsys, env, team=True)
+    (tmp_path / ".claude").mkdir()
+    code, out, _ = run(capsys, "doctor", "--json")
+    report = json.loads(out)
+    status = {c["name"]: c["status"] for c in report["checks"]}
+    assert status["hooks claude"] == "fail" and code == 1, "Claude Code is here, no hooks"
+    ok(capsys, "install", "all")
+    report = ok_json(capsys, "doctor")
+    status = {c["name"]: c["status"] for c in report["checks"]}
+    assert report["ok"] is True, report
+    assert {k: status[k] for k in ("config", "ingest", "recall", "redis", "token personal",
+                                    "token team", "hooks claude")} == dict.fromkeys(
+        ("config", "ingest", "recall", "redis", "token personal", "token team",
+         "hooks claude"), "ok")
+    # A revoked (here: wrong) token is a failure with its fix.
+    env.config_path.write_text(env.config_path.read_text().replace(env.team.rw, "fb_" + "x" * 30))
+    code, out, _ = run(capsys, "doctor", "--json")
+    team = next(c for c in json.loads(out)["checks"] if c["name"] == "token team")
+    assert code == 1 and team["status"] == "fail" and "--bank team" in team["fix"]
+
+
+def test_export_json(env, capsys, tmp_path):
+    login(capsys, env)
+    ok(capsys, *ADD_PNPM)
+    facts = ok_json(capsys, "export")
+    assert [f["content"] for f in facts] == ["The team uses pnpm, never npm"]
+    out = tmp_path / "facts.jsonl"
+    summary = ok_json(capsys, "export", "--out", str(out))
+    assert summary == {"exported": 1, "path": str(out)}
+    assert json.loads(out.read_text())["content"] == facts[0]["content"]

@@ -72,15 +72,19 @@ def _config_checks() -> tuple[list[Check], object | None]:
         for key in ("url", "recall_url"):
             if key in data:
                 try:
-                    client_config.normalize_url(str(data[key]), key)
+                    read = client_config.normalize_url(str(data[key]), key)
                 except ValueError as exc:
                     checks.append(Check("config", "fail", f"{path}: {exc}", login))
+                    continue
+                if read != data[key]:  # e.g. saved without a scheme by an older login
+                    checks.append(Check("config", "warn", f"{path}: {key} is saved as "
+                                        f"{data[key]!r}, read as {read!r}", login))
     cfg = client_config.load()
     if not cfg.tokens:
         checks.append(Check("config", "fail", f"no bank token in {path} or FACTBANK_TOKEN",
                             login))
         return checks, None
-    if not checks:
+    if not any(c.status == "fail" for c in checks):
         checks.append(Check("config", "ok", f"{path}: banks {', '.join(cfg.banks)}; ingest "
                                             f"{cfg.url}, recall {cfg.recall_url}"))
     return checks, cfg
