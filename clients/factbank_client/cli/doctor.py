@@ -176,11 +176,13 @@ def _codex_trust(paths) -> Check:
 def _server_checks() -> tuple[list[Check], list[Path]]:
     """A Postgres left by a killed `up` (server extra only), and the data dir for the disk
     check."""
-    try:
-        from factbank.runtime import lifecycle
-        from factbank.runtime.settings import Settings
-    except ImportError:
+    import importlib.util
+
+    if importlib.util.find_spec("psutil") is None:  # a light client install: no server here
         return [], []
+    from factbank.runtime import lifecycle
+    from factbank.runtime.settings import Settings
+
     try:
         settings = Settings.from_env()
     except ValueError as exc:
