@@ -375,12 +375,13 @@ def cmd_export(args) -> int:
     --out too, the facts go to the file and stdout gets {"exported": n, "path": ...}."""
     n = 0
     facts: list = []
+    as_json = getattr(args, "json", False)
     with common.client() as client:
         # Created 0600 from the start: an export holds every fact of the bank.
         out = client_config.open_private(args.out) if args.out else sys.stdout
         try:
             for line in client.export(bank=args.bank):
-                if args.json and not args.out:
+                if as_json and not args.out:
                     facts.append(json.loads(line))
                 else:
                     out.write(line + "\n")
@@ -390,7 +391,7 @@ def cmd_export(args) -> int:
         finally:
             if args.out:
                 out.close()
-    if args.json:
+    if as_json:
         print_json({"exported": n, "path": args.out} if args.out else facts)
     elif args.out:
         print(f"exported {n} facts to {args.out}", file=sys.stderr)
