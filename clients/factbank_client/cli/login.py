@@ -18,7 +18,7 @@ from factbank_client.cli.main import CommandError
 from factbank_client.cli.output import add_json_flag, print_json
 from factbank_client.client import INGEST, RECALL, Client, FactbankError
 
-HINT = ("is `factbank up` running there (`factbank status`), and are the URLs right? "
+HINT = ("Is `factbank up` running there (`factbank status`), and are the URLs right? "
         "`--force` saves it anyway")
 
 
@@ -112,7 +112,7 @@ def cmd_login(args) -> int:
     checked = not args.no_check
     problems = verify(cfg, args.bank) if checked else []
     if problems and not args.force:
-        raise CommandError("not saved: " + "; ".join(problems) + f". ({HINT})")
+        raise CommandError("not saved: " + "; ".join(problems) + f". {HINT}")
     if args.no_check and not args.force and args.bank in current.tokens \
             and not verify(current, args.bank):
         raise CommandError(f"not saved: the {args.bank} bank's current config works "
