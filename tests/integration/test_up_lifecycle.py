@@ -221,6 +221,9 @@ def test_down_from_another_terminal(home, ports):
     env = up_env(home, ingest, recall)
     proc = start(home, ingest, recall)
     up_pid, pg_pid = _ready(home, ingest, recall, proc)
+    # A second `up` on other ports but the same FACTBANK_HOME would share the cluster.
+    second = factbank("up", env=up_env(home, free_port(), free_port()), timeout=60)
+    assert second.returncode == 2 and "already running for FACTBANK_HOME" in second.stderr
     status = factbank("status", env=env)
     assert status.returncode == 0, status.stdout
     assert f"pid {up_pid}" in status.stdout and f"pid {pg_pid}" in status.stdout

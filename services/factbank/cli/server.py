@@ -8,6 +8,7 @@ runs, not when `factbank` builds its parser (they pull in asyncpg, litestar and 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import getpass
 import json
 import os
@@ -149,7 +150,18 @@ def _listener(host: str, port: int) -> str | None:
 
 
 def _refuse_if_running(settings) -> None:
-    """A second `up` says one is already running instead of dying on "address in use"."""
+    """A second `up` says one is already running instead of dying on "address in use", or
+    instead of sharing the first one's data dir from other ports (`down` would then stop
+    only one of them)."""
+    from factbank.runtime import lifecycle
+
+    state = lifecycle.read_state(settings.home) or {}
+    if lifecycle.alive(state.get("pid"), state.get("started")):
+        ports = state.get("ports") or {}
+        raise CommandError(
+            f"factbank up is already running for FACTBANK_HOME {settings.home} (pid "
+            f"{state['pid']}, ports {ports.get('ingest')}/{ports.get('recall')}); use it, or "
+            "stop it with `factbank down`. A second one needs its own FACTBANK_HOME.")
     ports = {"ingest": settings.ingest_port, "recall": settings.recall_port}
     seen = {name: _listener(settings.host, port) for name, port in ports.items()}
     if all(v is None for v in seen.values()):
@@ -158,8 +170,8 @@ def _refuse_if_running(settings) -> None:
     if "factbank" in seen.values():
         raise CommandError(
             f"factbank is already running ({urls}); use it, or stop it with Ctrl-C in its "
-            "terminal first. To run a second one, set FACTBANK_INGEST_PORT, "
-            "FACTBANK_RECALL_PORT and FACTBANK_HOME.")
+            "terminal or `factbank down` first. To run a second one, set "
+            "FACTBANK_INGEST_PORT, FACTBANK_RECALL_PORT and FACTBANK_HOME.")
     busy = ", ".join(f"{ports[n]} ({n})" for n, v in seen.items() if v)
     raise CommandError(f"port {busy} is in use by another program; free it or choose other "
                        "ports with FACTBANK_INGEST_PORT / FACTBANK_RECALL_PORT")
@@ -243,7 +255,8 @@ def cmd_up(args) -> int:
 
         def ready() -> None:
             # Last, once both answer /readyz: after every startup log line.
-            sys.stderr.flush()
+            with contextlib.suppress(OSError):
+                sys.stderr.flush()
             _say(_banner(settings, where, created, log_file))
             shown.append(True)
 

@@ -284,8 +284,13 @@ def down(home: Path, timeout: float = 60.0) -> dict[str, Any]:
     stopped: list[dict[str, Any]] = []
     left: list[dict[str, Any]] = []
     if before.up_alive and before.up_pid:
+        started = before.state.get("started")
         os.kill(before.up_pid, signal.SIGTERM)
-        gone = wait_gone(before.up_pid, before.state.get("started"), timeout)
+        gone = wait_gone(before.up_pid, started, timeout)
+        if not gone:  # SIGTERM ignored, or a stop that hangs: then the Postgres is ours
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(before.up_pid, signal.SIGKILL)
+            gone = wait_gone(before.up_pid, started, 10)
         (stopped if gone else left).append({"what": "factbank up", "pid": before.up_pid})
     if before.pgdata:
         pid, gone = stop_postmaster(Path(before.pgdata))
