@@ -732,11 +732,11 @@ def test_help_lists_every_group_in_its_order():
 
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     assert list(sub.choices) == [
-        "up", "migrate", "serve", "admin", "login", "add", "search", "get", "history",
-        "questions", "confirm", "dispute", "delete", "supersede", "categories", "export",
-        "import", "inject-preview", "stats", "mcp", "install", "uninstall", "eval", "bench",
-        "timeline", "handoff", "import-history", "verify", "rules", "migrate-native",
-        "dispatch", "dashboard"]
+        "up", "status", "down", "migrate", "serve", "admin", "login", "add", "search", "get",
+        "history", "questions", "confirm", "dispute", "delete", "supersede", "categories",
+        "export", "import", "inject-preview", "stats", "mcp", "install", "uninstall", "eval",
+        "bench", "timeline", "handoff", "import-history", "verify", "rules", "migrate-native",
+        "dispatch", "dashboard", "doctor", "completion"]
     assert build_parser().epilog is None  # nothing is missing in the full install
 
 
