@@ -61,6 +61,15 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_serve)
 
 
+def _settings() -> Settings:
+    """The settings, with a bad variable (FACTBANK_LOG=syslog, a port that is no number) as
+    one line naming it, not a traceback."""
+    try:
+        return Settings.from_env()
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+
+
 def _dsn_or_fail(settings) -> str:
     if not settings.database_url:
         raise CommandError("DATABASE_URL is not set (or run `factbank up` for the embedded one)")
@@ -218,7 +227,7 @@ def _say(text: str, *, err: bool = False) -> None:
 
 
 def cmd_up(args) -> int:
-    settings = Settings.from_env()
+    settings = _settings()
     from factbank.runtime import lifecycle
     from factbank.runtime.embedded import EmbeddedPostgres
     from factbank.runtime.observability import configure_logging
@@ -339,7 +348,7 @@ def status_report(settings) -> tuple[dict, int]:
 
 
 def cmd_status(args) -> int:
-    report, code = status_report(Settings.from_env())
+    report, code = status_report(_settings())
     if args.json:
         print(json.dumps(report, indent=2))
         return code
@@ -368,7 +377,7 @@ def cmd_status(args) -> int:
 def cmd_down(args) -> int:
     from factbank.runtime import lifecycle
 
-    settings = Settings.from_env()
+    settings = _settings()
     result = lifecycle.down(settings.home, timeout=args.timeout)
     code = 1 if result["running"] else 0
     if args.json:
