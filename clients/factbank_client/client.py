@@ -177,7 +177,8 @@ class Client:
         except httpx.HTTPError as exc:
             raise FactbankError(
                 f"cannot reach {service.name} at {self._base(service)}: "
-                f"{exc or type(exc).__name__}. Is `factbank up` running there? If the "
+                f"{str(exc).rstrip('.') or type(exc).__name__}. Is `factbank up` running "
+                "there (`factbank status`)? If the "
                 "address is wrong: factbank login --url INGEST_URL [--recall-url RECALL_URL] "
                 "--token TOKEN", bank=bank) from exc
         if response.is_error:

@@ -143,7 +143,7 @@ def register(sub) -> None:
                        help="facts in it do not lose trust with age (like preferences)")
         a.add_argument("--bank")
 
-    with command(sub, "export", cmd_export, json=False,
+    with command(sub, "export", cmd_export,
                  help="a bank's facts as JSONL (Fact objects)",
                  description="Write the facts of one bank (all but deleted ones) as JSONL: "
                  "one Fact object a line, with its status, trust and supersede links, to stdout "
@@ -430,20 +430,29 @@ def cmd_categories_add(args) -> int:
 
 
 def cmd_export(args) -> int:
+    """JSONL, one fact a line. With --json: to stdout one JSON array of the same facts; with
+    --out too, the facts go to the file and stdout gets {"exported": n, "path": ...}."""
     n = 0
+    facts: list = []
+    as_json = getattr(args, "json", False)
     with common.client() as client:
         # Created 0600 from the start: an export holds every fact of the bank.
         out = client_config.open_private(args.out) if args.out else sys.stdout
         try:
             for line in client.export(bank=args.bank):
-                out.write(line + "\n")
+                if as_json and not args.out:
+                    facts.append(json.loads(line))
+                else:
+                    out.write(line + "\n")
                 n += 1
         except FactbankError as exc:
             raise CommandError(str(exc)) from None
         finally:
             if args.out:
                 out.close()
-    if args.out:
+    if as_json:
+        print_json({"exported": n, "path": args.out} if args.out else facts)
+    elif args.out:
         print(f"exported {n} facts to {args.out}", file=sys.stderr)
     return 0
 

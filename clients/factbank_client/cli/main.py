@@ -135,6 +135,15 @@ def _missing_hint(missing: dict[str, str]) -> str:
     return f"the {listed} commands need {extras}"
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("factbank")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     registers, missing = command_groups()
     hint = _missing_hint(missing)
@@ -145,6 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=f"Not installed here: {hint}." if hint else None,
     )
     parser.missing_hint = hint
+    parser.add_argument("--version", action="version", version=f"factbank {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for register in registers:
         register(sub)

@@ -105,6 +105,15 @@ class Settings:
     log_level: str = field(
         default="INFO", metadata={"env": "FACTBANK_LOG_LEVEL", "doc": "Log level."}
     )
+    log: str = field(
+        default="file",
+        metadata={
+            "env": "FACTBANK_LOG",
+            "doc": "Where the services' log lines go: `file` (JSON lines in "
+            "`$FACTBANK_HOME/logs/factbank.log`, the terminal shows warnings and errors only) or "
+            "`stdout` / `stderr` (every line there: containers; compose sets `stdout`).",
+        },
+    )
     timeline_retention_days: int = field(
         default=30,
         metadata={
@@ -135,7 +144,14 @@ class Settings:
             else:
                 values[f.name] = raw
         values.update(overrides)
+        if values.get("log", "file") not in ("file", "stdout", "stderr"):
+            raise ValueError(f"FACTBANK_LOG must be file, stdout or stderr, got {values['log']!r}")
         return cls(**values)  # type: ignore[arg-type]
+
+    @property
+    def log_file(self) -> Path | None:
+        """The log file of `FACTBANK_LOG=file`, None when the log goes to a stream."""
+        return None if self.log in ("stdout", "stderr") else self.home / "logs" / "factbank.log"
 
     @classmethod
     def describe(cls) -> list[tuple[str, str]]:
