@@ -47,7 +47,7 @@ def register(sub) -> None:
         description="Stop the `factbank up` of this FACTBANK_HOME (as Ctrl-C in its terminal "
                     "would), then any embedded PostgreSQL it left running, and check by pid "
                     "that both are gone. Exit code 1 when something is still running.")
-    p.add_argument("--timeout", type=float, default=60.0,
+    p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
                    help="seconds to wait for `up` to stop (default 60)")
     add_json_flag(p)
     p.set_defaults(func=cmd_down)
