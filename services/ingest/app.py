@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Annotated, Literal
 
 import msgspec
-from litestar import Litestar, Request, Router, delete, get, patch, post
+from litestar import Litestar, Request, Response, Router, delete, get, patch, post
 from litestar.params import FromPath, JSONBody, Parameter
 
 from factbank.errors import BatchRefused, Refused, reason
@@ -91,7 +91,9 @@ class ImportResult(msgspec.Struct, kw_only=True):
 
 class ImportRestore(Strict):
     """An exported fact's state, restored when the fact is new to the bank (`import`
-    sends it for exported facts). `superseded_by` is an id in THIS bank."""
+    sends it for exported facts). `superseded_by` is an id in THIS bank, of a fact the same
+    importer restored. Bounded by `retain.bound_restores`: a write token's trust is clamped to
+    what an add gives, an admin's to 0.99; a future `confirmed_at` is refused."""
 
     id: int
     status: Literal["active", "disputed", "superseded", "stale", "deleted"]
@@ -163,15 +165,23 @@ async def cleaned(
 
 
 @post("/v1/facts", status_code=201, opt={"example": EXAMPLE_FACT})
-async def add_fact(deps: Deps, principal: Principal, data: JSONBody[NewFact]) -> Outcome:
+async def add_fact(
+    deps: Deps, principal: Principal, data: JSONBody[NewFact]
+) -> Outcome | Response[Outcome]:
     """Save one verified fact: one atomic claim, its category, a source (kind + location) and
     a verbatim quote from it. A repeat of the same claim reinforces the existing fact; a similar
-    but different claim is stored and `possible_duplicate_of` names what it may supersede."""
+    but different claim is stored and `possible_duplicate_of` names what it may supersede. A
+    claim the bank already superseded or deleted is not stored again: the answer (200, status
+    "retired") gives the fact that holds now (`successor`) and why (`via.reason`); to store it
+    again, supersede the successor with it."""
     try:
         user, (item,) = await cleaned(deps, principal, [data])
     except BatchRefused as exc:
         raise Refused(exc.errors[0]["reasons"]) from None
-    return await retain.add(deps, user, item)
+    outcome = await retain.add(deps, user, item)
+    # A claim the bank already retired is answered, not stored: 200 with status "retired",
+    # its successor and the reason.
+    return Response(outcome, status_code=200) if outcome.status == "retired" else outcome
 
 
 @post(
@@ -198,7 +208,10 @@ async def import_facts(
     `existing=skip`: a fact already in the bank (same content, category and project) is left
     as it is ("present", not reinforced), so an export re-imported changes nothing. A line may
     carry `restore` (an exported fact's id, status, trust, supersede link): a fact new to the
-    bank is stored in that state.
+    bank is stored in that state, within bounds (docs/api.md: a write token's trust is clamped
+    to what an add gives, an admin token's to 0.99; no future `confirmed_at`; a link only
+    between facts the same importer restored). With `existing=reinforce` a restored line
+    already in the bank reinforces it (or answers "retired"), never a second copy.
 
     `vectors=queue` (what `factbank import` sends): the facts are committed set-based without
     waiting for the embedder and found by the lexical leg at once; the ingest service's
