@@ -32,7 +32,7 @@ from factbank.models import (
 )
 from factbank.runtime.settings import Settings
 from factbank.runtime.web import create_app, requires, service_of
-from factbank.store import facts, timeline
+from factbank.store import audit, facts, timeline
 from factbank.store.banks import Principal
 from factbank.write import categories, check, lifecycle, redaction, retain, staleness
 from factbank.write import vectors as vector_queue
@@ -520,7 +520,11 @@ ROUTES = [WRITES, purge_fact, get_fact, ADMIN]
 class WriteVersion:
     """Every successful write answers with `X-Factbank-Version`, the bank's version after it,
     so the writer can ask recall (`X-Factbank-Min-Version`) for a view at least that fresh,
-    even when recall reads from a lagging replica."""
+    even when recall reads from a lagging replica.
+
+    And with `X-Factbank-Audit-Head` (`<id>:<hash>`), the bank's audit chain head after it,
+    which this step also records outside the database (`audit.Heads.seal`, issue 21 A8): a
+    writer holding it can later prove the log lost rows at its end."""
 
     def __init__(self, app) -> None:
         self.app = app
@@ -536,9 +540,16 @@ class WriteVersion:
                 # The write has committed: a failure to read the version now must not turn
                 # its answer into an error (the writer would retry a write that landed). The
                 # header is left out instead; without it a reader gets the primary's view.
+                rt = service_of(scope["app"])
                 try:
-                    async with service_of(scope["app"]).pool.acquire(timeout=2) as conn:
+                    async with rt.pool.acquire(timeout=2) as conn:
                         version = await facts.bank_version(conn, user.bank_id)
+                        try:
+                            head = (await rt.audit_heads.seal(conn, [user.bank_id])).get(
+                                str(user.bank_id))
+                        except OSError:  # the head file's folder is not writable
+                            log.exception("write committed; its audit head was not recorded")
+                            head = None
                 except Exception:  # the database went away, or the pool is exhausted
                     log.warning("write committed; its bank version could not be read")
                 else:
@@ -546,9 +557,19 @@ class WriteVersion:
                         *message.get("headers", []),
                         (b"x-factbank-version", str(version).encode()),
                     ]
+                    if head:
+                        message["headers"].append(
+                            (b"x-factbank-audit-head", audit.head_header(head).encode()))
             await send(message)
 
         await self.app(scope, receive, stamped)
+
+
+async def _seal_audit(rt) -> None:
+    """Record every audit chain's head outside the database at start (the first start after
+    migration 0010 records where the keyed chain begins)."""
+    async with rt.pool.acquire() as conn:
+        await rt.audit_heads.seal(conn)
 
 
 def _start_vector_worker(rt) -> None:
@@ -576,6 +597,6 @@ def create(settings: Settings | None = None, *, dsn: str | None = None) -> Lites
         settings,
         dsn=dsn,
         middleware=[WriteVersion],
-        on_start=[_start_vector_worker],
+        on_start=[_seal_audit, _start_vector_worker],
         on_stop=[_stop_vector_worker],
     )
