@@ -116,6 +116,12 @@ def outcome_text(outcome: Mapping, name: Names, no_questions: str) -> str:
     may need a supersede (with the exact ids to pass), and `no_questions` when the fact has
     none."""
     fact = outcome["fact"]
+    if outcome["status"] == "retired":  # the bank already retired this claim: nothing stored
+        successor = outcome.get("successor")
+        head = (f"Not stored: this claim was fact #{fact['id']}, now {fact['status']}"
+                + (f"; what holds now is fact #{successor['id']}: {successor['content']}"
+                   if successor else "") + ".")
+        return "\n".join([head, str(outcome.get("note") or "")]).strip()
     verb = "Reinforced existing" if outcome["status"] == "reinforced" else "Stored"
     lines = [f"{verb} fact #{fact['id']} in {outcome.get('bank', fact.get('bank'))} "
              f"(trust {fact['trust']:.2f})."]

@@ -12,6 +12,7 @@ import json
 import pytest
 
 from factbank.store import audit
+from factbank_client import render
 from tests.integration.conftest import auth, fact_body, make_bank
 
 OLD = "The API listens on port 8080"
@@ -66,6 +67,8 @@ async def test_a_superseded_claim_added_again_answers_its_successor(stack, conn,
     assert out["successor"]["id"] == new and out["successor"]["content"] == NEW
     assert out["via"] == {"superseded": old, "reason": WHY}
     assert f"supersede #{new}" in out["note"]
+    said = render.outcome_text(out, lambda n: n, "")
+    assert said.startswith("Not stored") and f"fact #{new}" in said
     # Nothing stored, nothing reinforced, nothing recorded.
     assert await count(conn, OLD) == 1
     assert await conn.fetchval("SELECT count(*) FROM fact_events") == events
