@@ -325,6 +325,7 @@ class Heads:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = asyncio.Lock()
+        self._db: tuple[str, int] | None = None  # (database, keyed_from): one app, one database
 
     def load(self) -> dict:
         try:
@@ -349,8 +350,9 @@ class Heads:
         """Advance the heads of the given chains (None: every chain) to their newest rows;
         returns the heads now recorded for them."""
         async with self._lock:
-            db = await self.database(conn)
-            start = await keyed_from(conn)
+            if self._db is None:
+                self._db = (await self.database(conn), await keyed_from(conn))
+            db, start = self._db
             tails = await _tails(conn, bank_ids)
             before = (self.load().get("databases", {}).get(db) or {}).get("chains", {})
             names = (

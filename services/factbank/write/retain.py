@@ -220,15 +220,18 @@ async def _retired_match(
         return exact
     async with conn.transaction():
         await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        # The nearest facts in any status, the retired kept: the same scan as the active
+        # near-duplicates'. Filtering on a retired status inside the scan instead walked up to
+        # hnsw.max_scan_tuples in a bank with few retired facts.
         near = await conn.fetch(
-            """SELECT id, content, 1 - (embedding <=> $4) AS similarity FROM facts
+            """SELECT id, content, status, 1 - (embedding <=> $4) AS similarity FROM facts
                WHERE bank_id = $1 AND category = $2 AND project IS NOT DISTINCT FROM $3
-                 AND status IN ('superseded', 'deleted') AND embedding IS NOT NULL
-               ORDER BY embedding <=> $4 LIMIT 3""",
+                 AND embedding IS NOT NULL
+               ORDER BY embedding <=> $4 LIMIT 5""",
             bank_id, p.category, p.project, vectors.fact,
         )
     for row in near:
-        if row["similarity"] >= NEAR and (
+        if row["status"] in RETIRED and row["similarity"] >= NEAR and (
             await asyncio.to_thread(claims.compare, p.content, row["content"])
         ).same_claim:
             return row["id"]
