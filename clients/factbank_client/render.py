@@ -449,6 +449,8 @@ def migrate_lines(plan: Mapping) -> list[str]:
         verdict = chk.get("verdict", "?")
         if verdict == "same_claim":
             state = f"already stored as #{chk.get('same_as')}"
+        elif verdict == "retired":
+            state = f"retired in the bank as #{chk.get('same_as')} (not saved)"
         elif verdict == "refused":
             state = "refused: " + "; ".join(f"{r.get('field')}: {r.get('reason')}"
                                             for r in chk.get("reasons", []))

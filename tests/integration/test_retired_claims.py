@@ -61,6 +61,11 @@ async def test_a_superseded_claim_added_again_answers_its_successor(stack, conn,
     new = r.json()["fact"]["id"]
     events = await conn.fetchval("SELECT count(*) FROM fact_events")
     audits = await audit.count(conn)
+    # What `check` says a save would do agrees with the save.
+    r = await stack.ingest.post("/v1/facts/check", json={"facts": [fact_body(OLD)]},
+                                headers=auth(bank.rw))
+    verdict = r.json()["results"][0]
+    assert (verdict["verdict"], verdict["same_as"]) == ("retired", old), r.text
     out = await add_via(stack, bank.rw, path, fact_body(OLD))
     assert out["status"] == "retired"
     assert out["fact"]["id"] == old and out["fact"]["status"] == "superseded"
