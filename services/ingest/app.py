@@ -547,7 +547,7 @@ class WriteVersion:
                         try:
                             head = (await rt.audit_heads.seal(conn, [user.bank_id])).get(
                                 str(user.bank_id))
-                        except OSError:  # the head file's folder is not writable
+                        except (OSError, ValueError):  # not writable, or not JSON
                             log.exception("write committed; its audit head was not recorded")
                             head = None
                 except Exception:  # the database went away, or the pool is exhausted
@@ -566,8 +566,12 @@ class WriteVersion:
 
 
 async def _seal_audit(rt) -> None:
-    """Record every audit chain's head outside the database at start (the first start after
-    migration 0010 records where the keyed chain begins)."""
+    """The audit key (generated in FACTBANK_HOME on a first start) before any write, then
+    every audit chain's head recorded outside the database (the first start after migration
+    0010 records where the keyed chain begins). Ingest only: recall writes no audit rows and
+    may run where FACTBANK_HOME is read-only."""
+    await asyncio.to_thread(audit.configure, rt.settings)
+    rt.audit_heads = audit.Heads(rt.settings.audit_head_path)
     async with rt.pool.acquire() as conn:
         await rt.audit_heads.seal(conn)
 

@@ -56,7 +56,7 @@ from factbank.read import embedder
 from factbank.read.search import Recall
 from factbank.runtime.observability import REFUSALS, AccessLog
 from factbank.runtime.settings import Settings
-from factbank.store import audit, banks, db
+from factbank.store import banks, db
 from factbank.store.banks import Principal
 from factbank.write.retain import Deps
 
@@ -89,7 +89,7 @@ class ServiceState:
     redaction_warm_up: asyncio.Task | None = None
     # Ingest's embedder worker draining the vector queue (`factbank_ingest.app`).
     vector_worker: asyncio.Task | None = None
-    # The audit chains' heads outside the database (`factbank.store.audit.Heads`).
+    # The audit chains' heads outside the database (`factbank.store.audit.Heads`, ingest).
     audit_heads: Any = None
 
     def deps(self) -> Deps:
@@ -568,9 +568,6 @@ def create_app(
         url = dsn or settings.database_url
         if not url:
             raise RuntimeError("DATABASE_URL is not set (use `factbank up` for the embedded one)")
-        # The audit key (generated in FACTBANK_HOME on a first start) before any write.
-        await asyncio.to_thread(audit.configure, settings)
-        rt.audit_heads = audit.Heads(settings.audit_head_path)
         rt.pool = await db.create_pool(url, max_size=settings.pool_size)
         if settings.database_url_read:
             rt.read_pool = await db.create_pool(
