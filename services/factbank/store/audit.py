@@ -128,8 +128,8 @@ def chain_hash(prev_hash: bytes, row: Mapping[str, Any], *, keyed: bool = True) 
     return hmac.new(_the_key(), prev_hash + _canonical(row), hashlib.sha256).digest()
 
 
-async def keyed_from(conn: asyncpg.Connection) -> int:
-    """The first id of the keyed chain (migration 0010)."""
+async def keyed_from(conn: asyncpg.Connection) -> int | None:
+    """The first id of the keyed chain (migration 0010; None if its row was removed)."""
     return await conn.fetchval("SELECT keyed_from FROM audit_keyed")
 
 
@@ -267,6 +267,10 @@ async def verify(
     problems: list[Problem] = []
     last: dict[int | None, bytes] = {}
     start = await keyed_from(conn)
+    if start is None:  # its one row deleted behind the trigger's back
+        problems.append(Problem(0, bank_id, "audit_keyed has no row: where the keyed chain "
+                                "starts was removed from the database"))
+        start = int((head or {}).get("keyed_from") or 1)
     if head and head.get("keyed_from") not in (None, start):
         problems.append(Problem(0, bank_id, f"keyed_from is {start} in the database but "
                                 f"{head['keyed_from']} outside it: rows were passed off as old"))
@@ -325,7 +329,8 @@ class Heads:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = asyncio.Lock()
-        self._db: tuple[str, int] | None = None  # (database, keyed_from): one app, one database
+        # (database, keyed_from), read once: one app, one database.
+        self._db: tuple[str, int | None] | None = None
 
     def load(self) -> dict:
         try:
@@ -366,7 +371,10 @@ class Heads:
             return await asyncio.to_thread(self._write, db, start, checked)
 
     def _write(
-        self, db: str, start: int, checked: Mapping[str, tuple[dict | None, dict | None, str]]
+        self,
+        db: str,
+        start: int | None,
+        checked: Mapping[str, tuple[dict | None, dict | None, str]],
     ) -> dict[str, dict]:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         lock = os.open(self.path.with_name(self.path.name + ".lock"),
@@ -376,7 +384,8 @@ class Heads:
             data = self.load()
             changed = db not in data.setdefault("databases", {})  # its first seal
             entry = data["databases"].setdefault(db, {})
-            entry.setdefault("keyed_from", start)
+            if start is not None:
+                entry.setdefault("keyed_from", start)
             chains = entry.setdefault("chains", {})
             now = datetime.now(UTC).isoformat()
             for name, (old, new, what) in checked.items():
