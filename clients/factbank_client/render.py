@@ -116,6 +116,12 @@ def outcome_text(outcome: Mapping, name: Names, no_questions: str) -> str:
     may need a supersede (with the exact ids to pass), and `no_questions` when the fact has
     none."""
     fact = outcome["fact"]
+    if outcome["status"] == "retired":  # the bank already retired this claim: nothing stored
+        successor = outcome.get("successor")
+        head = (f"Not stored: this claim was fact #{fact['id']}, now {fact['status']}"
+                + (f"; what holds now is fact #{successor['id']}: {successor['content']}"
+                   if successor else "") + ".")
+        return "\n".join([head, str(outcome.get("note") or "")]).strip()
     verb = "Reinforced existing" if outcome["status"] == "reinforced" else "Stored"
     lines = [f"{verb} fact #{fact['id']} in {outcome.get('bank', fact.get('bank'))} "
              f"(trust {fact['trust']:.2f})."]
@@ -443,6 +449,8 @@ def migrate_lines(plan: Mapping) -> list[str]:
         verdict = chk.get("verdict", "?")
         if verdict == "same_claim":
             state = f"already stored as #{chk.get('same_as')}"
+        elif verdict == "retired":
+            state = f"retired in the bank as #{chk.get('same_as')} (not saved)"
         elif verdict == "refused":
             state = "refused: " + "; ".join(f"{r.get('field')}: {r.get('reason')}"
                                             for r in chk.get("reasons", []))

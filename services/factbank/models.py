@@ -236,8 +236,10 @@ class CheckBatch(Strict):
 class CheckVerdict(msgspec.Struct, kw_only=True):
     """What `POST /v1/facts` would do with one fact, decided without saving anything."""
 
-    verdict: Literal["new", "same_claim", "refused"]
-    same_as: int | None = None  # same_claim: the fact it would reinforce
+    verdict: Literal["new", "same_claim", "retired", "refused"]
+    # same_claim: the fact it would reinforce; retired: the superseded or deleted fact that
+    # made the claim (an add answers "retired" with its successor and stores nothing)
+    same_as: int | None = None
     possible_duplicate_of: list[int] = msgspec.field(default_factory=list)
     reasons: list[dict[str, str]] = msgspec.field(default_factory=list)
     redacted: list[dict[str, str]] = msgspec.field(default_factory=list)

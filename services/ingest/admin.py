@@ -103,9 +103,11 @@ async def verify_audit(deps: Deps, principal: Principal) -> dict:
     """Walk this bank's audit chain: `ok`, rows verified, and each row whose link or hash
     does not hold."""
     async with deps.pool.acquire() as conn:
-        problems = await audit.verify(conn, principal.bank_id)
+        head = await audit.Heads(deps.settings.audit_head_path).entry(conn)
+        problems = await audit.verify(conn, principal.bank_id, head)
         count = await audit.count(conn, principal.bank_id)
     return {"bank": principal.bank_name, "rows": count, "ok": not problems,
+            "head": ((head or {}).get("chains") or {}).get(str(principal.bank_id)),
             "problems": [dataclasses.asdict(p) for p in problems],
             "verified_at": datetime.now().astimezone().isoformat()}
 
@@ -116,17 +118,21 @@ async def export_audit(
     limit: int = Parameter(default=0, ge=0, le=1_000_000, description="0: every row"),
 ) -> Stream:
     """This bank's audit chain as JSONL in chain order, with each row's hashes (what
-    `factbank admin audit export` writes), streamed."""
+    `factbank admin audit export` writes), streamed. The last line is the chain's head as
+    recorded outside the database (`{"audit_head": {"id", "hash", "at"}}`, or null)."""
     bank_id = principal.bank_id
 
     async def lines() -> AsyncIterator[bytes]:
         n = 0
         async with deps.pool.acquire() as conn:
+            head = await audit.Heads(deps.settings.audit_head_path).entry(conn)
             async for row in audit.rows(conn, bank_id):
                 yield msgspec.json.encode(audit.export_record(row)) + b"\n"
                 n += 1
                 if limit and n >= limit:
-                    return
+                    break
+        chain = ((head or {}).get("chains") or {}).get(str(bank_id))
+        yield msgspec.json.encode({"audit_head": chain}) + b"\n"
 
     return Stream(lines(), media_type="application/x-ndjson")
 

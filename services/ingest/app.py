@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Annotated, Literal
 
 import msgspec
-from litestar import Litestar, Request, Router, delete, get, patch, post
+from litestar import Litestar, Request, Response, Router, delete, get, patch, post
 from litestar.params import FromPath, JSONBody, Parameter
 
 from factbank.errors import BatchRefused, Refused, reason
@@ -31,7 +31,7 @@ from factbank.models import (
 )
 from factbank.runtime.settings import Settings
 from factbank.runtime.web import create_app, requires, service_of
-from factbank.store import facts, timeline
+from factbank.store import audit, facts, timeline
 from factbank.store.banks import Principal
 from factbank.write import categories, check, lifecycle, redaction, retain, staleness
 from factbank.write import vectors as vector_queue
@@ -90,7 +90,9 @@ class ImportResult(msgspec.Struct, kw_only=True):
 
 class ImportRestore(Strict):
     """An exported fact's state, restored when the fact is new to the bank (`import`
-    sends it for exported facts). `superseded_by` is an id in THIS bank."""
+    sends it for exported facts). `superseded_by` is an id in THIS bank, of a fact the same
+    importer restored. Bounded by `retain.bound_restores`: a write token's trust is clamped to
+    what an add gives, an admin's to 0.99; a future `confirmed_at` is refused."""
 
     id: int
     status: Literal["active", "disputed", "superseded", "stale", "deleted"]
@@ -162,15 +164,23 @@ async def cleaned(
 
 
 @post("/v1/facts", status_code=201, opt={"example": EXAMPLE_FACT})
-async def add_fact(deps: Deps, principal: Principal, data: JSONBody[NewFact]) -> Outcome:
+async def add_fact(
+    deps: Deps, principal: Principal, data: JSONBody[NewFact]
+) -> Outcome | Response[Outcome]:
     """Save one verified fact: one atomic claim, its category, a source (kind + location) and
     a verbatim quote from it. A repeat of the same claim reinforces the existing fact; a similar
-    but different claim is stored and `possible_duplicate_of` names what it may supersede."""
+    but different claim is stored and `possible_duplicate_of` names what it may supersede. A
+    claim the bank already superseded or deleted is not stored again: the answer (200, status
+    "retired") gives the fact that holds now (`successor`) and why (`via.reason`); to store it
+    again, supersede the successor with it."""
     try:
         user, (item,) = await cleaned(deps, principal, [data])
     except BatchRefused as exc:
         raise Refused(exc.errors[0]["reasons"]) from None
-    return await retain.add(deps, user, item)
+    outcome = await retain.add(deps, user, item)
+    # A claim the bank already retired is answered, not stored: 200 with status "retired",
+    # its successor and the reason.
+    return Response(outcome, status_code=200) if outcome.status == "retired" else outcome
 
 
 @post(
@@ -197,7 +207,10 @@ async def import_facts(
     `existing=skip`: a fact already in the bank (same content, category and project) is left
     as it is ("present", not reinforced), so an export re-imported changes nothing. A line may
     carry `restore` (an exported fact's id, status, trust, supersede link): a fact new to the
-    bank is stored in that state.
+    bank is stored in that state, within bounds (docs/api.md: a write token's trust is clamped
+    to what an add gives, an admin token's to 0.99; no future `confirmed_at`; a link only
+    between facts the same importer restored). With `existing=reinforce` a restored line
+    already in the bank reinforces it (or answers "retired"), never a second copy.
 
     `vectors=queue` (what `factbank import` sends): the facts are committed set-based without
     waiting for the embedder and found by the lexical leg at once; the ingest service's
@@ -506,7 +519,11 @@ ROUTES = [WRITES, purge_fact, get_fact, ADMIN]
 class WriteVersion:
     """Every successful write answers with `X-Factbank-Version`, the bank's version after it,
     so the writer can ask recall (`X-Factbank-Min-Version`) for a view at least that fresh,
-    even when recall reads from a lagging replica."""
+    even when recall reads from a lagging replica.
+
+    And with `X-Factbank-Audit-Head` (`<id>:<hash>`), the bank's audit chain head after it,
+    which this step also records outside the database (`audit.Heads.seal`, issue 21 A8): a
+    writer holding it can later prove the log lost rows at its end."""
 
     def __init__(self, app) -> None:
         self.app = app
@@ -522,9 +539,16 @@ class WriteVersion:
                 # The write has committed: a failure to read the version now must not turn
                 # its answer into an error (the writer would retry a write that landed). The
                 # header is left out instead; without it a reader gets the primary's view.
+                rt = service_of(scope["app"])
                 try:
-                    async with service_of(scope["app"]).pool.acquire(timeout=2) as conn:
+                    async with rt.pool.acquire(timeout=2) as conn:
                         version = await facts.bank_version(conn, user.bank_id)
+                        try:
+                            head = (await rt.audit_heads.seal(conn, [user.bank_id])).get(
+                                str(user.bank_id))
+                        except (OSError, ValueError):  # not writable, or not JSON
+                            log.exception("write committed; its audit head was not recorded")
+                            head = None
                 except Exception:  # the database went away, or the pool is exhausted
                     log.warning("write committed; its bank version could not be read")
                 else:
@@ -532,9 +556,23 @@ class WriteVersion:
                         *message.get("headers", []),
                         (b"x-factbank-version", str(version).encode()),
                     ]
+                    if head:
+                        message["headers"].append(
+                            (b"x-factbank-audit-head", audit.head_header(head).encode()))
             await send(message)
 
         await self.app(scope, receive, stamped)
+
+
+async def _seal_audit(rt) -> None:
+    """The audit key (generated in FACTBANK_HOME on a first start) before any write, then
+    every audit chain's head recorded outside the database (the first start after migration
+    0011 records where the keyed chain begins). Ingest only: recall writes no audit rows and
+    may run where FACTBANK_HOME is read-only."""
+    await asyncio.to_thread(audit.configure, rt.settings)
+    rt.audit_heads = audit.Heads(rt.settings.audit_head_path)
+    async with rt.pool.acquire() as conn:
+        await rt.audit_heads.seal(conn)
 
 
 def create(settings: Settings | None = None, *, dsn: str | None = None) -> Litestar:
@@ -544,6 +582,6 @@ def create(settings: Settings | None = None, *, dsn: str | None = None) -> Lites
         settings,
         dsn=dsn,
         middleware=[WriteVersion],
-        on_start=[vector_queue.start],
+        on_start=[_seal_audit, vector_queue.start],
         on_stop=[vector_queue.stop],
     )

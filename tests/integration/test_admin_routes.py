@@ -119,8 +119,10 @@ async def test_audit_verify_and_export(stack, two_banks, conn):
     assert verified["rows"] >= 5  # bank.create, member.add, three token.issue, the new one
     r = await stack.ingest.get("/v1/admin/audit/export", headers=auth(alpha.admin))
     assert r.status_code == 200
-    rows = [json.loads(line) for line in r.text.splitlines()]
+    *rows, head = [json.loads(line) for line in r.text.splitlines()]
     assert len(rows) == verified["rows"]
+    # The last line: the chain's head as recorded outside the database (issue 21 A8).
+    assert head == {"audit_head": verified["head"]} and head["audit_head"]["id"] == rows[-1]["id"]
     assert {row["bank_id"] for row in rows} == {rows[0]["bank_id"]}
     assert any(row["action"] == "token.issue" for row in rows)
     # An edited row breaks the chain, and verify says which.

@@ -108,8 +108,10 @@ async def test_cli_verify_and_export(stack, two_banks, dsn, tmp_path):
     out = tmp_path / "audit.jsonl"
     r = cli("admin", "audit", "export", "--out", str(out))
     records = [json.loads(line) for line in out.read_text().splitlines()]
+    *records, head = records
     assert len(records) == json.loads(cli("admin", "audit", "verify", "--json").stdout)["rows"]
     assert all(len(rec["hash"]) == 64 for rec in records)
+    assert "audit_head" in head
     r = cli("admin", "audit", "export", "--format", "csv", "--bank", "alpha")
     header = r.stdout.splitlines()[0]
     assert header.startswith("id,at,bank_id") and "fact.stored" in r.stdout

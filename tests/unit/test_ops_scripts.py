@@ -208,6 +208,25 @@ def test_backup_publishes_a_verified_dump_and_logs_its_size(fakes: Fakes, backup
     assert list_call["argv"][-1].endswith(".dump.partial")
 
 
+def test_backup_saves_the_audit_heads_beside_the_dump_and_rotates_them(
+    fakes: Fakes, backup_dir: Path, tmp_path: Path
+) -> None:
+    """Issue 21 A8: every backup carries the audit chains' heads kept outside the database."""
+    head = tmp_path / "head.json"
+    head.write_text('{"databases": {}}')
+    old = make_dumps(backup_dir, [1, 2])
+    stale = old[1].with_name(old[1].name.removesuffix(".dump") + ".audit-head.json")
+    stale.write_text("{}")
+    env = fakes.env(BACKUP_DIR=str(backup_dir), BACKUP_KEEP="2", FACTBANK_AUDIT_HEAD=str(head))
+    result = run_ops("backup", env=env)
+    assert result.returncode == 0, result.stderr
+    new = (dumps(backup_dir) - set(old)).pop()
+    copy = new.with_name(new.name.removesuffix(".dump") + ".audit-head.json")
+    assert copy.read_text() == head.read_text()
+    assert stat.S_IMODE(copy.stat().st_mode) == 0o600
+    assert not stale.exists(), "rotated out with its dump"
+
+
 def test_backup_keeps_the_password_off_the_command_line(fakes: Fakes, backup_dir: Path) -> None:
     env = fakes.env(
         BACKUP_DIR=str(backup_dir),
@@ -647,6 +666,7 @@ def test_init_env_writes_a_private_file_with_one_random_password(tmp_path: Path)
     password = values["POSTGRES_PASSWORD"]
     assert len(password) >= 32
     assert values["DATABASE_URL"] == f"postgresql://factbank:{password}@postgres:5432/factbank"
+    assert re.fullmatch(r"[0-9a-f]{64}", values["FACTBANK_AUDIT_KEY"])  # issue 21 A8
     again = run_ops("init-env", str(target), env=dict(os.environ))
     assert again.returncode == 1, "never overwrite: the database keeps its first password"
     assert f"POSTGRES_PASSWORD={password}" in target.read_text()

@@ -83,8 +83,12 @@ def register(sub) -> None:
 
     aud = groups.add_parser("audit", help="verify or export the audit chain").add_subparsers(
         dest="action", required=True)
-    p = aud.add_parser("verify", help="check every hash link of the audit log")
+    p = aud.add_parser("verify", help="check every hash link of the audit log and its heads "
+                       "recorded outside the database")
     p.add_argument("--bank", default=None)
+    p.add_argument("--head", default=None, metavar="FILE",
+                   help="check against this head file (e.g. a backup's copy) instead of "
+                   "FACTBANK_AUDIT_HEAD")
     add_json_flag(p)
     p.set_defaults(func=_run(audit_verify))
     p = aud.add_parser("export", help="write the audit log as JSONL or CSV")
@@ -119,13 +123,22 @@ async def _connection():
 def _run(fn: Callable[[Any, Any], Awaitable[int | None]]) -> Callable[[Any], int]:
     def command(args) -> int:
         async def go() -> int:
-            from factbank.store import banks
+            from factbank.runtime.settings import Settings
+            from factbank.store import audit, banks
 
+            settings = Settings.from_env()
+            try:
+                audit.configure(settings)
+            except ValueError as exc:
+                raise CommandError(str(exc)) from exc
             async with _connection() as conn:
                 try:
-                    return int(await fn(conn, args) or 0)
+                    code = int(await fn(conn, args) or 0)
                 except (banks.NotFound, banks.Conflict, ValueError) as exc:
                     raise CommandError(str(exc)) from exc
+                # What the command appended to the log, its heads recorded outside it.
+                await audit.Heads(settings.audit_head_path).seal(conn)
+                return code
 
         return asyncio.run(go())
 
@@ -220,20 +233,36 @@ async def token_rotate(conn, args) -> None:
     _show_token(info, token, args.json)
 
 
+def _heads(args):
+    from pathlib import Path
+
+    from factbank.runtime.settings import Settings
+    from factbank.store import audit
+
+    path = Path(args.head) if getattr(args, "head", None) else Settings.from_env().audit_head_path
+    return audit.Heads(path)
+
+
 async def audit_verify(conn, args) -> int:
     from factbank.store import audit, banks
 
     bank_id = (await banks.get_bank(conn, args.bank)).id if args.bank else None
-    problems = await audit.verify(conn, bank_id)
+    heads = _heads(args)
+    head = await heads.entry(conn)
+    problems = await audit.verify(conn, bank_id, head)
     count = await audit.count(conn, bank_id)
+    against = (f"against the heads in {heads.path}" if head else
+               f"no heads recorded outside the database in {heads.path}: links and keyed "
+               "hashes only")
     if args.json:
-        print_json({"rows": count, "ok": not problems, "problems": [vars(p) for p in problems]})
+        print_json({"rows": count, "ok": not problems, "problems": [vars(p) for p in problems],
+                    "head_file": str(heads.path), "heads": (head or {}).get("chains")})
     elif problems:
         for p in problems:
             print(f"audit row {p.audit_id} (bank {p.bank_id}): {p.what}")
-        print(f"audit chain BROKEN: {len(problems)} problem(s) in {count} rows")
+        print(f"audit chain BROKEN: {len(problems)} problem(s) in {count} rows ({against})")
     else:
-        print(f"audit chain ok: {count} rows verified")
+        print(f"audit chain ok: {count} rows verified ({against})")
     return 1 if problems else 0
 
 
@@ -241,6 +270,9 @@ async def audit_export(conn, args) -> None:
     from factbank.store import audit, banks
 
     bank_id = (await banks.get_bank(conn, args.bank)).id if args.bank else None
+    chains = ((await _heads(args).entry(conn)) or {}).get("chains") or {}
+    if bank_id is not None:
+        chains = {k: v for k, v in chains.items() if k == str(bank_id)}
     out = sys.stdout if args.out == "-" else open(args.out, "w", encoding="utf-8", newline="")  # noqa: ASYNC230
     try:
         writer = None
@@ -253,6 +285,16 @@ async def audit_export(conn, args) -> None:
                 writer = csv.DictWriter(out, fieldnames=list(record))
                 writer.writeheader()
             writer.writerow({**record, "detail": json.dumps(record["detail"], ensure_ascii=False)})
+        # The heads recorded outside the database go with every export: JSONL's last line;
+        # beside a CSV file (<out>.head.json), or on stderr for a CSV on stdout.
+        head = json.dumps({"audit_head": chains}, ensure_ascii=False)
+        if args.format == "jsonl":
+            out.write(head + "\n")
+        elif args.out == "-":
+            print(head, file=sys.stderr)
+        else:
+            with open(args.out + ".head.json", "w", encoding="utf-8") as f:  # noqa: ASYNC230
+                f.write(head + "\n")
     finally:
         if out is not sys.stdout:
             out.close()

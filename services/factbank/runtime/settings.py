@@ -130,6 +130,42 @@ class Settings:
         },
     )
 
+    # The audit chain's key (issue 21 A8). Read from the environment even when the settings
+    # are built in code: every process of one server (ingest, recall, `factbank admin`) must
+    # chain with the same key, whichever way it was started.
+    audit_key: str = field(
+        default_factory=lambda: os.environ.get("FACTBANK_AUDIT_KEY", ""),
+        metadata={
+            "env": "FACTBANK_AUDIT_KEY",
+            "doc": "Key of the audit chain's HMAC (64 hex digits, or any text of 32+ "
+            "characters); unset = the key file. Keep it out of the database and its backups.",
+        },
+    )
+    audit_key_file: Path | None = field(
+        default=None,
+        metadata={
+            "env": "FACTBANK_AUDIT_KEY_FILE",
+            "doc": "Key file of the audit chain when FACTBANK_AUDIT_KEY is unset; default "
+            "`<FACTBANK_HOME>/audit.key`, generated (mode 600) on first start.",
+        },
+    )
+    audit_head_file: Path | None = field(
+        default=None,
+        metadata={
+            "env": "FACTBANK_AUDIT_HEAD",
+            "doc": "Where the audit chains' heads are kept outside the database; default "
+            "`<FACTBANK_HOME>/audit-head.json`. `audit verify` checks the log against it.",
+        },
+    )
+
+    @property
+    def audit_key_path(self) -> Path:
+        return self.audit_key_file or self.home / "audit.key"
+
+    @property
+    def audit_head_path(self) -> Path:
+        return self.audit_head_file or self.home / "audit-head.json"
+
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
         values: dict[str, object] = {}
@@ -139,7 +175,7 @@ class Settings:
                 continue
             if f.type in ("int", int):
                 values[f.name] = _int(f.metadata["env"], 0)
-            elif f.type in ("Path", Path):
+            elif f.type in ("Path", Path, "Path | None"):
                 values[f.name] = Path(raw).expanduser()
             else:
                 values[f.name] = raw

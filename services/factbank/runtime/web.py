@@ -89,6 +89,8 @@ class ServiceState:
     redaction_warm_up: asyncio.Task | None = None
     # Ingest's embedder worker draining the vector queue (`factbank_ingest.app`).
     vector_worker: asyncio.Task | None = None
+    # The audit chains' heads outside the database (`factbank.store.audit.Heads`, ingest).
+    audit_heads: Any = None
 
     def deps(self) -> Deps:
         assert self.pool is not None

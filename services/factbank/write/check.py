@@ -5,7 +5,8 @@ the user accepts any.
 The steps are retain's own, never a copy: the write gate under the bank's redaction policy and
 category registry (`retain._gated`, derived facts' citations included), then the
 duplicate-vs-correction decision (`retain._near_duplicates` and `claims.compare`, principle 3).
-Per fact: "refused" with the reasons, "same_claim" with the fact a save would reinforce, or
+Per fact: "refused" with the reasons, "same_claim" with the fact a save would reinforce,
+"retired" with the superseded or deleted fact that made the claim (a save stores nothing), or
 "new" with the facts it may supersede; and what redaction would remove (field and kind, never
 the text).
 
@@ -59,6 +60,10 @@ async def check_many(
                     verdict.possible_duplicate_of = []
                     break
                 verdict.possible_duplicate_of.append(old["id"])
+            if verdict.verdict == "new" and (
+                retired := await retain._retired_match(conn, principal.bank_id, p, v)
+            ) is not None:
+                verdict.verdict, verdict.same_as = "retired", retired
             out[i] = verdict
     for i, reasons in refused.items():
         out[i] = CheckVerdict(verdict="refused", reasons=reasons)

@@ -10,15 +10,17 @@ Otherwise the new fact is stored and the response names the old ones it may supe
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 
 import asyncpg
 import numpy as np
 
 from factbank.errors import BatchRefused, NotFound, Refused, reason
-from factbank.models import Fact, NewFact
+from factbank.models import Fact, NewFact, Via
 from factbank.read import embedder, lexicon
 from factbank.read.tokenizer import language, tokenize
 from factbank.runtime.observability import REDACTIONS, VECTOR_QUEUE, WRITES
@@ -44,11 +46,16 @@ class Deps:
 
 @dataclass
 class Outcome:
-    status: str  # "stored" | "reinforced"
+    status: str  # "stored" | "reinforced" | "present" | "retired"
     fact: Fact
     possible_duplicate_of: list[int] = field(default_factory=list)
     redacted: list[dict[str, str]] = field(default_factory=list)
     note: str = ""
+    # "retired": the claim was already superseded (or deleted) in this bank. `fact` is the
+    # retired fact, `successor` the fact that holds now (None after a delete) and `via` the
+    # link with its reason, as recall answers a retired hit. Nothing was stored.
+    successor: Fact | None = None
+    via: Via | None = None
 
 
 def _model(deps: Deps) -> str | None:
@@ -192,6 +199,85 @@ async def _near_duplicates(
     return rows
 
 
+RETIRED = ("superseded", "deleted")
+
+
+async def _retired_match(
+    conn: asyncpg.Connection, bank_id: int, p: Prepared, vectors: Vectors
+) -> int | None:
+    """A fact of the bank, retired (superseded or deleted), that makes the same claim as `p`
+    (issue 21 A5: "add X, supersede it with Y, add X again" stored X as a new active fact that
+    ranked first). The same normalised text, then the nearest retired facts by meaning
+    (cosine >= NEAR) that `claims.compare` calls the same claim. Asked only when no active fact
+    makes the claim, so an add that reinforces pays nothing more."""
+    exact = await conn.fetchval(
+        """SELECT id FROM facts WHERE bank_id = $1 AND content_hash = $4 AND category = $2
+             AND project IS NOT DISTINCT FROM $3 AND status IN ('superseded', 'deleted')
+           ORDER BY id DESC LIMIT 1""",
+        bank_id, p.category, p.project, facts.content_hash(p.content),
+    )
+    if exact is not None or vectors.fact is None:
+        return exact
+    async with conn.transaction():
+        await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        # The nearest facts in any status, the retired kept: the same scan as the active
+        # near-duplicates'. Filtering on a retired status inside the scan instead walked up to
+        # hnsw.max_scan_tuples in a bank with few retired facts.
+        near = await conn.fetch(
+            """SELECT id, content, status, 1 - (embedding <=> $4) AS similarity FROM facts
+               WHERE bank_id = $1 AND category = $2 AND project IS NOT DISTINCT FROM $3
+                 AND embedding IS NOT NULL
+               ORDER BY embedding <=> $4 LIMIT 5""",
+            bank_id, p.category, p.project, vectors.fact,
+        )
+    for row in near:
+        if row["status"] in RETIRED and row["similarity"] >= NEAR and (
+            await asyncio.to_thread(claims.compare, p.content, row["content"])
+        ).same_claim:
+            return row["id"]
+    return None
+
+
+async def retired_answer(
+    conn: asyncpg.Connection, bank_id: int, fact_id: int
+) -> tuple[Fact | None, Via, str]:
+    """What an add of a retired claim answers: the fact that holds now (following the
+    supersede chain; None when the chain ends in a delete), the link with its reason, and a
+    note saying how to store the claim again (an explicit supersede)."""
+    row = await conn.fetchrow(
+        "SELECT id, status, superseded_by, supersede_reason FROM facts WHERE id = $1", fact_id
+    )
+    via = Via(superseded=fact_id, reason=row["supersede_reason"])
+    seen = {fact_id}
+    while row["superseded_by"] is not None and row["superseded_by"] not in seen:
+        seen.add(row["superseded_by"])
+        nxt = await conn.fetchrow(
+            "SELECT id, status, superseded_by FROM facts WHERE bank_id = $1 AND id = $2",
+            bank_id, row["superseded_by"],
+        )
+        if nxt is None:
+            break
+        row = nxt
+    if row["status"] in RETIRED or row["id"] == fact_id:
+        why = await conn.fetchval(
+            "SELECT reason FROM fact_events WHERE fact_id = $1 AND kind = 'deleted' "
+            "ORDER BY id DESC LIMIT 1",
+            row["id"],
+        )
+        via = Via(superseded=fact_id, reason=via.reason or why or None)
+        return None, via, (
+            f"not stored: this claim was deleted as #{row['id']}"
+            + (f" ({why})" if why else "")
+            + f"; to store it again, supersede #{row['id']} with it"
+        )
+    successor = await facts.get_fact(conn, bank_id, row["id"])
+    return successor, via, (
+        f"not stored: this claim was superseded (#{fact_id} -> #{row['id']}"
+        + (f": {via.reason}" if via.reason else "")
+        + f"); to store it again, supersede #{row['id']} with it"
+    )
+
+
 async def _reinforce(w: ceremony.Write, p: Prepared, old: asyncpg.Record, why: str) -> None:
     principal = w.principal
     row = await w.conn.fetchrow(
@@ -325,6 +411,8 @@ async def _retain_one(
             await _merge_questions(w.conn, w.bank_id, old["id"], p.questions, vectors)
             return "reinforced", old["id"], [], verdict.reason
         possible.append(old["id"])
+    if (retired := await _retired_match(w.conn, w.bank_id, p, vectors)) is not None:
+        return "retired", retired, [], ""
     fact_id = await _insert(w, p, vectors, model)
     note = ""
     if possible:
@@ -338,7 +426,10 @@ async def _retain_one(
 async def _recorded(
     w: ceremony.Write, status: str, fact_id: int, p: Prepared, possible: list[int]
 ) -> None:
-    """Count and audit one retained fact (the audit keeps redaction kinds, never text)."""
+    """Count and audit one retained fact (the audit keeps redaction kinds, never text). A
+    retired claim's answer changed nothing: nothing to count or audit."""
+    if status == "retired":
+        return
     WRITES.labels(status=status).inc()
     for finding in p.redacted:
         REDACTIONS.labels(kind=finding.kind).inc()
@@ -361,10 +452,15 @@ async def _outcomes(w: ceremony.Write, done: Sequence[Done]) -> list[Outcome]:
     """What a batch answers: each fact as stored now, with its duplicates, redactions, note
     (the facts read back in one query)."""
     stored = await facts.get_facts(w.conn, w.bank_id, [d[1] for d in done])
-    return [
-        Outcome(status, fact, possible, _redacted(p), note)
-        for (status, _, possible, note, p), fact in zip(done, stored, strict=True)
-    ]
+    out = []
+    for (status, fact_id, possible, note, p), fact in zip(done, stored, strict=True):
+        outcome = Outcome(status, fact, possible, _redacted(p), note)
+        if status == "retired":
+            outcome.successor, outcome.via, outcome.note = await retired_answer(
+                w.conn, w.bank_id, fact_id
+            )
+        out.append(outcome)
+    return out
 
 
 async def add_many(deps: Deps, principal: Principal, items: Sequence[NewFact]) -> list[Outcome]:
@@ -412,8 +508,10 @@ async def supersede(
             )
             if row is None:
                 raise NotFound(f"no fact #{old_id} in this bank")
-            if row["status"] in ("superseded", "deleted"):
-                raise Refused.one("replaces", f"fact #{old_id} is already {row['status']}")
+            # A deleted fact may be superseded: that is how a deleted claim is stored again
+            # (an add of it answers "retired"). A superseded one: supersede its successor.
+            if row["status"] == "superseded":
+                raise Refused.one("replaces", f"fact #{old_id} is already superseded")
             olds.append(row)
         new_id = await _insert(
             w,
@@ -462,14 +560,81 @@ async def supersede(
 class Restore:
     """What an exported fact carries back into a bank: its id there (for the history), its
     status, stored trust, last confirmation and supersede link. `superseded_by` is an id in the
-    bank imported into (the client maps exported ids to the ids its earlier chunks got)."""
+    bank imported into (the client maps exported ids to the ids its earlier chunks got).
+    `clamped`: what `bound_restores` lowered, said in the fact's history and the outcome."""
 
     old_id: int
     status: str
     trust: float
     superseded_by: int | None = None
     supersede_reason: str | None = None
-    confirmed_at: object = None  # datetime or None
+    confirmed_at: datetime | None = None
+    clamped: tuple[str, ...] = ()
+
+
+# The highest trust an admin's restore may carry: any trust below 1 is reachable by confirms
+# (t += 0.30(1-t)), 1.0 itself only by rounding, and a fact at 1.0 heads every session block.
+RESTORE_CEILING = 0.99
+# A confirmation this far ahead of the server's clock is a clock skew, not a forgery.
+CLOCK_SKEW = timedelta(minutes=5)
+# The history kind that says a restored fact arrived in a retired or doubted state.
+RESTORED_EVENT = {"superseded": "superseded", "deleted": "deleted", "disputed": "disputed",
+                  "stale": "staled"}
+
+
+def bound_restores(
+    principal: Principal,
+    ready: Sequence[Prepared],
+    restores: Sequence[Restore | None],
+    now: datetime,
+) -> tuple[list[Restore | None], list[dict]]:
+    """Every restored value bounded to what an export of a bank could have produced (issue 21
+    A4: a write token imported `trust: 1.0, confirmed_at: 9999-12-31` and got a fact that
+    never decayed and headed every session block).
+
+    Who may restore what: anyone with write scope may restore a fact's status (every status is
+    a step down from what an add stores) and an EARLIER confirmation (it only decays sooner),
+    but not a trust above what an add of the same origin gives (`initial`): a higher one is
+    clamped to it and said so. An admin token restores trust as exported, up to
+    `RESTORE_CEILING`. For everyone: a confirmation in the future is refused (no export holds
+    one), a supersede link needs status "superseded", and its reason is kept on one line
+    (redacted and bounded at 500 characters before it gets here). Links are checked against
+    the bank in `import_many` (only between facts restored by the same importer)."""
+    admin = principal.can("admin")
+    out: list[Restore | None] = []
+    errors: list[dict] = []
+    for i, (p, r) in enumerate(zip(ready, restores, strict=True)):
+        if r is None:
+            out.append(None)
+            continue
+        at = r.confirmed_at
+        if at is not None and at.tzinfo is None:
+            at = at.replace(tzinfo=UTC)
+        bad = []
+        if at is not None and at > now + CLOCK_SKEW:
+            bad.append(reason("restore.confirmed_at",
+                              f"{at.isoformat()} is in the future; an export never holds one"))
+        if r.superseded_by is not None and r.status != "superseded":
+            bad.append(reason("restore.superseded_by",
+                              f"a supersede link needs status 'superseded', not {r.status!r}"))
+        if bad:
+            errors.append({"index": i, "reasons": bad})
+            out.append(None)
+            continue
+        cap = RESTORE_CEILING if admin else POLICY.initial(p.origin, p.tentative)
+        clamped = []
+        trust = r.trust
+        if trust > cap:
+            trust = cap
+            clamped.append(f"trust {r.trust:.2f} clamped to {cap:.2f}" + (
+                "" if admin else f" (what an add of an {p.origin} fact gets; restoring a "
+                "higher trust needs an admin token)"))
+        why = r.supersede_reason if r.superseded_by is not None else None
+        out.append(dataclasses.replace(
+            r, trust=POLICY.stored(trust), confirmed_at=at,
+            supersede_reason=" ".join(why.split()) if why else None, clamped=tuple(clamped),
+        ))
+    return out, errors
 
 
 async def import_many(
@@ -506,6 +671,11 @@ async def import_many(
         if errors:
             raise BatchRefused(errors)
         ready = [p for p in prepared if p is not None]
+        restores, errors = bound_restores(
+            principal, ready, restores, await conn.fetchval("SELECT now()")
+        )
+        if errors:
+            raise BatchRefused(errors)
         keys = [(facts.content_hash(p.content), p.category, p.project) for p in ready]
         known: dict[tuple, int] = {}
         rows = await conn.fetch(
@@ -525,10 +695,10 @@ async def import_many(
         todo = sorted(first.values())
         # Per fact (the near-duplicate check needs each fact's vector and a claim comparison):
         # lines without `restore`, unless their vectors are queued (then only a repeat of a
-        # stored text, which may reinforce it). Everything else in bulk.
-        single = [
-            i for i in todo if restores[i] is None and (not queue or keys[i] in known)
-        ]
+        # stored text, which may reinforce it), and every repeat of a stored text, restored or
+        # not (existing=reinforce: it reinforces the fact, or answers "retired"; a restore of
+        # it stored an exact duplicate). Everything else in bulk.
+        single = [i for i in todo if keys[i] in known or (restores[i] is None and not queue)]
         per_fact = set(single)
         bulk = [i for i in todo if i not in per_fact]
         vecs = [Vectors() for _ in items]
@@ -566,18 +736,34 @@ async def import_many(
             if restores[i] is not None and restores[i].superseded_by is not None
         }
         if targets:
+            # A restored link may only join facts of the same import: its target must be a
+            # fact this member restored (its "created" event is an import's). A link onto
+            # anyone else's fact planted a reason that recall showed as `via.reason`.
             found = {
                 r["id"]
                 for r in await conn.fetch(
-                    "SELECT id FROM facts WHERE bank_id = $1 AND id = ANY($2::bigint[])",
+                    f"""SELECT f.id FROM facts f
+                        WHERE f.bank_id = $1 AND f.id = ANY($2::bigint[])
+                          AND f.created_by_member = $3
+                          AND EXISTS (SELECT 1 FROM fact_events e
+                                      WHERE e.fact_id = f.id AND e.kind = 'created'
+                                        AND e.reason LIKE '{IMPORTED}%')""",
                     principal.bank_id,
                     list(targets),
+                    principal.member_id,
                 )
             }
-            for target, i in sorted(targets.items(), key=lambda t: t[1]):
-                if target not in found:
-                    why = f"no fact #{target} in this bank (import its successor first)"
-                    raise BatchRefused([{"index": i, "reasons": [reason("superseded_by", why)]}])
+            bad = [
+                {"index": i, "reasons": [reason(
+                    "restore.superseded_by",
+                    f"#{target} is not a fact restored by this import: a restored supersede "
+                    "link joins only facts of the same import (import its successor first)",
+                )]}
+                for target, i in sorted(targets.items(), key=lambda t: t[1])
+                if target not in found
+            ]
+            if bad:
+                raise BatchRefused(bad)
         if deps.embedder is not None:
             await embedder.remember(conn, deps.embedder, new_vectors)
         stored = await _insert_bulk(
@@ -593,7 +779,8 @@ async def import_many(
         await w.audits(
             [
                 ("fact.stored", str(ids[i]),
-                 {"redacted": [f.kind for f in ready[i].redacted], "possible_duplicate_of": []})
+                 {"redacted": [f.kind for f in ready[i].redacted], "possible_duplicate_of": []}
+                 | _restored_detail(restores[i]))
                 for i in bulk
             ]
         )
@@ -603,7 +790,7 @@ async def import_many(
             for finding in ready[i].redacted:
                 REDACTIONS.labels(kind=finding.kind).inc()
             r = restores[i]
-            note = f"restored as {r.status}" if r is not None else (
+            note = "; ".join([f"restored as {r.status}", *r.clamped]) if r is not None else (
                 "vectors queued; not checked for near-duplicates by meaning"
             )
             outcome[i] = ("stored", ids[i], [], note)
@@ -626,6 +813,17 @@ async def import_many(
                 done.append(("present", fact_id, [], "already in this bank; not changed", p))
         # Nothing recorded (every fact present): the ceremony leaves the version, caches valid.
         return await _outcomes(w, done)
+
+
+IMPORTED = "imported (exported as #"  # how a restored fact's "created" event begins
+
+
+def _restored_detail(r: Restore | None) -> dict:
+    """What a restored fact's audit row adds: the values restored and what was clamped."""
+    if r is None:
+        return {}
+    return {"restored": {"exported_id": r.old_id, "status": r.status, "trust": r.trust,
+                         "superseded_by": r.superseded_by, "clamped": list(r.clamped)}}
 
 
 @dataclass
@@ -689,11 +887,23 @@ def _bulk_rows(
             df.update(counts.keys())
             total_len += len(b.tokens)
         why = (
-            f"imported (exported as #{r.old_id}, {r.status}, trust {r.trust:.2f})"
+            f"{IMPORTED}{r.old_id}, {r.status}, trust {r.trust:.2f}"
+            + "".join(f"; {c}" for c in r.clamped) + ")"
             if r is not None
             else "origin " + p.origin + (", tentative" if p.tentative else "")
         )
-        events.append(facts.Event(fact_id, "created", None, t, member, p.agent, why))
+        after = r.trust if r is not None else t
+        events.append(facts.Event(fact_id, "created", None, after, member, p.agent, why))
+        if r is not None and r.status in RESTORED_EVENT:
+            # The state it arrived in is part of its history too (every fact a restore
+            # touches has an event saying so): a retired fact whose only event says "created"
+            # read as if someone had retired it by hand, unrecorded.
+            events.append(facts.Event(
+                fact_id, RESTORED_EVENT[r.status], after, after, member, p.agent,
+                f"restored as {r.status}" + (f": {b.supersede_reason}" if b.supersede_reason
+                                             else ""),
+                r.superseded_by,
+            ))
         if queue and status != "deleted":
             queued.append((fact_id, bank_id))
     return records, citations, vectors, postings, events, queued, df, total_len
