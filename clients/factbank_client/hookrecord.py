@@ -283,14 +283,10 @@ def _send(cfg: Any, bank: str, path: str, deadline: float, minihttp: Any,
             _log(f"timeline: {len(events) - sent} events kept for later: {exc}")
     rest = events[sent:]
     if rest:
-        tmp = sending + ".tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.write(fd, "".join(json.dumps(e, ensure_ascii=False) + "\n"
-                                 for e in rest).encode("utf-8"))
-        finally:
-            os.close(fd)
-        os.replace(tmp, sending)
+        from factbank_client import safefs
+
+        safefs.write(sending, "".join(json.dumps(e, ensure_ascii=False) + "\n"
+                                      for e in rest), private=True)
         return False
     os.remove(sending)
     return True
@@ -324,14 +320,9 @@ def leave_pending(session: str, warnings: list[str]) -> None:
     merged = list(dict.fromkeys([*warnings, *earlier]))[:MAX_WARNINGS]
     out = {"hookSpecificOutput": {"hookEventName": "PostToolUse",
                                   "additionalContext": conflict_text(merged)}}
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, json.dumps(out, ensure_ascii=True).encode("ascii"))
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+    from factbank_client import safefs
+
+    safefs.write(path, json.dumps(out, ensure_ascii=True), private=True)
 
 
 def take_warnings(session_id: str) -> str:

@@ -68,12 +68,9 @@ def load(session_id: str, kind: str = "") -> dict:
 
 
 def save(session_id: str, state: dict, kind: str = "") -> None:
-    path = _state_file(session_id, kind)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(state, fh)
-    os.replace(tmp, path)
+    from factbank_client import safefs
+
+    safefs.write(_state_file(session_id, kind), json.dumps(state), private=True)
 
 
 def prune(max_age: float = STATE_MAX_AGE) -> int:

@@ -34,8 +34,8 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # not `typing`'s: the hooks import this module and never load typing
 if TYPE_CHECKING:  # pathlib is imported where a Path is returned: hooks import this module
     from pathlib import Path
 
