@@ -141,6 +141,14 @@ class Repo:
             self._ignored = [p for line in out for p in line.split("\0") if p]
         return any(rel == p or (p.endswith("/") and rel.startswith(p)) for p in self._ignored)
 
+    def ignored_path(self, path: str) -> bool:
+        """`ignored` for a path as a bank gives it (False when safefs refuses it anyway)."""
+        try:
+            real = safefs.inside(self.root, path)
+        except safefs.UnsafePath:
+            return False
+        return self.ignored(os.path.relpath(real, os.path.realpath(self.root)))
+
     def read(self, rel: str) -> bytes:
         """The bytes of `rel`, read only when it is inside the repository and not ignored
         (safefs.UnsafePath otherwise; FileNotFoundError when it is not there)."""
