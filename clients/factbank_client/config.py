@@ -112,8 +112,11 @@ def save_login(url: str, token: str, bank: str = PERSONAL, *, recall_url: str | 
     """Record a bank's token (and the URLs) in the config file, keeping its comments/order."""
     import tomlkit
 
+    from factbank_client import safefs
+
     path = path or config_path()
-    doc = tomlkit.parse(path.read_text("utf-8")) if path.is_file() else tomlkit.document()
+    data = safefs.read_own(path)  # never through a link (it is then replaced by a file)
+    doc = tomlkit.parse(data.decode("utf-8")) if data is not None else tomlkit.document()
     doc["url"] = url.rstrip("/")
     if recall_url:
         doc["recall_url"] = recall_url.rstrip("/")

@@ -173,7 +173,9 @@ def backup(harness: str, files: list[Source], root: Path) -> Path:
     for f in files:
         digest.update(str(f.path).encode() + b"\0" + f.data + b"\0")
     dest = data_dir() / "native-backup" / f"{harness}-{digest.hexdigest()[:16]}"
-    if dest.is_dir() and not dest.is_symlink():
+    if dest.is_symlink():
+        raise MigrateError(f"{dest} is a symbolic link: not written through; remove it")
+    if dest.is_dir():
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
