@@ -180,7 +180,7 @@ def test_no_writer_follows_or_silently_replaces_a_hostile_target(env, writer, ki
 def test_native_backup_never_writes_into_a_planted_folder(env, monkeypatch, tmp_path):
     import shutil
 
-    repo, home, precious = env
+    repo, _home, _precious = env
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     files, _ = native.scan("claude", repo)
     dest = native.backup("claude", files, repo)  # learn its name, then plant links there
@@ -241,7 +241,7 @@ def test_a_committed_symlink_hook_under_core_hookspath_is_chained_not_written(en
 
 
 def test_a_foreign_pi_extension_mentioning_the_marker_is_refused_and_kept(env):
-    repo, home, _ = env
+    _repo, home, _ = env
     ext = _paths(home).pi_extension()
     ext.parent.mkdir(parents=True)
     foreign = f"// my extension; not {installer.PI_MARKER}\nexport default () => {{}}\n"
@@ -253,7 +253,7 @@ def test_a_foreign_pi_extension_mentioning_the_marker_is_refused_and_kept(env):
 
 
 def test_pi_extension_installed_then_uninstalled_is_removed_by_its_recorded_hash(env):
-    repo, home, _ = env
+    _repo, home, _ = env
     paths = _paths(home)
     installer.apply(installer.plan_install(["pi"], paths))
     manifest = json.loads(paths.manifest.read_text())
@@ -263,7 +263,7 @@ def test_pi_extension_installed_then_uninstalled_is_removed_by_its_recorded_hash
 
 
 def test_apply_refuses_a_file_changed_since_the_plan(env):
-    repo, home, _ = env
+    _repo, home, _ = env
     paths = _paths(home)
     plan = installer.plan_install(["claude"], paths)
     settings = paths.claude_settings()
