@@ -141,6 +141,8 @@ def install(cwd: Path, python: str, log: str, *, dry_run: bool = False) -> list[
             safefs.write(hook, text, mode=(0o777 & ~umask) | stat.S_IXUSR)
         except safefs.UnsafePath as exc:
             raise GitInstallError(str(exc)) from None
+        except OSError as exc:  # e.g. the hooks folder is a dangling link
+            raise GitInstallError(f"cannot write {hook}: {exc.strerror or exc}") from None
     return steps
 
 

@@ -680,6 +680,8 @@ def write_text(path: Path, text: str, *, private: bool = False) -> None:
         safefs.write(path, text, private=private)
     except safefs.UnsafePath as exc:
         raise InstallError(str(exc)) from None
+    except OSError as exc:  # e.g. its folder is a dangling link
+        raise InstallError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def _unchanged(c: Change) -> None:
