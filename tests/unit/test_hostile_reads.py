@@ -271,3 +271,19 @@ def test_a_fifo_inside_is_refused_without_blocking(tmp_path):
     os.mkfifo(tmp_path / "pipe")
     with pytest.raises(safefs.UnsafePath, match="not a regular file"):
         safefs.read(tmp_path, "pipe")
+
+
+def test_dashboard_reports_never_follow_a_link_out(lay, tmp_path):
+    """The dashboard's evals page and plot route read report files only inside the reports
+    folder: a `.md` or `.png` linked out of it is left out (404 for the plot)."""
+    from factbank_client.dashboard import app
+
+    reports = tmp_path / "reports"
+    (reports / "2026-12-02").mkdir(parents=True)
+    (reports / "2026-12-02" / "ok.md").write_text(f"# ok\n\n{OK_LINE}\n")
+    (reports / "2026-12-02" / "leak.md").symlink_to(lay.notes)
+    (reports / "2026-12-02" / "leak.png").symlink_to(lay.notes)
+    got = app.latest_reports(reports)
+    assert [name for name, _ in got[0]["texts"]] == ["ok.md"] and secret_free(got)
+    with pytest.raises(safefs.UnsafePath):
+        safefs.read(reports, "2026-12-02/leak.png")
