@@ -545,8 +545,11 @@ def uninstall_codex(edits: Edits, entry: dict, paths: Paths) -> None:
 def _ours_whole(entry: dict, path: Path, text: str) -> bool:
     """A file wholly factbank's, proved: its sha256 is the one the manifest recorded when it
     was written, or (installs older than that record) the manifest says factbank created it
-    and it still carries PI_MARKER. Text that merely mentions the marker is not proof."""
+    and it still carries PI_MARKER, or it is exactly the text this version writes. Text that
+    merely mentions the marker is not proof."""
     rec = _rec(entry, path)
+    if text == pi_extension_text():
+        return True
     if rec.get("sha256"):
         return hashlib.sha256(text.encode("utf-8")).hexdigest() == rec["sha256"]
     return bool(rec.get("created")) and PI_MARKER in text

@@ -27,9 +27,8 @@ listed, never guessed. A location is a teammate's text, so it is read only throu
 of it), a NUL byte, an overlong path, git's own directory, or a file git ignores here (`.env`:
 this machine's own, never another member's evidence) is skipped and never opened, so none of
 its lines can come back to the bank as a stale fact's context, nor even whether the quote is
-in it. A fact's commit being unreachable does not
-make a *file* fact stale: the file in the working tree is the evidence, the commit only
-helps find renames.
+in it. A fact's commit being unreachable does not make a *file* fact stale: the file in the
+working tree is the evidence, the commit only helps find renames.
 """
 
 from __future__ import annotations
