@@ -32,14 +32,30 @@ from tests.unit.hostile_fs import (
 )
 
 
-@pytest.fixture
-def lay(tmp_path, monkeypatch):
-    out = layout(tmp_path)
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory):
+    """One layout for the table's read-only readers (a git repository per case costs ~0.15 s
+    and the readers change nothing in it)."""
+    return layout(tmp_path_factory.mktemp("hostile"))
+
+
+def _enter(out, monkeypatch, data: Path):
     monkeypatch.setenv("HOME", str(out.private))
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(data))
     monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
     monkeypatch.chdir(out.repo)
     return out
+
+
+@pytest.fixture
+def lay(shared, tmp_path, monkeypatch):
+    return _enter(shared, monkeypatch, tmp_path / "data")
+
+
+@pytest.fixture
+def fresh(tmp_path, monkeypatch):
+    """A layout of its own, for tests that change the repository's files."""
+    return _enter(layout(tmp_path), monkeypatch, tmp_path / "data")
 
 
 def _fact(location: str, quote: str, fp: dict | None = None) -> dict:
@@ -217,7 +233,8 @@ def _links(lay) -> dict[str, tuple[str, str]]:
                                   "claude_md_dangling_home", "dot_claude_dir_out",
                                   "agents_md_into_git", "memory_file_out"])
 @pytest.mark.parametrize("dry_run", [True, False], ids=["dry_run", "accept_all"])
-def test_migrate_native_never_follows_a_link_out(lay, case, dry_run):
+def test_migrate_native_never_follows_a_link_out(fresh, case, dry_run):
+    lay = fresh
     name, to = _links(lay)[case]
     if name.startswith("memory:"):
         mem = native.claude_memory_dir(lay.repo)
@@ -243,7 +260,8 @@ def test_migrate_native_never_follows_a_link_out(lay, case, dry_run):
         assert secret_free(*(p.read_bytes() for p in Path(backup).rglob("*") if p.is_file()))
 
 
-def test_migrate_native_still_reads_a_link_inside_the_repository(lay):
+def test_migrate_native_still_reads_a_link_inside_the_repository(fresh):
+    lay = fresh
     (lay.repo / "CLAUDE.md").unlink()
     (lay.repo / "docs" / "mem.md").write_text(f"- {OK_LINE}.\n")
     (lay.repo / "CLAUDE.md").symlink_to("docs/mem.md")
@@ -273,7 +291,8 @@ def test_a_fifo_inside_is_refused_without_blocking(tmp_path):
         safefs.read(tmp_path, "pipe")
 
 
-def test_dashboard_reports_never_follow_a_link_out(lay, tmp_path):
+def test_dashboard_reports_never_follow_a_link_out(fresh, tmp_path):
+    lay = fresh
     """The dashboard's evals page and plot route read report files only inside the reports
     folder: a `.md` or `.png` linked out of it is left out (404 for the plot)."""
     from factbank_client.dashboard import app
