@@ -25,7 +25,10 @@ HOOK_MARKER = "factbank_client.hooks"  # `python -m factbank_client.hooks` (olde
 HOOK_SCRIPT_MARKER = "factbank_client/hooks.py"  # `python -I -S .../factbank_client/hooks.py`
 BLOCK_BEGIN = "<!-- factbank:begin (managed by `factbank install`; edits inside are replaced) -->"
 BLOCK_END = "<!-- factbank:end -->"
-_BLOCK_RE = re.compile(r"<!-- factbank:begin\b.*?-->.*?<!-- factbank:end -->\n?", re.S)
+# Ours only between the exact delimiter lines install writes, each a whole line (issue 21: a
+# file whose text merely mentions `<!-- factbank:begin -->` is the user's, never cut out).
+_BLOCK_RE = re.compile(r"^" + re.escape(BLOCK_BEGIN) + r"\n.*?^" + re.escape(BLOCK_END)
+                       + r"[ \t]*(?:\n|\Z)", re.S | re.M)
 
 Path_ = tuple[str, ...]
 

@@ -272,3 +272,18 @@ def test_apply_refuses_a_file_changed_since_the_plan(env):
     with pytest.raises(installer.InstallError, match="changed while"):
         installer.apply(plan)
     assert settings.read_text() == '{"mine": 1}\n'
+
+
+def test_an_instruction_file_mentioning_the_block_markers_keeps_its_text(env):
+    """The instruction block is ours only between the exact delimiter lines install writes:
+    a user's note that mentions the markers is neither replaced nor cut out by uninstall."""
+    _repo, home, _ = env
+    md = _paths(home).claude_dir / "CLAUDE.md"
+    md.parent.mkdir(parents=True)
+    mine = ("# Mine\n\nWe once used <!-- factbank:begin --> as a marker; see\n"
+            "<!-- factbank:begin (old) -->\nmy own notes\n<!-- factbank:end -->\n")
+    md.write_text(mine)
+    installer.apply(installer.plan_install(["claude"], _paths(home)))
+    assert md.read_text().startswith(mine) and "my own notes" in md.read_text()
+    installer.apply(installer.plan_uninstall(["claude"], _paths(home)))
+    assert md.read_text() == mine
