@@ -287,3 +287,19 @@ def test_an_instruction_file_mentioning_the_block_markers_keeps_its_text(env):
     assert md.read_text().startswith(mine) and "my own notes" in md.read_text()
     installer.apply(installer.plan_uninstall(["claude"], _paths(home)))
     assert md.read_text() == mine
+
+
+def test_a_settings_hook_that_mentions_factbank_is_the_users(env):
+    """A handler is factbank's only when its command runs factbank's hook; one that merely
+    mentions `factbank_client/hooks.py` is kept by install and by uninstall, byte for byte."""
+    _repo, home, _ = env
+    settings = _paths(home).claude_settings()
+    settings.parent.mkdir(parents=True)
+    theirs = {"type": "command", "command": "echo factbank_client/hooks.py session-start"}
+    mine = json.dumps({"hooks": {"SessionStart": [{"hooks": [theirs]}]}}, indent=2) + "\n"
+    settings.write_text(mine)
+    installer.apply(installer.plan_install(["claude"], _paths(home)))
+    groups = json.loads(settings.read_text())["hooks"]["SessionStart"]
+    assert theirs in [h for g in groups for h in g["hooks"]] and len(groups) == 2
+    installer.apply(installer.plan_uninstall(["claude"], _paths(home)))
+    assert settings.read_text() == mine
