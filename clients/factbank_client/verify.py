@@ -157,6 +157,8 @@ class Repo:
         return safefs.read(self.root, rel)[1]
 
     def exists(self, commit: str) -> bool:
+        if not commit or commit.startswith("-") or "\0" in commit:  # a bank's text, never an option
+            return False
         return fpr.git(self.root, "cat-file", "-e", f"{commit}^{{commit}}") is not None
 
     def reachable(self, commit: str) -> bool:

@@ -306,3 +306,17 @@ def test_dashboard_reports_never_follow_a_link_out(fresh, tmp_path):
     assert [name for name, _ in got[0]["texts"]] == ["ok.md"] and secret_free(got)
     with pytest.raises(safefs.UnsafePath):
         safefs.read(reports, "2026-12-02/leak.png")
+
+
+@pytest.mark.parametrize("commit", ["--output=OUT", "-p", "--exec=touch OUT", "a\0b"])
+def test_a_banks_commit_is_never_a_git_option(lay, tmp_path, commit):
+    """A fingerprint's commit (a teammate's text) reaches git only as a revision: a commit
+    fact and a deleted file's rename lookup with an option-shaped commit write nothing."""
+    out = tmp_path / "out.txt"
+    commit = commit.replace("OUT", str(out))
+    repo = Repo(lay.repo)
+    v = check({"id": 1, "source": {"kind": "commit", "location": commit}, "quote": "q",
+               "fingerprint": {"commit": commit}}, repo)
+    assert v.verdict == "stale" and "not in this repository" in v.reason
+    v = check(_fact("gone.txt:1", "q", {"path": "gone.txt", "commit": commit}), repo)
+    assert v.verdict == "stale" and not out.exists()
