@@ -303,3 +303,49 @@ def test_a_settings_hook_that_mentions_factbank_is_the_users(env):
     assert theirs in [h for g in groups for h in g["hooks"]] and len(groups) == 2
     installer.apply(installer.plan_uninstall(["claude"], _paths(home)))
     assert settings.read_text() == mine
+
+
+def _verify_lock(repo: Path, home: Path) -> Path:
+    import hashlib
+
+    name = hashlib.sha256(str(repo.resolve()).encode()).hexdigest()[:16]
+    return home / ".cache" / "factbank" / f"verify-{name}.lock"
+
+
+def _take_verify_lock(repo: Path, home: Path):
+    from factbank_client.cli import staleness
+    from factbank_client.cli.main import CommandError
+
+    try:
+        lock = staleness._lock(repo)
+    except CommandError:
+        return
+    if lock is not None:
+        lock.close()
+
+
+APPENDERS = {  # files opened in place (logs, queues, locks), not replaced
+    "hooks_log": (lambda r, h: Path(hookstate.log_path()), lambda r, h: hookstate.log("x")),
+    "timeline_queue": (lambda r, h: h / "q" / "buffer.jsonl",
+                       lambda r, h: hookrecord.append(str(h / "q" / "buffer.jsonl"), [{"a": 1}])),
+    "timeline_lock": (lambda r, h: h / "q" / "buffer.jsonl.lock",
+                      lambda r, h: hookrecord._lock(str(h / "q" / "buffer.jsonl"), False)),
+    "verify_lock": (_verify_lock, _take_verify_lock),
+}
+
+
+@pytest.mark.parametrize("kind", ["link_to_precious", "dangling_link"])
+@pytest.mark.parametrize("name", list(APPENDERS))
+def test_no_log_queue_or_lock_is_opened_through_a_link(env, name, kind):
+    repo, home, precious = env
+    target_of, run = APPENDERS[name]
+    target = target_of(repo, home)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    never = precious.with_name("never-created.txt")
+    target.symlink_to(precious if kind == "link_to_precious" else never)
+    try:
+        run(repo, home)
+    except OSError:
+        pass  # refused (ELOOP): the hooks catch it, the CLI says it in one line
+    assert precious.read_bytes() == PRECIOUS and not never.exists()
+    assert target.is_symlink()
