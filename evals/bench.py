@@ -304,9 +304,26 @@ async def _fill(
         await conn.execute("ANALYZE fact_vectors")
         await conn.execute("ANALYZE postings")
         timings["analyze_s"] = time.perf_counter() - t
+        sizes = await _sizes(conn)
     finally:
         await conn.close()
-    return {k: round(v, 1) for k, v in timings.items()}
+    return {**{k: round(v, 1) for k, v in timings.items()}, "sizes": sizes}
+
+
+# What one Postgres holds (ops/README.md, "Past one Postgres"): bytes on disk after a fill,
+# heap + TOAST + indexes per table, the vector indexes alone, and the whole database.
+_SIZES = """SELECT
+  pg_total_relation_size('facts') AS facts,
+  pg_total_relation_size('fact_vectors') AS fact_vectors,
+  pg_total_relation_size('postings') AS postings,
+  coalesce((SELECT sum(pg_relation_size(indexrelid)) FROM pg_index i
+            JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam
+            WHERE a.amname = 'hnsw'), 0)::bigint AS hnsw_indexes,
+  pg_database_size(current_database()) AS database"""
+
+
+async def _sizes(conn) -> dict[str, int]:
+    return dict(await conn.fetchrow(_SIZES))
 
 
 class QueryTexts:
@@ -466,6 +483,13 @@ def table(result: dict) -> str:
             f"{f['seconds']} s (tokenize {f.get('tokenize_s')}, copy {f.get('copy_s')}, "
             f"hnsw {f.get('hnsw_s')}) |"
         )
+        if f.get("sizes"):
+            z = {k: v / 2**20 for k, v in f["sizes"].items()}
+            lines.append(
+                f"| on disk @ {int(size):,} facts (MiB) | database {z['database']:.0f}: facts "
+                f"{z['facts']:.0f}, fact_vectors {z['fact_vectors']:.0f}, postings "
+                f"{z['postings']:.0f}; HNSW indexes {z['hnsw_indexes']:.0f} |"
+            )
     hk = result.get("hooks")
     if hk is None:
         lines.append("| hook wall time | n/a |")

@@ -20,7 +20,13 @@ require("server", "asyncpg", "litestar", "uvicorn", "numpy")
 
 
 def register(sub) -> None:
-    ev = sub.add_parser("eval", help="retrieval evals against a throwaway stack")
+    ev = sub.add_parser("eval", help="retrieval evals against a throwaway stack",
+                        description="Retrieval evals, each through HTTP against its own "
+                        "services and a throwaway bank (Postgres from DATABASE_URL, else a "
+                        "throwaway embedded one): beir (a BEIR-layout set), "
+                        "agent-memory (our zh/en set against the grep control), staleness "
+                        "(verify over a scripted git history), all (the go/no-go report). "
+                        "docs/evals.md describes each.")
     kinds = ev.add_subparsers(dest="kind", metavar="KIND", required=True)
     p = kinds.add_parser("beir", help="R@5, MRR@10, nDCG@10, latency on a BEIR-layout set")
     p.add_argument("path", type=Path, help="folder with corpus.jsonl, queries.jsonl, qrels.tsv")
@@ -66,7 +72,11 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_all)
 
     b = sub.add_parser(
-        "bench", help="ingest throughput, recall p50/p95 at 1k/10k/100k facts, hook wall time"
+        "bench", help="ingest throughput, recall p50/p95 at 1k/10k/100k facts, hook wall time",
+        description="Benchmarks on a stack of their own (Postgres from DATABASE_URL, else a "
+        "throwaway embedded one): ingest throughput (single adds and a "
+        "batch import), recall p50/p95 latency at each --sizes bank size, and the wall time of "
+        "each hook event."
     )
     bench_arguments(b)
     b.set_defaults(func=cmd_bench)

@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from factbank_client import fingerprint, safefs
+from factbank_client import fingerprint, safefs, written
 from factbank_client.config import ClientConfig
 from factbank_client.project import repo_root
 
@@ -156,7 +156,10 @@ class Client:
                 timeout: httpx.Timeout | None = None) -> httpx.Response:
         """One call to one bank; any non-2xx answer or network failure is a FactbankError."""
         url = self._base(service) + path
-        kwargs: dict[str, Any] = {"headers": {**self._headers(bank), **(headers or {})}}
+        # Read-your-writes over a replica: recall is told the newest version this machine's
+        # writes to the bank produced (`factbank_client.written`).
+        fresh = written.headers(self.config.url, bank) if service is RECALL else {}
+        kwargs: dict[str, Any] = {"headers": {**self._headers(bank), **fresh, **(headers or {})}}
         if json_body is not None:
             kwargs["json"] = json_body
         if content is not None:
@@ -174,7 +177,8 @@ class Client:
         except httpx.HTTPError as exc:
             raise FactbankError(
                 f"cannot reach {service.name} at {self._base(service)}: "
-                f"{exc or type(exc).__name__}. Is `factbank up` running there? If the "
+                f"{str(exc).rstrip('.') or type(exc).__name__}. Is `factbank up` running "
+                "there (`factbank status`)? If the "
                 "address is wrong: factbank login --url INGEST_URL [--recall-url RECALL_URL] "
                 "--token TOKEN", bank=bank) from exc
         if response.is_error:
@@ -191,6 +195,8 @@ class Client:
                     "(read, write or admin): ask the bank's owner for a token that has it",
                     status=403, bank=bank)
             raise error
+        if service is INGEST and method != "GET":
+            written.remember(self.config.url, bank, response.headers.get("x-factbank-version"))
         return response
 
     def _json(self, method: str, service: Service, path: str, bank: str, **kw: Any) -> Any:

@@ -33,6 +33,65 @@ def config_path() -> Path:
     return Path(base) / "factbank" / "config.toml"
 
 
+def normalize_url(raw: str, what: str = "url") -> str:
+    """A service URL as the config keeps it: `http://` when no scheme was typed (issue 21 B3:
+    `--url 127.0.0.1:28701` was saved as is, and the recall URL derived from it became
+    `//127.0.0.1:81/127.0.0.1:28701`), a bare port meaning this machine, scheme and host in
+    lower case, no trailing slash. Raises ValueError naming `what` for anything that cannot
+    be a factbank service: another scheme, no host or a malformed one, a bad port,
+    credentials, a query. The input is echoed redacted (a token pasted into --url)."""
+    import re
+    from urllib.parse import urlsplit, urlunsplit
+
+    def bad(why: str, echo: bool = True) -> ValueError:
+        if not echo:
+            return ValueError(f"{what}: {why}")
+        from factbank_client.dispatch.redact import redact
+
+        return ValueError(f"{what} {redact(raw)!r}: {why}")
+
+    text = (raw or "").strip()
+    if not text:
+        raise ValueError(f"{what} is empty")
+    if any(c.isspace() for c in text):
+        raise bad("contains a space")
+    if text.isdigit():
+        text = f"127.0.0.1:{text}"
+    if "://" not in text:
+        text = "http://" + text.lstrip("/")
+    parts = urlsplit(text)
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https"):
+        raise bad("the scheme must be http:// or https://")
+    if "@" in parts.netloc:
+        raise bad("no user or password in the URL (the token goes in --token)", echo=False)
+    host = parts.hostname or ""
+    if not host:
+        raise bad("names no host")
+    if ":" not in host and not re.fullmatch(r"[a-z0-9]([a-z0-9.-]*[a-z0-9])?", host):
+        raise bad("the host may hold letters, digits, '-' and '.' only")
+    try:
+        port = parts.port
+    except ValueError:
+        port = 0
+    if port == 0:
+        raise bad("the port must be a number from 1 to 65535")
+    if parts.query or parts.fragment or text.endswith(("?", "#")):
+        raise bad("a service URL has no ?query or #fragment")
+    host = f"[{host}]" if ":" in host else host
+    netloc = f"{host}:{port}" if port is not None else host
+    return urlunsplit((scheme, netloc, parts.path.rstrip("/"), "", ""))
+
+
+def _lenient(url: str) -> str:
+    """`normalize_url`, or the text as it is when it cannot be one (`factbank doctor` says
+    why; a hook must not fail on it)."""
+    try:
+        return normalize_url(url)
+    except ValueError:
+        return url
+
+
 def _next_port(url: str) -> str:
     from urllib.parse import urlsplit, urlunsplit
 
@@ -98,9 +157,10 @@ def load(path: Path | None = None) -> ClientConfig:
         tokens[PERSONAL] = os.environ["FACTBANK_TOKEN"]
     if os.environ.get("FACTBANK_TEAM_TOKEN"):
         tokens[TEAM] = os.environ["FACTBANK_TEAM_TOKEN"]
+    recall_url = os.environ.get("FACTBANK_RECALL_URL") or data.get("recall_url") or ""
     return ClientConfig(
-        url=os.environ.get("FACTBANK_URL") or data.get("url") or DEFAULT_URL,
-        recall_url=os.environ.get("FACTBANK_RECALL_URL") or data.get("recall_url") or "",
+        url=_lenient(os.environ.get("FACTBANK_URL") or data.get("url") or DEFAULT_URL),
+        recall_url=_lenient(recall_url) if recall_url else "",
         tokens=tokens,
         team_categories=list(data.get("team_categories") or []),
         path=path,

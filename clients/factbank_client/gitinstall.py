@@ -65,10 +65,16 @@ exit $status
 
 @dataclass
 class Step:
-    """What install or uninstall does (or would do, with --dry-run), for the CLI to print."""
+    """What install or uninstall does (or would do, with --dry-run), for the CLI to print as
+    `ACTION PATH (DETAIL)`: `action` is created, updated, deleted, renamed, restored or
+    unchanged. `old` and `new` are the file's text before and after (None: no file), so
+    --dry-run shows the diff it would write."""
 
     action: str
     path: Path
+    detail: str = ""
+    old: str | None = None
+    new: str | None = None
 
 
 def hooks_dir(cwd: Path) -> Path:
@@ -109,9 +115,21 @@ def ours(path: Path) -> bool:
 def _what(path: Path) -> str:
     """How a foreign hook is described in the step: a file, or a link and where it points."""
     if not path.is_symlink():
-        return "the existing hook"
+        return "your hook"
     to = os.readlink(path)
-    return f"the existing hook (a {'' if path.exists() else 'dangling '}symbolic link to {to})"
+    return f"your hook (a {'' if path.exists() else 'dangling '}symbolic link to {to})"
+
+
+def _text(path: Path) -> str | None:
+    """A hook's text for the step's diff, never read through a link (a link is shown as
+    one line naming its target)."""
+    if path.is_symlink():
+        return f"(a symbolic link to {os.readlink(path)})\n"
+    try:
+        data = safefs.read_own(path)
+    except (safefs.UnsafePath, OSError):
+        return None
+    return None if data is None else data.decode("utf-8", "replace")
 
 
 def install(cwd: Path, python: str, log: str, *, dry_run: bool = False) -> list[Step]:
@@ -119,21 +137,24 @@ def install(cwd: Path, python: str, log: str, *, dry_run: bool = False) -> list[
     hook, chained = d / HOOK, d / CHAINED
     text = script(python, log)
     steps: list[Step] = []
-    current: bytes | None = None
-    if os.path.lexists(hook) and not ours(hook):
+    current: str | None = None
+    chaining = os.path.lexists(hook) and not ours(hook)
+    if chaining:
         if hook.is_dir() and not hook.is_symlink():
             raise GitInstallError(f"{hook} is a directory: move it away first")
         if os.path.lexists(chained):
             raise GitInstallError(f"{chained} exists already and {hook} is not factbank's: "
                                   "move one of them away first")
-        steps.append(Step(f"kept {_what(hook)}, chained (renamed to {CHAINED})", hook))
+        steps.append(Step("renamed", hook, f"to {CHAINED}: {_what(hook)}, kept and run first"))
         if not dry_run:
             os.rename(hook, chained)  # the entry moves; a link's target is never opened
     elif os.path.lexists(hook):
-        current = safefs.read_own(hook)
-    if current == text.encode("utf-8"):
-        return steps or [Step("already installed", hook)]
-    steps.append(Step("updated" if current is not None else "created", hook))
+        current = _text(hook)
+    # In a dry run a hook being chained is still there: what ours replaces is no file.
+    if current == text:
+        return steps or [Step("unchanged", hook, "already installed")]
+    steps.append(Step("updated" if current is not None else "created", hook, old=current,
+                      new=text))
     if not dry_run:
         umask = os.umask(0)
         os.umask(umask)
@@ -150,12 +171,15 @@ def uninstall(cwd: Path, *, dry_run: bool = False) -> list[Step]:
     d = hooks_dir(cwd)
     hook, chained = d / HOOK, d / CHAINED
     if not ours(hook):
-        return [Step("nothing to uninstall (not factbank's)" if os.path.lexists(hook)
-                     else "nothing to uninstall", hook)]
+        return [Step("unchanged", hook, "not factbank's: nothing to uninstall"
+                     if os.path.lexists(hook) else "nothing to uninstall")]
+    data = safefs.read_own(hook) or b""
+    text = data.decode("utf-8", "replace")
     if os.path.lexists(chained):
+        back = _text(chained)
         if not dry_run:
-            os.replace(chained, hook)
-        return [Step(f"restored the chained hook (from {CHAINED})", hook)]
-    if not dry_run and not safefs.delete(hook, safefs.read_own(hook) or b""):
-        return [Step("nothing to uninstall (changed while uninstalling)", hook)]
-    return [Step("deleted", hook)]
+            os.replace(chained, hook)  # a chained link comes back as the link it was
+        return [Step("restored", hook, f"{_what(chained)}, from {CHAINED}", old=text, new=back)]
+    if not dry_run and not safefs.delete(hook, data):
+        return [Step("unchanged", hook, "changed while uninstalling: left alone")]
+    return [Step("deleted", hook, old=text)]

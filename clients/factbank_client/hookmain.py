@@ -139,8 +139,11 @@ def inject(kind: str, session_id: str, project: str | None, prompt: str | None,
     url = cfg.recall_url + "/v1/inject"
     answers: dict[str, str] = {}
 
+    from factbank_client import written
+
     def ask(bank: str) -> None:
-        headers = {"Authorization": f"Bearer {cfg.tokens[bank]}", "X-Factbank-Agent": agent}
+        headers = {"Authorization": f"Bearer {cfg.tokens[bank]}", "X-Factbank-Agent": agent,
+                   **written.headers(cfg.url, bank)}  # read-your-writes over a replica
         try:
             data = minihttp.post_json(url, body, headers, deadline)
             text = data.get("text") if isinstance(data, dict) else None

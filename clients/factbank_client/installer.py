@@ -619,6 +619,20 @@ def _manifest_change(paths: Paths, manifest: dict) -> Change | None:
     return None if old == new else Change(paths.manifest, old, new)
 
 
+# The program each harness runs as, looked up on PATH by `present`.
+HARNESS_BIN = {"claude": "claude", "codex": "codex", "pi": "pi"}
+
+
+def present(harness: str, paths: Paths) -> bool:
+    """Whether `harness` is on this machine: its own directory exists (it ran once, or the
+    user made it) or its program is on PATH. `install all` writes only for these (issue 21
+    B6: it created ~/.pi/agent and ~/.codex for harnesses the user never had)."""
+    import shutil
+
+    home = {"claude": paths.claude_dir, "codex": paths.codex_dir, "pi": paths.pi_dir}[harness]
+    return home.is_dir() or shutil.which(HARNESS_BIN[harness]) is not None
+
+
 def expand(names: list[str] | tuple[str, ...]) -> list[str]:
     chosen: list[str] = []
     for name in names:

@@ -193,7 +193,7 @@ def outcome_lines(outcome: Mapping, *, note: bool = True) -> list[str]:
         lines.append(f"  note: {outcome['note']}")
     if outcome.get("possible_duplicate_of"):
         ids = " ".join(str(i) for i in [*outcome["possible_duplicate_of"], fact["id"]])
-        lines.append(f"  if it does: factbank supersede {ids} --reason WHY --content ... "
+        lines.append(f"  if it does: factbank supersede CONTENT {ids} --reason WHY ... "
                      "(retires them all, keeps one current copy)")
     return lines
 

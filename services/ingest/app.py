@@ -7,7 +7,6 @@ write routes share one guard, declared once on their router (`WRITES`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 import re
@@ -538,24 +537,6 @@ class WriteVersion:
         await self.app(scope, receive, stamped)
 
 
-def _start_vector_worker(rt) -> None:
-    """The embedder worker that drains the vector queue (`factbank.write.vectors`), one per
-    ingest process, when there is an embedder and FACTBANK_VECTOR_BATCH > 0."""
-    if rt.model.embedder is not None and rt.settings.vector_batch > 0:
-        rt.vector_worker = asyncio.create_task(
-            vector_queue.run(rt.pool, rt.model.embedder, rt.settings.vector_batch),
-            name="vector-queue",
-        )
-
-
-async def _stop_vector_worker(rt) -> None:
-    task = rt.vector_worker
-    if task is not None:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-
-
 def create(settings: Settings | None = None, *, dsn: str | None = None) -> Litestar:
     return create_app(
         "factbank ingest",
@@ -563,6 +544,6 @@ def create(settings: Settings | None = None, *, dsn: str | None = None) -> Lites
         settings,
         dsn=dsn,
         middleware=[WriteVersion],
-        on_start=[_start_vector_worker],
-        on_stop=[_stop_vector_worker],
+        on_start=[vector_queue.start],
+        on_stop=[vector_queue.stop],
     )

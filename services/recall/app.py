@@ -386,6 +386,7 @@ async def _start(rt: ServiceState) -> None:
         BankCache(rt.redis),
         primary=rt.pool,
         background=background,
+        replica_wait_s=rt.settings.replica_wait_ms / 1000,
     )
 
 

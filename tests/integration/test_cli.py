@@ -119,16 +119,17 @@ def test_login_checks_the_token_and_writes_the_config(env, capsys):
 def test_login_saves_exactly_the_urls_it_checked(env, capsys):
     # Issue 12: a login to a mistyped port, then `login --token`, then the right `--url`: the
     # last one said "accepts it" while every read still went to the dead port's recall.
+    # (Issue 21 B3: such a login is saved only with --force.)
     dead = f"http://127.0.0.1:{free_port()}"
-    code, out, _ = run(capsys, "login", "--url", dead, "--token", env.personal.rw)
-    assert code == 0 and "could not check it" in out and "accept it" not in out
-    code, out, _ = run(capsys, "login", "--token", env.personal.rw)
-    assert code == 0 and "could not check it" in out
+    code, out, _ = run(capsys, "login", "--url", dead, "--token", env.personal.rw, "--force")
+    assert code == 0 and "check failed" in out and "accept it" not in out
+    code, out, _ = run(capsys, "login", "--token", env.personal.rw, "--force")
+    assert code == 0 and "check failed" in out
     right_recall = client_config._next_port(env.urls.ingest_url)
     # The test services are on random ports: only --url is the user's input here; the recall
     # URL the config ends with must be the one checked, whichever it is.
     code, _, _ = run(capsys, "login", "--url", env.urls.ingest_url, "--token",
-                         env.personal.rw)
+                     env.personal.rw, "--force")
     cfg = env.config()
     assert cfg.url == env.urls.ingest_url
     assert cfg.recall_url == right_recall, "the recall URL of the old, dead login was kept"
@@ -150,6 +151,68 @@ def test_login_checks_the_token_on_both_services(env, capsys):
                        env.urls.recall_url, "--token", "fb_not_a_real_token")
     assert code == 2 and "refused the token" in err
     assert not env.config_path.exists()
+
+
+def _port(url: str) -> int:
+    return int(url.rsplit(":", 1)[1])
+
+
+def test_login_normalises_every_spelling_of_a_url(env, capsys):
+    """Issue 21 B3: `--url 127.0.0.1:28701` was saved as is and its recall URL derived as
+    `//127.0.0.1:81/127.0.0.1:28701`. Each spelling of the running services is saved as the
+    one canonical URL, checked."""
+    ingest, recall = _port(env.urls.ingest_url), _port(env.urls.recall_url)
+    spellings = [
+        (f"127.0.0.1:{ingest}", f"127.0.0.1:{recall}"),
+        (f"127.0.0.1:{ingest}/", f"http://127.0.0.1:{recall}/"),
+        (f"HTTP://127.0.0.1:{ingest}", f"  127.0.0.1:{recall}  "),
+        (f"localhost:{ingest}", f"LOCALHOST:{recall}/"),
+        (str(ingest), str(recall)),
+    ]
+    for url, recall_url in spellings:
+        out = ok(capsys, "login", "--url", url, "--recall-url", recall_url,
+                 "--token", env.personal.rw)
+        host = "localhost" if "localhost" in url else "127.0.0.1"
+        cfg = env.config()
+        assert (cfg.url, cfg.recall_url) == (f"http://{host}:{ingest}",
+                                             f"http://{host}:{recall}"), (url, recall_url)
+        assert "accept it" in out
+
+
+def test_login_never_replaces_a_working_config_with_a_broken_one(env, capsys):
+    """A wrong port, a malformed URL, a refused token, an unchecked save: each exits 2 with
+    one error line, and the working config stays byte for byte; --force saves anyway."""
+    login(capsys, env)
+    working = env.config_path.read_bytes()
+    dead = free_port()
+    cases = [
+        (("--url", f"127.0.0.1:{dead}"), "cannot connect"),
+        (("--url", env.urls.ingest_url, "--recall-url", f"127.0.0.1:{dead}"), "cannot connect"),
+        (("--url", env.urls.ingest_url, "--recall-url", env.urls.ingest_url),
+         "recall at"),
+        (("--url", "ftp://127.0.0.1:8701"), "scheme must be http"),
+        (("--url", "http://127.0.0.1:99999"), "port must be a number"),
+        (("--url", "http://me:secret@127.0.0.1:8701"), "no user or password"),
+        (("--url", "127.0.0.1:8701/?x=1"), "no ?query"),
+        (("--url", ""), "--url is empty"),
+        (("--url", env.personal.rw), "host may hold"),
+        (("--no-check", "--url", f"127.0.0.1:{dead}"), "current config works"),
+    ]
+    for extra, why in cases:
+        code, out, err = run(capsys, "login", "--token", env.personal.rw, *extra)
+        assert code == 2, (extra, out, err)
+        assert why in err, (extra, err)
+        assert err.count("not saved") == 1 and len(err.strip().splitlines()) == 1, err
+        assert ".." not in err and err.count("--force") <= 1, err
+        assert "secret" not in err and env.personal.rw not in err
+        assert env.config_path.read_bytes() == working, extra
+    code, out, _ = run(capsys, "login", "--token", "fb_not_a_real_token_000000000000")
+    assert code == 2 and env.config_path.read_bytes() == working
+    # Asked for: saved, with the problem said once on stderr.
+    code, out, err = run(capsys, "login", "--url", f"127.0.0.1:{dead}", "--token",
+                         env.personal.rw, "--force", "--json")
+    assert code == 0 and json.loads(out)["checked"] is False
+    assert err.count("cannot connect") == 2 and env.config().url == f"http://127.0.0.1:{dead}"
 
 
 def test_commands_without_a_login_say_how_to_log_in(env, capsys):
@@ -323,7 +386,7 @@ def test_supersede_defaults_from_the_old_fact_and_links_history(env, capsys):
              "--source-kind", "user", "--quote", "the API is on 8082", "--tag", "api")
     third = int(out.split()[2])
     assert out.startswith("stored fact") and f"similar to #{new['id']}" in out
-    assert f"factbank supersede {new['id']} {third} --reason" in out
+    assert f"factbank supersede CONTENT {new['id']} {third} --reason" in out
     code, _, err = run(capsys, "supersede", str(old["id"]), "--reason", "again", "--content",
                        "x", "--source-kind", "user", "--quote", "x")
     assert code == 2 and "already superseded" in err
@@ -669,11 +732,11 @@ def test_help_lists_every_group_in_its_order():
 
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     assert list(sub.choices) == [
-        "up", "migrate", "serve", "admin", "login", "add", "search", "get", "history",
-        "questions", "confirm", "dispute", "delete", "supersede", "categories", "export",
-        "import", "inject-preview", "stats", "mcp", "install", "uninstall", "eval", "bench",
-        "timeline", "handoff", "import-history", "verify", "rules", "migrate-native",
-        "dispatch", "dashboard"]
+        "up", "status", "down", "migrate", "serve", "admin", "login", "add", "search", "get",
+        "history", "questions", "confirm", "dispute", "delete", "supersede", "categories",
+        "export", "import", "inject-preview", "stats", "mcp", "install", "uninstall", "eval",
+        "bench", "timeline", "handoff", "import-history", "verify", "rules", "migrate-native",
+        "dispatch", "dashboard", "doctor", "completion"]
     assert build_parser().epilog is None  # nothing is missing in the full install
 
 
@@ -765,3 +828,43 @@ def test_export_into_a_closed_pipe_ends_quietly(env, capsys, tmp_path):
     proc.wait(timeout=60)
     assert "Traceback" not in err and "BrokenPipe" not in err, err
     assert proc.returncode == 141
+
+
+# --- issue 21 B6: doctor and --json on export ---------------------------------------------------
+
+
+def test_doctor_passes_when_everything_is_in_place(env, capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path))  # no harness on this PATH
+    for var in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "FACTBANK_HOME"):
+        monkeypatch.delenv(var, raising=False)
+    login(capsys, env, team=True)
+    (tmp_path / ".claude").mkdir()
+    code, out, _ = run(capsys, "doctor", "--json")
+    report = json.loads(out)
+    status = {c["name"]: c["status"] for c in report["checks"]}
+    assert status["hooks claude"] == "fail" and code == 1, "Claude Code is here, no hooks"
+    ok(capsys, "install", "all")
+    report = ok_json(capsys, "doctor")
+    status = {c["name"]: c["status"] for c in report["checks"]}
+    assert report["ok"] is True, report
+    assert {k: status[k] for k in ("config", "ingest", "recall", "redis", "token personal",
+                                    "token team", "hooks claude")} == dict.fromkeys(
+        ("config", "ingest", "recall", "redis", "token personal", "token team",
+         "hooks claude"), "ok")
+    # A revoked (here: wrong) token is a failure with its fix.
+    env.config_path.write_text(env.config_path.read_text().replace(env.team.rw, "fb_" + "x" * 30))
+    code, out, _ = run(capsys, "doctor", "--json")
+    team = next(c for c in json.loads(out)["checks"] if c["name"] == "token team")
+    assert code == 1 and team["status"] == "fail" and "--bank team" in team["fix"]
+
+
+def test_export_json(env, capsys, tmp_path):
+    login(capsys, env)
+    ok(capsys, *ADD_PNPM)
+    facts = ok_json(capsys, "export")
+    assert [f["content"] for f in facts] == ["The team uses pnpm, never npm"]
+    out = tmp_path / "facts.jsonl"
+    summary = ok_json(capsys, "export", "--out", str(out))
+    assert summary == {"exported": 1, "path": str(out)}
+    assert json.loads(out.read_text())["content"] == facts[0]["content"]

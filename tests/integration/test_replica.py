@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -212,4 +213,71 @@ async def test_recall_reads_a_paused_streaming_replica_and_a_writer_reads_its_wr
             converged = (await recall.post("/v1/search", json=q, headers=auth(alpha.ro))).json()
             assert converged["results"][0]["fact"]["content"] == "Kibana runs on port 5601"
     finally:
+        await replica.close()
+
+
+def _reads(served: str) -> float:
+    from factbank.runtime.observability import REPLICA_READS
+
+    return REPLICA_READS.labels(served=served)._value.get()
+
+
+async def test_a_writer_waits_a_bounded_time_for_the_replica_then_reads_the_primary(
+    clusters, settings
+) -> None:
+    """The writer's read goes to the replica once it has replayed the write (waiting at most
+    FACTBANK_REPLICA_WAIT_MS), and to the primary when the replica stays behind."""
+    primary, standby = clusters
+    conn = await asyncpg.connect(primary.dsn())
+    try:
+        await migrations.migrate(conn)
+        alpha = await make_bank(conn, "alpha")
+    finally:
+        await conn.close()
+    settings = replace(settings, database_url=primary.dsn(), database_url_read=standby.dsn(),
+                       replica_wait_ms=3000)
+    replica = await asyncpg.connect(standby.dsn())
+    try:
+        async with (AsyncTestClient(app=ingest_app.create(settings)) as ingest,
+                    AsyncTestClient(app=recall_app.create(settings)) as recall):
+            async def write(content: str) -> int:
+                r = await ingest.post("/v1/facts", json=fact_body(content),
+                                      headers=auth(alpha.rw))
+                assert r.status_code == 201, r.text
+                return int(r.headers["x-factbank-version"])
+
+            async def search(version: int) -> tuple[str, float]:
+                start = time.monotonic()
+                r = await recall.post(
+                    "/v1/search", json={"query": "zookeeper port", "floor": False},
+                    headers={**auth(alpha.ro), "X-Factbank-Min-Version": str(version)})
+                return r.json()["results"][0]["fact"]["content"], time.monotonic() - start
+
+            await replica.execute("SELECT pg_wal_replay_pause()")
+            await _wait_for(standby.dsn(), "SELECT pg_get_wal_replay_pause_state()", "paused")
+            version = await write("ZooKeeper runs on port 2181")
+            # 1. replay resumes while the reader waits: the replica serves it
+            before = _reads("replica_after_wait")
+            # from another thread and connection: the test client may hold this loop
+            resume = threading.Timer(0.3, _pg, ("psql", "--host", str(standby.sockets),
+                                                "--port", str(PORT), "--username=postgres",
+                                                "--command", "SELECT pg_wal_replay_resume()"))
+            resume.start()
+            content, took = await search(version)
+            resume.join()
+            assert content == "ZooKeeper runs on port 2181"
+            assert _reads("replica_after_wait") == before + 1
+            assert took >= 0.25
+            # 2. the replica stays behind: after the bounded wait, the primary serves it
+            await _wait_for(standby.dsn(), "SELECT count(*) FROM facts", 1)
+            await replica.execute("SELECT pg_wal_replay_pause()")
+            await _wait_for(standby.dsn(), "SELECT pg_get_wal_replay_pause_state()", "paused")
+            version = await write("ZooKeeper moved to port 2182")
+            before = _reads("primary")
+            content, took = await search(version)
+            assert _reads("primary") == before + 1
+            assert took >= 3.0
+            assert "2182" in content or "2181" in content
+    finally:
+        await replica.execute("SELECT pg_wal_replay_resume()")
         await replica.close()

@@ -2,57 +2,20 @@
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 
 from factbank.runtime.runner import free_port
+from tests.integration.uphelp import plain_env, postgres_running, start, wait_ready
 
 pytestmark = pytest.mark.slow
-
-
-VENV_BIN = str(Path(sys.executable).parent)
-
-
-def _plain_env(**extra: str) -> dict[str, str]:
-    """The environment of a newcomer after the Quick start: the venv is not on PATH."""
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
-    path = [d for d in env.get("PATH", "").split(os.pathsep)
-            if d and Path(d).resolve() != Path(VENV_BIN).resolve()]
-    env["PATH"] = os.pathsep.join(path or ["/usr/bin", "/bin"])
-    env.update(extra)
-    return env
-
-
-def _start(home, ingest: int, recall: int) -> subprocess.Popen:
-    env = _plain_env(FACTBANK_HOME=str(home), FACTBANK_INGEST_PORT=str(ingest),
-                     FACTBANK_RECALL_PORT=str(recall))
-    return subprocess.Popen(
-        [sys.executable, "-m", "factbank_client.cli.main", "up"], env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
-
-
-def _wait_ready(port: int, proc: subprocess.Popen) -> None:
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"factbank up exited: {proc.stdout.read()}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    raise AssertionError("services did not become ready")
 
 
 def _stop(proc: subprocess.Popen) -> str:
@@ -62,19 +25,14 @@ def _stop(proc: subprocess.Popen) -> str:
     return out
 
 
-def _postgres_running(home) -> bool:
-    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    return any(str(home) in line and "postgres" in line for line in out.splitlines())
-
-
 def test_up_first_run_restart_and_ctrl_c():
     # Not tmp_path: pytest prunes old base dirs, which other pytest runs may do meanwhile.
     home = Path(tempfile.mkdtemp(prefix="factbank-up-")) / "home"
     ingest, recall = free_port(), free_port()
-    proc = _start(home, ingest, recall)
+    proc = start(home, ingest, recall)
     try:
-        _wait_ready(ingest, proc)
-        _wait_ready(recall, proc)
+        wait_ready(ingest, proc)
+        wait_ready(recall, proc)
     except BaseException:
         proc.kill()
         raise
@@ -84,11 +42,11 @@ def test_up_first_run_restart_and_ctrl_c():
     tokens = re.findall(r"fb_[A-Za-z0-9_-]{20,}", out)
     assert tokens, out
     assert "factbank login" in out and "factbank install" in out
-    assert not _postgres_running(home), "Ctrl-C must stop the embedded Postgres"
+    assert not postgres_running(home), "Ctrl-C must stop the embedded Postgres"
 
-    proc = _start(home, ingest, recall)
+    proc = start(home, ingest, recall)
     try:
-        _wait_ready(recall, proc)
+        wait_ready(recall, proc)
         r = httpx.get(f"http://127.0.0.1:{recall}/v1/facts",
                       headers={"Authorization": f"Bearer {tokens[0]}"})
         assert r.status_code == 200
@@ -96,7 +54,7 @@ def test_up_first_run_restart_and_ctrl_c():
     finally:
         out = _stop(proc)
     assert not re.findall(r"fb_[A-Za-z0-9_-]{20,}", out), "the token is printed only once"
-    assert not _postgres_running(home)
+    assert not postgres_running(home)
 
 
 def _stop_after(proc, ingest_port, fact) -> str:
@@ -134,7 +92,7 @@ def test_up_banner_after_ready_printed_command_runs_and_a_second_up_refuses(tmp_
     PATH lacks the venv (the Quick start never adds it); a second `up` says one is running."""
     home = Path(tempfile.mkdtemp(prefix="factbank-up-")) / "home"
     ingest, recall = free_port(), free_port()
-    proc = _start(home, ingest, recall)
+    proc = start(home, ingest, recall)
     try:
         out = _read_banner(proc)
         # Printed only once both answer (the old banner came before the servers started).
@@ -148,7 +106,7 @@ def test_up_banner_after_ready_printed_command_runs_and_a_second_up_refuses(tmp_
                      if ln.strip().split(" ")[1:2] == ["login"] or " login --url " in ln)
         assert login.split()[0] != "factbank", "factbank is not on this PATH: print a path"
         # Run the printed command exactly as a user pastes it, in a shell without the venv.
-        shell_env = _plain_env(FACTBANK_CONFIG=str(tmp_path / "cfg" / "config.toml"))
+        shell_env = plain_env(FACTBANK_CONFIG=str(tmp_path / "cfg" / "config.toml"))
         done = subprocess.run(["bash", "-c", login], env=shell_env, capture_output=True,
                               text=True, timeout=120)
         assert done.returncode == 0, (login, done.stdout, done.stderr)
@@ -163,7 +121,7 @@ def test_up_banner_after_ready_printed_command_runs_and_a_second_up_refuses(tmp_
 
         second = subprocess.run(
             [sys.executable, "-m", "factbank_client.cli.main", "up"],
-            env=_plain_env(FACTBANK_HOME=str(home), FACTBANK_INGEST_PORT=str(ingest),
+            env=plain_env(FACTBANK_HOME=str(home), FACTBANK_INGEST_PORT=str(ingest),
                            FACTBANK_RECALL_PORT=str(recall)),
             capture_output=True, text=True, timeout=60)
         assert second.returncode == 2, (second.stdout, second.stderr)
@@ -175,4 +133,4 @@ def test_up_banner_after_ready_printed_command_runs_and_a_second_up_refuses(tmp_
         proc.communicate(timeout=30)
         raise
     _stop(proc)
-    assert not _postgres_running(home)
+    assert not postgres_running(home)

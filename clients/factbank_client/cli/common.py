@@ -22,6 +22,16 @@ T = TypeVar("T")
 PROJECT_HELP = "project key (default: this repository's)"
 
 
+def add_handoff_to_option(p) -> None:
+    """`--to AGENT` of `handoff` and `dispatch handoff`: the same names in both. claude-code is
+    Claude Code's MCP name, which the server files under claude."""
+    from factbank_client.dispatch import AGENTS
+
+    p.add_argument("--to", dest="to_agent", choices=(*AGENTS, "claude-code"),
+                   help="only a session of this agent receives it: claude (or claude-code), "
+                        "codex or pi")
+
+
 @contextmanager
 def command(sub, name: str, func: Callable, *, fact: bool = False, json: bool = True,
             **parser: Any) -> Iterator[Any]:

@@ -62,8 +62,7 @@ def register(sub) -> None:
                            "project: what the run did (task, outcome, files edited, commands, "
                            "its last message). It appears once, in that session's start block.")
     h.add_argument("id", help="the run's id")
-    h.add_argument("--to", dest="to_agent", choices=AGENTS,
-                   help="only a session of this agent receives it")
+    common.add_handoff_to_option(h)
     h.add_argument("--json", action="store_true", help="print JSON for scripts")
     h.set_defaults(func=cmd_handoff)
     p.set_defaults(func=lambda _args: (p.print_help(), 2)[1])  # `factbank dispatch` alone

@@ -53,9 +53,16 @@ def register(sub) -> None:
                        help="hybrid: BM25 + embeddings fused (default); lexical: BM25 words "
                             "only; dense: embeddings only")
 
-    for name, func, text in (("get", cmd_get, "show one fact"),
-                             ("history", cmd_history, "a fact with its events and successors")):
-        with command(sub, name, func, fact=True, help=text):
+    for name, func, text, about in (
+        ("get", cmd_get, "show one fact",
+         "Show one fact: its claim, status, trust, source and quote, tags and questions; for a "
+         "fact that was superseded, also the fact that is current now. Reading changes "
+         "nothing."),
+        ("history", cmd_history, "a fact with its events and successors",
+         "Show one fact, every event of its life (added, reinforced, confirmed, disputed, "
+         "superseded, ...) with who and why, and the facts it replaced or that replaced it."),
+    ):
+        with command(sub, name, func, fact=True, help=text, description=about):
             pass  # the fact's id and --bank are all they take
 
     with command(
@@ -70,13 +77,20 @@ def register(sub) -> None:
         p.add_argument("--remove", action="append", default=[], metavar="QUESTION",
                        help="drop this question (repeatable)")
 
-    for name, func, text in (
-        ("confirm", cmd_confirm, "the fact held when you checked it: trust rises"),
+    for name, func, text, about in (
+        ("confirm", cmd_confirm, "the fact held when you checked it: trust rises",
+         "Record that the fact still held when you checked it: its trust rises. With "
+         "--quote (a fresh verbatim quote of its source) a stale fact becomes active again."),
         ("dispute", cmd_dispute, "the fact looks wrong: trust falls (supersede if you know "
-                                 "the right claim)"),
-        ("delete", cmd_delete, "soft delete: no longer recalled, history kept"),
+                                 "the right claim)",
+         "Record that the fact looks wrong, with --reason: its trust falls and it ranks lower. "
+         "If you know the right claim, `factbank supersede CONTENT ID` stores it and retires "
+         "this one instead."),
+        ("delete", cmd_delete, "soft delete: no longer recalled, history kept",
+         "Soft-delete a fact, with --reason: it is no longer recalled or injected; it and its "
+         "history stay readable with `factbank history ID`."),
     ):
-        with command(sub, name, func, fact=True, help=text) as p:
+        with command(sub, name, func, fact=True, help=text, description=about) as p:
             # The server refuses a dispute or a delete without a reason: say so in --help.
             p.add_argument("--reason", default="", required=name in ("dispute", "delete"),
                            help="why (recorded in the fact's history)"
@@ -91,19 +105,31 @@ def register(sub) -> None:
 
     with command(
         sub, "supersede", cmd_supersede,
+        usage="factbank supersede [-h] CONTENT ID [ID ...] --reason REASON --quote QUOTE "
+              "[options]",
         help="replace facts that no longer hold with a new one",
-        description="Store a new fact and retire the given ones, linked to it with the reason. "
-        "Category, tags, questions and project default to those of the first replaced fact.") \
-            as p:
-        p.add_argument("ids", type=int, nargs="+", metavar="ID",
+        description="Store a new fact (CONTENT, as in `factbank add`) and retire the facts ID "
+        "..., linked to it with the reason: factbank supersede \"The API listens on port "
+        "8081\" 12 --reason \"moved in the compose change\" --quote \"port: 8081\". Give "
+        "CONTENT and the ids together, before or after the options. Category, tags, "
+        "questions and project default to those of the first replaced fact.") as p:
+        # CONTENT first, as in `add`. `supersede ID ... --content CONTENT` (the spelling
+        # before issue 21) still works: cmd_supersede then reads CONTENT as the first id.
+        p.add_argument("content", nargs="?", metavar="CONTENT",
+                       help="the new claim, one atomic fact (as `factbank add CONTENT`)")
+        p.add_argument("ids", nargs="*", metavar="ID",
                        help="the ids of the facts the new one replaces")
+        p.add_argument("--content", dest="content_option", help=argparse.SUPPRESS)
         p.add_argument("--reason", required=True, help="why the old facts no longer hold")
-        p.add_argument("--content", required=True, help="the new claim")
         _fact_options(p, category_required=False)
         p.add_argument("--bank")
 
     with command(sub, "categories", cmd_categories,
-                 help="list categories (or `categories add NAME`)") as p:
+                 help="list categories (or `categories add NAME`)",
+                 description="List each bank's categories (a fact's --category must be one "
+                 "of them) with what belongs in each, whether its facts are injected at "
+                 "session start and whether they lose trust with age. `factbank categories "
+                 "add NAME` adds one.") as p:
         p.add_argument("--bank")
     csub = p.add_subparsers(dest="categories_command", metavar="{add}")
     with command(csub, "add", cmd_categories_add,
@@ -117,8 +143,12 @@ def register(sub) -> None:
                        help="facts in it do not lose trust with age (like preferences)")
         a.add_argument("--bank")
 
-    with command(sub, "export", cmd_export, json=False,
-                 help="a bank's facts as JSONL (Fact objects)") as p:
+    with command(sub, "export", cmd_export,
+                 help="a bank's facts as JSONL (Fact objects)",
+                 description="Write the facts of one bank (all but deleted ones) as JSONL: "
+                 "one Fact object a line, with its status, trust and supersede links, to stdout "
+                 "or --out (created readable by you only). `factbank import` reads it back.") \
+            as p:
         p.add_argument("--bank", help="bank label (default: personal)")
         p.add_argument("--out", help="write to this file instead of stdout")
 
@@ -150,12 +180,19 @@ def register(sub) -> None:
                             "request (slower; checks near-duplicates by meaning)")
 
     with command(sub, "inject-preview", cmd_inject_preview,
-                 help="exactly what would be injected at session start (or for --prompt)") as p:
+                 help="exactly what would be injected at session start (or for --prompt)",
+                 description="Print exactly the block an agent's hook would inject at session "
+                 "start in this project (or, with --prompt, for that prompt), and its size in "
+                 "facts and tokens. It uses a fresh session id unless --session-id, so nothing "
+                 "counts as already seen.") as p:
         p.add_argument("--prompt", help="preview the injection for this prompt")
         common.add_project_option(p)
         p.add_argument("--session-id", help="default: a fresh one, so nothing counts as seen")
 
-    with command(sub, "stats", cmd_stats, help="counts per bank"):
+    with command(sub, "stats", cmd_stats, help="counts per bank",
+                 description="For each configured bank: its name, kind and version, its "
+                 "facts by status, the size of its keyword index, and the facts still waiting "
+                 "for their vectors after an import (vectors_pending)."):
         pass
 
 
@@ -164,8 +201,8 @@ def _fact_options(p, *, category_required: bool) -> None:
                    help="e.g. preferences, environment, project, decisions, gotchas, people, "
                         "reference (see `factbank categories`)")
     p.add_argument("--source-kind", choices=SOURCE_KINDS,
-                   help="default: url for http(s), file for an existing path, user without "
-                        "--source")
+                   help="file, url, commit, command, user, doc or fact (default: url for "
+                        "http(s), file for an existing path, user without --source)")
     p.add_argument("--source", default="", metavar="LOCATION",
                    help="path[:line], URL, commit SHA, command, or doc reference")
     p.add_argument("--quote", required=category_required,
@@ -347,10 +384,32 @@ def cmd_delete(args) -> int:
     return _judge(args, "delete", "deleted")
 
 
+def _supersede_args(args) -> tuple[str, list[int]]:
+    """CONTENT and the ids from `supersede CONTENT ID ...` or the older `supersede ID ...
+    --content CONTENT` (then the first positional is an id)."""
+    words = [w for w in (args.content, *args.ids) if w is not None]
+    if args.content_option is not None:
+        content = args.content_option
+    else:
+        content, words = (words[0], words[1:]) if words else ("", [])
+    if not content.strip():
+        raise CommandError("give the new claim: factbank supersede CONTENT ID [ID ...] "
+                           "--reason REASON --quote QUOTE")
+    if not words:
+        raise CommandError("give the ids of the facts it replaces: factbank supersede CONTENT "
+                           "ID [ID ...]")
+    bad = [w for w in words if not w.isdigit()]
+    if bad:
+        raise CommandError(f"ID: {bad[0]!r} is not a fact id (CONTENT comes once, before the "
+                           "ids; quote it if it has spaces)")
+    return content, [int(w) for w in words]
+
+
 def cmd_supersede(args) -> int:
+    content, args.ids = _supersede_args(args)
     with common.client() as client:
         old = call(client.get, args.ids[0], bank=args.bank)
-        fact = _build_fact(args, args.content, defaults=old)
+        fact = _build_fact(args, content, defaults=old)
         outcome = call(client.supersede, fact, args.ids, args.reason,
                        bank=args.bank or old["bank_label"])
     return show(args, outcome, lambda: [
@@ -377,20 +436,29 @@ def cmd_categories_add(args) -> int:
 
 
 def cmd_export(args) -> int:
+    """JSONL, one fact a line. With --json: to stdout one JSON array of the same facts; with
+    --out too, the facts go to the file and stdout gets {"exported": n, "path": ...}."""
     n = 0
+    facts: list = []
+    as_json = getattr(args, "json", False)
     with common.client() as client:
         # Created 0600 from the start: an export holds every fact of the bank.
         out = client_config.open_private(args.out) if args.out else sys.stdout
         try:
             for line in client.export(bank=args.bank):
-                out.write(line + "\n")
+                if as_json and not args.out:
+                    facts.append(json.loads(line))
+                else:
+                    out.write(line + "\n")
                 n += 1
         except FactbankError as exc:
             raise CommandError(str(exc)) from None
         finally:
             if args.out:
                 out.close()
-    if args.out:
+    if as_json:
+        print_json({"exported": n, "path": args.out} if args.out else facts)
+    elif args.out:
         print(f"exported {n} facts to {args.out}", file=sys.stderr)
     return 0
 

@@ -35,7 +35,8 @@ def register(sub) -> None:
         "directory. Conversation text is never read into it. The server redacts every "
         "string; each event is stored once, so running it again adds nothing. A session "
         "written to in the last 5 minutes may still be running: its end is not recorded.") as p:
-        p.add_argument("harness", choices=HARNESSES, help="whose transcripts to read")
+        p.add_argument("harness", choices=HARNESSES,
+                       help="whose transcripts to read: claude, codex or pi")
         p.add_argument("--since", help=f"only sessions and events since this date or time "
                                        f"(ISO, e.g. 2026-11-01) or duration (7d, 12h); default "
                                        f"{DEFAULT_DAYS}d, what the timeline keeps")

@@ -7,8 +7,11 @@ from __future__ import annotations
 import sys
 
 from factbank_client.cli.main import CommandError
+from factbank_client.cli.output import add_json_flag, dry_run_line, file_line, print_json
 
 CHOICES = ("claude", "codex", "pi", "all", "git")
+HARNESS_HELP = ("claude, codex, pi, all (those three), or git (this repository's post-commit "
+                "hook)")
 CODEX_TRUST_HELP = (
     "Codex runs hooks only after you trust them: start `codex`, type /hooks and trust the "
     "three factbank hooks, or run `factbank install codex --trust`. Re-installing from the "
@@ -17,38 +20,76 @@ CODEX_TRUST_HELP = (
 
 
 def register(sub) -> None:
-    p = sub.add_parser("install", help="wire factbank into Claude Code, Codex and/or Pi",
+    p = sub.add_parser("install", help="wire factbank into Claude Code, Codex and/or Pi, or "
+                       "this repository's git hook",
                        description="Registers factbank's hooks, MCP server and instruction "
                        "block (Claude Code, Codex) or its extension and instruction block "
-                       "(Pi) in your home directory. Re-running replaces them in place.")
-    p.add_argument("harness", nargs="+", choices=CHOICES,
-                   help="claude, codex, pi, or all")
+                       "(Pi) in your home directory. Re-running replaces them in place. `git` "
+                       "adds a post-commit hook to this repository that re-checks its facts "
+                       "after each commit (`factbank verify`); it is not part of `all`. "
+                       "--dry-run shows the diff and writes nothing.")
+    p.add_argument("harness", nargs="+", choices=CHOICES, help=HARNESS_HELP)
     p.add_argument("--dry-run", action="store_true", help="show the diff, write nothing")
     p.add_argument("--trust", action="store_true",
                    help="Codex: mark factbank's hooks trusted (asks `codex app-server`)")
     p.add_argument("--codex-bin", default=None, help="the codex binary for --trust")
+    add_json_flag(p)
     p.set_defaults(func=cmd_install)
-    p = sub.add_parser("uninstall", help="remove exactly what `factbank install` added")
-    p.add_argument("harness", nargs="+", choices=CHOICES,
-                   help="claude, codex, pi, or all")
+    p = sub.add_parser("uninstall", help="remove exactly what `factbank install` added",
+                       description="Removes exactly what `factbank install` added, and gives "
+                       "back every file it changed byte for byte (a git hook it chained is put "
+                       "back). --dry-run shows the diff and writes nothing.")
+    p.add_argument("harness", nargs="+", choices=CHOICES, help=HARNESS_HELP)
     p.add_argument("--dry-run", action="store_true", help="show the diff, write nothing")
+    add_json_flag(p)
     p.set_defaults(func=cmd_uninstall)
 
 
-def _show(plan, dry_run: bool, verb: str) -> None:
+def _action(c) -> str:
+    return "created" if c.old is None else "deleted" if c.new is None else "updated"
+
+
+def _show(plan, args, verb: str) -> None:
+    if getattr(args, "json", False):
+        return
     if plan.empty:
         print(f"factbank: nothing to {verb}; already up to date")
         return
-    if dry_run:
+    if args.dry_run:
         sys.stdout.write(plan.diff())
-        print(f"(dry run: {len(plan.changes)} file(s) would change; nothing written)")
+        print(dry_run_line(len(plan.changes)))
         return
     for c in plan.changes:
-        what = "created" if c.old is None else "deleted" if c.new is None else "updated"
-        print(f"{what} {c.path}")
+        print(file_line(_action(c), c.path))
+
+
+def _json(plan, args, **extra) -> None:
+    if getattr(args, "json", False):
+        print_json({"dry_run": args.dry_run,
+                    "changes": [{"path": str(c.path), "action": _action(c)}
+                                for c in plan.changes],
+                    "notes": list(plan.notes), **extra})
+
+
+def _present(names: list[str], paths) -> tuple[list[str], list[str]]:
+    """`all` means the harnesses on this machine; a harness named explicitly is installed
+    even when absent. Returns (to install, skipped)."""
+    from factbank_client import installer
+
+    chosen, skipped = [], []
+    for name in names:
+        for h in (installer.HARNESSES if name == "all" else (name,)):
+            if name == "all" and not installer.present(h, paths):
+                skipped.append(h)
+            elif h not in chosen:
+                chosen.append(h)
+    return chosen, [h for h in skipped if h not in chosen]
 
 
 def _git(args, verb: str) -> None:
+    """`install git` / `uninstall git`: each step as `file_line`; with --dry-run the diff it
+    would write (the same unified diff as the harnesses'), then what has no text diff (a
+    rename), then the same last line."""
     from pathlib import Path
 
     from factbank_client import gitinstall, hookverify, installer
@@ -61,8 +102,20 @@ def _git(args, verb: str) -> None:
             steps = gitinstall.uninstall(Path.cwd(), dry_run=args.dry_run)
     except gitinstall.GitInstallError as exc:
         raise CommandError(str(exc)) from None
+    if getattr(args, "json", False):
+        print_json({"dry_run": args.dry_run, "git": [{"action": step.action,
+                                                      "path": str(step.path)}
+                                                     for step in steps]})
+        return
+    if not args.dry_run:
+        for step in steps:
+            print(file_line(step.action, step.path, step.detail))
+        return
+    changes = [s for s in steps if s.action != "unchanged"]
     for step in steps:
-        print(f"{'(dry run) would have ' if args.dry_run else ''}{step.action}: {step.path}")
+        diff = installer.Change(step.path, step.old, step.new).diff()
+        sys.stdout.write(diff or f"(dry run) {file_line(step.action, step.path, step.detail)}\n")
+    print(dry_run_line(len(changes)))
 
 
 def cmd_install(args) -> int:
@@ -74,30 +127,40 @@ def cmd_install(args) -> int:
         if not args.harness:
             return 0
     paths = installer.Paths.from_env()
-    harnesses = installer.expand(args.harness)
+    harnesses, skipped = _present(args.harness, paths)
+    say = (lambda text: None) if args.json else print
+    for h in skipped:
+        say(f"skipped {h}: not on this machine (no {getattr(paths, f'{h}_dir')}, no "
+            f"`{installer.HARNESS_BIN[h]}` on PATH); `factbank install {h}` installs it anyway")
+    if not harnesses:
+        raise CommandError("no harness found on this machine (Claude Code, Codex, Pi); name "
+                           "one to install it anyway, e.g. `factbank install claude`")
     try:
         plan = installer.plan_install(harnesses, paths)
     except installer.InstallError as exc:
         raise CommandError(str(exc)) from None
-    _show(plan, args.dry_run, "install")
+    _show(plan, args, "install")
     for note in plan.notes:
-        print(f"note: {note}")
+        say(f"note: {note}")
     if args.dry_run:
+        _json(plan, args, harnesses=harnesses, skipped=skipped)
         return 0
     installer.apply(plan)
+    trusted: list[str] = []
     if "codex" in harnesses:
         if args.trust:
             from factbank_client import codex_trust
 
             try:
-                keys = codex_trust.trust(paths, args.codex_bin)
+                trusted = codex_trust.trust(paths, args.codex_bin)
             except installer.InstallError as exc:
                 raise CommandError(str(exc)) from None
-            print(f"trusted {len(keys)} factbank hook(s) in {paths.codex_config()}")
+            say(f"trusted {len(trusted)} factbank hook(s) in {paths.codex_config()}")
         else:
-            print(f"note: {CODEX_TRUST_HELP}")
+            say(f"note: {CODEX_TRUST_HELP}")
     if "pi" in harnesses:
-        print("note: Pi loads the extension at its next start (or /reload).")
+        say("note: Pi loads the extension at its next start (or /reload).")
+    _json(plan, args, harnesses=harnesses, skipped=skipped, trusted=trusted)
     return 0
 
 
@@ -114,7 +177,8 @@ def cmd_uninstall(args) -> int:
         plan = installer.plan_uninstall(installer.expand(args.harness), paths)
     except installer.InstallError as exc:
         raise CommandError(str(exc)) from None
-    _show(plan, args.dry_run, "uninstall")
+    _show(plan, args, "uninstall")
     if not args.dry_run:
         installer.apply(plan)
+    _json(plan, args)
     return 0

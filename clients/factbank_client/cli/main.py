@@ -86,14 +86,24 @@ ADMIN_HELP = {"bank": "the bank's name on the server (`factbank admin bank list`
 
 
 def _fill_help(parser: argparse.ArgumentParser) -> None:
+    """Shared option help where a command gave none, positionals shown in capitals (one
+    spelling: `add CONTENT`, `get ID`), and a subcommand without a description gets its
+    one-line help as one: `factbank X --help` never opens with nothing (issue 21)."""
     shared = {**SHARED_HELP, **ADMIN_HELP} if parser.prog.startswith("factbank admin") \
         else SHARED_HELP
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
-            for sub in action.choices.values():
+            helps = {choice.dest: choice.help for choice in action._choices_actions}
+            for name, sub in action.choices.items():
+                text = helps.get(name) or ""
+                if not sub.description and text:
+                    sub.description = text[0].upper() + text[1:].rstrip(".") + "."
                 _fill_help(sub)
-        elif action.help is None and action.dest in shared:
-            action.help = shared[action.dest]
+        else:
+            if action.help is None and action.dest in shared:
+                action.help = shared[action.dest]
+            if not action.option_strings and action.metavar is None and not action.choices:
+                action.metavar = action.dest.upper()  # `factbank get ID`, as the docs write it
 
 
 def command_groups() -> tuple[list, dict[str, str]]:
@@ -127,6 +137,15 @@ def _missing_hint(missing: dict[str, str]) -> str:
     return f"the {listed} commands need {extras}"
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("factbank")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     registers, missing = command_groups()
     hint = _missing_hint(missing)
@@ -137,6 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=f"Not installed here: {hint}." if hint else None,
     )
     parser.missing_hint = hint
+    parser.add_argument("--version", action="version", version=f"factbank {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for register in registers:
         register(sub)

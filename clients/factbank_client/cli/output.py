@@ -44,3 +44,16 @@ def print_table(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> No
 
 def add_json_flag(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON for scripts")
+
+
+def file_line(action: str, path: Any, detail: str = "") -> str:
+    """The one wording for a file a command wrote, or would write: `created PATH`,
+    `deleted PATH`, `renamed PATH (to X: ...)`. Verb first, no colon, as `created team bank`
+    and `deleted fact 1` read (issue 21: `install` said `created PATH`, `install git`
+    `created: PATH`)."""
+    return f"{action} {path}" + (f" ({detail})" if detail else "")
+
+
+def dry_run_line(changes: int) -> str:
+    """The last line of every --dry-run that shows a diff."""
+    return f"(dry run: {changes} file(s) would change; nothing written)"

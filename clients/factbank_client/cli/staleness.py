@@ -41,7 +41,12 @@ def register(sub) -> None:
                             "of this repository is running (what the hooks run)")
 
     rules = sub.add_parser("rules", help="the rule-promotion gate: candidates, and proposals "
-                           "a person merges (never applied)")
+                           "a person merges (never applied)",
+                           description="The rule-promotion gate: `candidates` lists claims "
+                           "confirmed in at least two unrelated projects and not disputed since; "
+                           "`propose ID --to FILE` writes one of them as a patch (or a branch "
+                           "with one commit) for a person to merge. Nothing is ever applied to "
+                           "your rule files.")
     rsub = rules.add_subparsers(dest="rules_command", metavar="{candidates,propose}")
     with command(rsub, "candidates", cmd_rule_candidates,
                  help="claims confirmed in at least two unrelated projects, with evidence"):
@@ -70,7 +75,8 @@ def register(sub) -> None:
         "lines are rules: left alone and listed. Nothing is saved until accepted "
         "(--accept-all, or one by one at a terminal). Running it again proposes nothing new.") \
             as p:
-        p.add_argument("harness", choices=HARNESS_CHOICES, help="claude, codex or pi")
+        p.add_argument("harness", choices=HARNESS_CHOICES,
+                       help="whose memories: claude, codex or pi")
         p.add_argument("--dry-run", action="store_true",
                        help="show the candidates; no backup, nothing saved")
         p.add_argument("--accept-all", action="store_true",

@@ -39,8 +39,7 @@ def register(sub) -> None:
         "that session's start block, and is then marked delivered. It may point at files and "
         "facts by id. A handoff is not a fact.") as p:
         p.add_argument("text", help="what the next session should know or do")
-        p.add_argument("--to", dest="to_agent", metavar="AGENT",
-                       help="only a session of this agent receives it")
+        common.add_handoff_to_option(p)
         p.add_argument("--to-member", metavar="MEMBER",
                        help="only a session of this bank member receives it")
         p.add_argument("--file", dest="files", action="append", default=[], metavar="PATH",

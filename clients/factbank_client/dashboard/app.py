@@ -743,6 +743,10 @@ def create(config: ClientConfig, keys: security.Secrets, port: int, *,
         exception_handlers={HTTPException: _not_found},
         on_shutdown=[lambda: dash.http.close()],
         openapi_config=None,
+        # Litestar's default logging config puts the root logger at INFO with a handler, so
+        # every call the dashboard made printed an httpx "HTTP Request" line in its terminal
+        # (issue 21 B5). Without it, only warnings and errors reach the terminal.
+        logging_config=None,
     )
     env = templates.engine_instance.engine
     env.globals.update(_globals())

@@ -19,9 +19,16 @@ from typing import Any
 from factbank_client.cli.main import CommandError
 from factbank_client.cli.output import add_json_flag, print_json, print_table
 
+TOKEN_ID_HELP = "the token's id (`factbank admin token list`), not the token itself"
+
 
 def register(sub) -> None:
-    admin = sub.add_parser("admin", help="banks, members, tokens, audit (operators)")
+    admin = sub.add_parser("admin", help="banks, members, tokens, audit (operators)",
+                           description="Operator commands, run on the server machine against "
+                           "its database (DATABASE_URL, else the embedded one in "
+                           "FACTBANK_HOME): create banks and set their redaction policy, add "
+                           "team members, issue, list, rotate and revoke tokens, verify and "
+                           "export the audit chain.")
     groups = admin.add_subparsers(dest="group", metavar="GROUP", required=True)
 
     bank = groups.add_parser("bank", help="create and list banks").add_subparsers(
@@ -32,6 +39,7 @@ def register(sub) -> None:
                    help="personal (one owner) or team (members) (default: personal)")
     p.add_argument("--policy", choices=["redact", "reject"], default=None,
                    help="what ingest does with a secret: redact it or reject the fact")
+    add_json_flag(p)
     p.set_defaults(func=_run(bank_create))
     p = bank.add_parser("list", help="list banks")
     add_json_flag(p)
@@ -40,6 +48,7 @@ def register(sub) -> None:
     p.add_argument("name", help="the bank's name")
     p.add_argument("policy", choices=["redact", "reject"],
                    help="redact: store the fact with the secret replaced; reject: refuse it")
+    add_json_flag(p)
     p.set_defaults(func=_run(bank_policy))
 
     member = groups.add_parser("member", help="team members").add_subparsers(
@@ -47,6 +56,7 @@ def register(sub) -> None:
     p = member.add_parser("add", help="add a member to a bank")
     p.add_argument("bank", help="the team bank's name")
     p.add_argument("name", help="the member's name (e.g. their login)")
+    add_json_flag(p)
     p.set_defaults(func=_run(member_add))
 
     token = groups.add_parser("token", help="issue, list, rotate, revoke").add_subparsers(
@@ -63,10 +73,11 @@ def register(sub) -> None:
     add_json_flag(p)
     p.set_defaults(func=_run(token_list))
     p = token.add_parser("revoke", help="revoke a token; it stops working at once")
-    p.add_argument("id", type=int)
+    p.add_argument("id", type=int, help=TOKEN_ID_HELP)
+    add_json_flag(p)
     p.set_defaults(func=_run(token_revoke))
     p = token.add_parser("rotate", help="revoke a token and issue its replacement")
-    p.add_argument("id", type=int)
+    p.add_argument("id", type=int, help=TOKEN_ID_HELP)
     add_json_flag(p)
     p.set_defaults(func=_run(token_rotate))
 
@@ -127,6 +138,9 @@ async def bank_create(conn, args) -> None:
     bank = await banks.create_bank(conn, args.name, args.kind)
     if args.policy:
         await banks.set_redaction_policy(conn, args.name, args.policy)
+    if args.json:
+        print_json({**vars(bank), **({"redaction_policy": args.policy} if args.policy else {})})
+        return
     print(f"created {bank.kind} bank '{bank.name}' (id {bank.id})")
 
 
@@ -144,6 +158,9 @@ async def bank_policy(conn, args) -> None:
     from factbank.store import banks
 
     await banks.set_redaction_policy(conn, args.name, args.policy)
+    if args.json:
+        print_json({"bank": args.name, "redaction_policy": args.policy})
+        return
     print(f"bank '{args.name}' now uses redaction policy '{args.policy}'")
 
 
@@ -151,6 +168,9 @@ async def member_add(conn, args) -> None:
     from factbank.store import banks
 
     member_id = await banks.add_member(conn, args.bank, args.name)
+    if args.json:
+        print_json({"bank": args.bank, "member": args.name, "id": member_id})
+        return
     print(f"added member '{args.name}' to bank '{args.bank}' (id {member_id})")
 
 
@@ -185,6 +205,9 @@ async def token_revoke(conn, args) -> None:
     from factbank.store import banks
 
     info = await banks.revoke_token(conn, args.id)
+    if args.json:
+        print_json(vars(info))
+        return
     print(f"revoked token {info.id} ({info.prefix}... of {info.member}@{info.bank})")
 
 

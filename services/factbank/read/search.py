@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -35,7 +36,12 @@ from factbank.read import cache as cache_mod
 from factbank.read import embedder as embedder_mod
 from factbank.read import fusion, lexicon
 from factbank.read.tokenizer import language, tokenize
-from factbank.runtime.observability import EMBEDDER_FALLBACKS, RECALL_BELOW_FLOOR, RECALL_RESULTS
+from factbank.runtime.observability import (
+    EMBEDDER_FALLBACKS,
+    RECALL_BELOW_FLOOR,
+    RECALL_RESULTS,
+    REPLICA_READS,
+)
 from factbank.store import facts
 
 log = logging.getLogger(__name__)
@@ -61,16 +67,29 @@ class Recall:
     cache: cache_mod.Cache
     primary: asyncpg.Pool | None = None
     background: fusion.BackgroundVectors | None = None
+    replica_wait_s: float = 0.25
 
     async def pool_for(self, bank_id: int, min_version: int | None) -> asyncpg.Pool:
         """Read-your-writes over a lagging replica: a caller that has seen bank version N
-        (ingest answers every write with `X-Factbank-Version`) is served from the primary
-        until the replica has caught up to N."""
+        (ingest answers every write with `X-Factbank-Version`) is served by the replica once
+        it has replayed N. It waits for that at most `replica_wait_s` (polling every 20 ms:
+        replay is usually a few milliseconds behind), then reads the primary, so no writer
+        misses its own write and the primary takes only the reads of a replica that lags."""
         if not min_version or self.primary is None or self.primary is self.pool:
             return self.pool
-        async with self.pool.acquire() as conn:
-            version = await facts.bank_version(conn, bank_id)
-        return self.pool if (version or 0) >= min_version else self.primary
+        deadline = time.monotonic() + self.replica_wait_s
+        waited = False
+        while True:
+            async with self.pool.acquire() as conn:
+                version = await facts.bank_version(conn, bank_id)
+            if (version or 0) >= min_version:
+                REPLICA_READS.labels(served="replica_after_wait" if waited else "replica").inc()
+                return self.pool
+            if time.monotonic() >= deadline:
+                REPLICA_READS.labels(served="primary").inc()
+                return self.primary
+            waited = True
+            await asyncio.sleep(0.02)
 
 
 _BACKGROUNDS: dict[str, fusion.BackgroundVectors] = {}

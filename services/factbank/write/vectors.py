@@ -5,12 +5,15 @@ queues the facts in `vector_queue` (migration 0007), so the commit does not wait
 embedder: on this 2-core machine the embedder reads about 40 passages/s and an imported fact
 has 1 + its questions passages (5 with four questions), which capped an import at ~7 facts/s.
 
-The ingest service runs one worker (`run`) per process. A round takes at most `batch` queued
-facts (the oldest first), reads their passages from the facts as they are now, embeds them
-off the event loop (the engine's fair lock is held for one 16-passage call at a time, so a
-search waits for at most one such call), then in one transaction per bank locks the facts it
-fills (SKIP LOCKED: never waiting on a writer), deletes their queue rows, writes
-`facts.embedding`, `fact_vectors` and the new `embedding_cache` rows, and then bumps the
+The ingest service runs one worker (`run`) per process unless FACTBANK_VECTOR_BATCH=0, and
+`factbank serve worker` runs it on its own (services/worker). Any number of workers drain the
+same queue: a round claims its rows with a lease (migration 0010), so no fact is embedded by
+two workers at once, and a dead worker's rows are taken again once their lease expires. A round
+takes at most `batch` queued facts (the oldest first), reads their passages from the facts as
+they are now, embeds them off the event loop (the engine's fair lock is held for one 16-passage
+call at a time, so a search waits for at most one such call), then in one transaction per bank
+locks the facts it fills (SKIP LOCKED: never waiting on a writer), deletes their queue rows,
+writes `facts.embedding`, `fact_vectors` and the new `embedding_cache` rows, and then bumps the
 bank's version (`ceremony.index`: no bank lock while the HNSW inserts run).
 A worker that stops anywhere before that commit leaves the rows queued: nothing is lost, the
 next round (or the next start) embeds them again. A fact edited meanwhile (other text than
@@ -22,8 +25,12 @@ Counted in `factbank_vector_queue_total{result}`; `/v1/stats` shows `vectors_pen
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
+import socket
 import time
+import uuid
 from collections import defaultdict
 
 import asyncpg
@@ -46,10 +53,28 @@ BATCH = 32  # facts a round: ~160 passages with four questions each, ~4 s of eng
 MAX_ATTEMPTS = 3  # rounds a fact may fail before the worker leaves it (counted, still pending)
 IDLE_S = 1.0  # how often an idle worker looks at the queue (one index scan)
 
+LEASE_S = 300.0  # a claim's life: a round takes ~4 s here, ~30 s at load 12; a dead worker's
+#                 rows are taken again after this (migration 0010)
+WORKER = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+# One statement claims a round: rows nobody holds (or whose claim expired), the oldest first,
+# skipping rows another worker is claiming this very moment. Then the facts' text is read.
+_CLAIM = """WITH c AS (
+               SELECT fact_id FROM vector_queue
+               WHERE attempts < $2 AND (claimed_until IS NULL OR claimed_until < now())
+               ORDER BY attempts, queued_at, fact_id LIMIT $1
+               FOR UPDATE SKIP LOCKED)
+           UPDATE vector_queue q
+           SET claimed_by = $3, claimed_until = now() + make_interval(secs => $4)
+           FROM c WHERE q.fact_id = c.fact_id
+           RETURNING q.fact_id"""
 _TAKE = """SELECT q.fact_id, q.bank_id, f.content, f.tags, f.questions, f.status
            FROM vector_queue q JOIN facts f ON f.id = q.fact_id
-           WHERE q.attempts < $2
-           ORDER BY q.attempts, q.queued_at, q.fact_id LIMIT $1"""
+           WHERE q.fact_id = ANY($1::bigint[]) AND q.claimed_by = $2
+           ORDER BY q.attempts, q.queued_at, q.fact_id"""
+_RELEASE = """UPDATE vector_queue SET claimed_by = NULL, claimed_until = NULL,
+                  attempts = attempts + $3
+              WHERE fact_id = ANY($1::bigint[]) AND claimed_by = $2"""
 
 
 def _passages(row: asyncpg.Record) -> list[str]:
@@ -59,32 +84,50 @@ def _passages(row: asyncpg.Record) -> list[str]:
 async def drain_once(pool: asyncpg.Pool, model: embedding.Embedder, batch: int = BATCH) -> int:
     """One bounded round; returns how many queued facts it handled (0: nothing to do)."""
     async with pool.acquire() as conn:
-        rows = await conn.fetch(_TAKE, batch, MAX_ATTEMPTS)
-        if not rows:
+        claimed = [r["fact_id"] for r in await conn.fetch(
+            _CLAIM, batch, MAX_ATTEMPTS, WORKER, LEASE_S)]
+        if not claimed:
             return 0
-        live = [r for r in rows if r["status"] != "deleted"]
-        texts = [t for r in live for t in _passages(r)]
+        # Claimed by this worker: summed over every worker, each queued fact counts once
+        # (the compose scale test checks exactly that across two worker copies).
+        VECTOR_QUEUE.labels(result="claimed").inc(len(claimed))
         try:
-            got, new = await embedding.passages_unstored(conn, model, texts)
-        except Exception:
-            log.exception("vector queue: embedding %d facts failed", len(rows))
-            await conn.execute(
-                "UPDATE vector_queue SET attempts = attempts + 1 WHERE fact_id = ANY($1)",
-                [r["fact_id"] for r in rows],
-            )
-            VECTOR_QUEUE.labels(result="failed").inc(len(rows))
-            return len(rows)
-        embedded: dict[int, tuple[list[str], list]] = {}
-        at = 0
-        for r in live:
-            texts_r = _passages(r)
-            embedded[r["fact_id"]] = (texts_r, got[at : at + len(texts_r)])
-            at += len(texts_r)
-        by_bank: dict[int, list[int]] = defaultdict(list)
-        for r in rows:
-            by_bank[r["bank_id"]].append(r["fact_id"])
-        for bank_id, ids in by_bank.items():
-            await _store(conn, bank_id, ids, embedded, new, model)
+            return await _round(conn, claimed, model)
+        finally:
+            # What this round did not store goes back at once (a cancelled or failed round
+            # included), rather than waiting LEASE_S for the claim to expire.
+            release = asyncio.ensure_future(conn.execute(_RELEASE, claimed, WORKER, 0))
+            try:
+                await asyncio.shield(release)
+            except asyncio.CancelledError:
+                await release
+                raise
+
+
+async def _round(conn: asyncpg.Connection, claimed: list[int], model: embedding.Embedder) -> int:
+    rows = await conn.fetch(_TAKE, claimed, WORKER)
+    if not rows:
+        return 0
+    live = [r for r in rows if r["status"] != "deleted"]
+    texts = [t for r in live for t in _passages(r)]
+    try:
+        got, new = await embedding.passages_unstored(conn, model, texts)
+    except Exception:
+        log.exception("vector queue: embedding %d facts failed", len(rows))
+        await conn.execute(_RELEASE, [r["fact_id"] for r in rows], WORKER, 1)
+        VECTOR_QUEUE.labels(result="failed").inc(len(rows))
+        return len(rows)
+    embedded: dict[int, tuple[list[str], list]] = {}
+    at = 0
+    for r in live:
+        texts_r = _passages(r)
+        embedded[r["fact_id"]] = (texts_r, got[at : at + len(texts_r)])
+        at += len(texts_r)
+    by_bank: dict[int, list[int]] = defaultdict(list)
+    for r in rows:
+        by_bank[r["bank_id"]].append(r["fact_id"])
+    for bank_id, ids in by_bank.items():
+        await _store(conn, bank_id, ids, embedded, new, model)
     return len(rows)
 
 
@@ -189,3 +232,22 @@ async def run(
         if n == 0:
             await asyncio.sleep(idle)
 
+
+
+def start(rt) -> None:
+    """Service start hook (`create_app(on_start=...)`): the worker that drains the queue, one
+    per process, when the service has an embedder and FACTBANK_VECTOR_BATCH > 0. Ingest runs
+    it unless FACTBANK_VECTOR_BATCH=0; `factbank serve worker` runs it alone (apart from the
+    API, on this machine or another one pointed at the same database)."""
+    if rt.model.embedder is not None and rt.settings.vector_batch > 0:
+        rt.vector_worker = asyncio.create_task(
+            run(rt.pool, rt.model.embedder, rt.settings.vector_batch), name="vector-queue"
+        )
+
+
+async def stop(rt) -> None:
+    task = rt.vector_worker
+    if task is not None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

@@ -1,0 +1,1 @@
+"""The embedder worker as a service of its own (`factbank serve worker`)."""
