@@ -7,26 +7,28 @@ file read (`verify`, the quote check of `add`/`supersede`/`confirm`, fingerprint
 `migrate-native`, `rules propose`, the dashboard's report files) goes through `read`:
 
 * the path is refused before anything is opened when it holds a NUL byte, is longer than
-  MAX_PATH bytes (or a name longer than MAX_NAME), starts with `~`, holds a backslash (a
-  Windows `..\\`), or names git's own directory (`.git/config` may hold a remote's token);
+  MAX_PATH bytes (or a name longer than MAX_NAME), starts with `~`, or holds a backslash (a
+  Windows `..\\`);
 * it is joined to `base` (the repository root for a bank's location; the user's directory for
   a path the user typed), resolved with every symbolic link followed, and refused unless the
   real path is inside the repository root's real path: `../x`, `a/../../x`, an absolute path
   elsewhere, a link (file or directory, committed or planted) that leaves the root. Links that
   stay inside the root are fine, and so is reaching the root through a link of its own
-  (`/tmp -> /private/tmp`), because both sides are compared as real paths;
+  (`/tmp -> /private/tmp`), because both sides are compared as real paths. A real path in
+  git's own directory is refused too (`.git/config` may hold a remote's token);
 * the file is then opened one real component at a time from the root's directory descriptor
   with O_NOFOLLOW, so a link swapped in after the check is refused rather than followed, and
   only a regular file is read (O_NONBLOCK: a FIFO never blocks a hook), at most MAX_READ bytes.
 
 Writing (`write`, `delete`). Every file the installers write (hooks, harness settings, the
-install manifest, Codex trust, the config, a rule patch, native backups, hook state) goes
-through `write`: a new temp file with a random name in the target's directory, created
-O_CREAT|O_EXCL|O_NOFOLLOW 0600 (no planted name can be followed, no existing file inherited),
-given its final mode before any byte is written, then renamed over the target (rename replaces
-a directory entry; it never writes through one). A target that is a symbolic link (dangling
-or not) or not a regular file is refused: factbank writes neither through a link nor over
-it. `delete` removes a file only when its bytes are still the ones the caller proves it wrote.
+install manifest, Codex trust, the config, a rule patch, native backups, hook state and the
+timeline's pending file) goes through `write`: a new temp file with a random name in the
+target's directory, created O_CREAT|O_EXCL|O_NOFOLLOW 0600 (no planted name can be followed,
+no existing file inherited), given its final mode before any byte is written, then renamed
+over the target (rename replaces a directory entry; it never writes through one). A target
+that is a symbolic link (dangling or not) or not a regular file is refused: factbank writes
+neither through a link nor over it. `delete` removes a file only when its bytes are still
+the ones the caller proves it wrote.
 """
 
 from __future__ import annotations
