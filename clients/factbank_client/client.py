@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from factbank_client import fingerprint, written
+from factbank_client import fingerprint, safefs, written
 from factbank_client.config import ClientConfig
 from factbank_client.project import repo_root
 
@@ -817,7 +817,8 @@ class QuoteCheck:
     # Each matching occurrence as (first line, last line), in file order; the fingerprint
     # records the one the location names (factbank_client/fingerprint.py).
     spans: list[tuple[int, int]] = field(default_factory=list)
-    path: Path | None = None  # the file that was read
+    path: Path | None = None  # the file that was read (its real path)
+    data: bytes | None = None  # its bytes, as read (the fingerprint hashes these, not a re-read)
 
 
 class QuoteNotFound(FactbankError):
@@ -865,27 +866,38 @@ def check_file_quote(location: str, quote: str, *, cwd: Path | None = None,
 
     Returns the location to store: relative to `root` (the repository) when the file is
     inside it, so the same source reads the same on every machine.
+
+    The file is read through `safefs.read` (issue 21): only inside the repository (outside
+    one, inside `cwd`), never through a link that leaves it, never `~`, `.git`, a NUL byte or
+    an overlong path; `location` may come from the bank (a confirm's fact) or an agent, and
+    whether a quote is in a file outside the repository is not theirs to learn.
     """
     m = _LOCATION.match(location.strip())
     if not m or not quote.strip():
         raise QuoteNotFound(f"source {location!r}: need a file path and a quote")
     raw_path = m.group("path")
-    path = Path(raw_path).expanduser()
-    if not path.is_absolute():
-        path = (cwd or Path.cwd()) / path
-    if not path.is_file():
-        # "C:\x" or a path that contains ':digits' itself: try the whole location as a path.
-        whole = Path(location.strip()).expanduser()
-        if not whole.is_absolute():
-            whole = (cwd or Path.cwd()) / whole
-        if whole.is_file():
-            path, m = whole, None
-        else:
-            raise QuoteNotFound(f"source file not found: {raw_path}")
-    try:
-        text = path.read_text("utf-8", errors="replace")
-    except OSError as exc:
-        raise QuoteNotFound(f"cannot read {raw_path}: {exc.strerror or exc}") from exc
+    base = cwd or Path.cwd()
+    top = root or base
+    refused: safefs.UnsafePath | None = None
+    path: Path | None = None
+    data = b""
+    # "C:\x" or a path that contains ':digits' itself: the whole location is tried as a path.
+    for candidate, match in ((raw_path, m), (location.strip(), None)):
+        try:
+            path, data = safefs.read(top, candidate, base=base)
+            m = match
+            break
+        except safefs.UnsafePath as exc:
+            refused = refused or exc
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise QuoteNotFound(f"cannot read {raw_path}: {exc.strerror or exc}") from exc
+    if path is None:
+        if refused is not None:
+            raise QuoteNotFound(f"source file not read: {refused}")
+        raise QuoteNotFound(f"source file not found: {raw_path}")
+    text = data.decode("utf-8", errors="replace")
     found = quote_spans(text, quote)
     if not found:
         raise QuoteNotFound(f"the quote is not in {raw_path} (whitespace normalised); "
@@ -906,6 +918,6 @@ def check_file_quote(location: str, quote: str, *, cwd: Path | None = None,
     else:
         suffix = ""
     where = fingerprint.relative(path, root) or raw_path
-    return QuoteCheck(location=where + suffix, lines=lines, spans=found, path=path)
+    return QuoteCheck(location=where + suffix, lines=lines, spans=found, path=path, data=data)
 
 

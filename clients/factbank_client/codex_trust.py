@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from factbank_client import installer
+from factbank_client import installer, safefs
 from factbank_client import installer_toml as toml
 from factbank_client.installer_files import is_our_handler
 
@@ -104,7 +104,10 @@ def trust(paths: installer.Paths, codex: str | None = None) -> list[str]:
         raise TrustError("Codex does not list factbank's hooks; run `factbank install codex` "
                          "first")
     path = paths.codex_config()
-    text = path.read_text("utf-8") if path.exists() else ""
+    try:
+        text = (safefs.read_own(path) or b"").decode("utf-8")
+    except (safefs.UnsafePath, UnicodeDecodeError) as exc:
+        raise TrustError(f"cannot edit {path} safely ({exc})") from None
     created: list[tuple[str, ...]] = []
     keys = []
     for hook in found:

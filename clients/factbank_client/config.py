@@ -172,8 +172,11 @@ def save_login(url: str, token: str, bank: str = PERSONAL, *, recall_url: str | 
     """Record a bank's token (and the URLs) in the config file, keeping its comments/order."""
     import tomlkit
 
+    from factbank_client import safefs
+
     path = path or config_path()
-    doc = tomlkit.parse(path.read_text("utf-8")) if path.is_file() else tomlkit.document()
+    data = safefs.read_own(path)  # never through a link (it is then replaced by a file)
+    doc = tomlkit.parse(data.decode("utf-8")) if data is not None else tomlkit.document()
     doc["url"] = url.rstrip("/")
     if recall_url:
         doc["recall_url"] = recall_url.rstrip("/")
@@ -190,30 +193,12 @@ def save_login(url: str, token: str, bank: str = PERSONAL, *, recall_url: str | 
     return path
 
 
-def create_private_temp(path: Path) -> tuple[Path, int]:
-    """A new temp file beside `path`, created 0600 (`O_EXCL`: never an existing file or a
-    planted symlink, whose mode or target we would inherit); returns (its path, an fd)."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    while True:
-        tmp = path.with_name(f".{path.name}.{os.urandom(6).hex()}.tmp")
-        try:
-            return tmp, os.open(tmp, flags, 0o600)
-        except FileExistsError:
-            continue
-
-
 def write_private(path: Path, text: str) -> None:
-    """Atomically replace `path` with `text`, readable by its owner only from the first byte:
-    the content goes into a 0600 temp file that then replaces `path` (no chmod afterwards)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp, fd = create_private_temp(path)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    """Atomically replace `path` with `text`, readable by its owner only from the first byte
+    (safefs.write: a fresh 0600 temp file renamed over it; a link there is refused)."""
+    from factbank_client import safefs
+
+    safefs.write(path, text, private=True)
 
 
 def open_private(path: str | Path):

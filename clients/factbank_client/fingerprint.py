@@ -130,14 +130,12 @@ def build(data: bytes, rel: str, first: int, last: int, root: Path | None,
 
 def for_file(check: Any, root: Path | None) -> dict[str, Any] | None:
     """The fingerprint of a quote `client.check_file_quote` found (its `QuoteCheck`): the first
-    occurrence the location names. None when the check read no file."""
+    occurrence the location names, of the bytes the check read (never a second read of a path
+    that may have changed since: safefs). None when the check read no file."""
     path: Path | None = getattr(check, "path", None)
     spans = getattr(check, "spans", None)
-    if path is None or not spans:
-        return None
-    try:
-        data = path.read_bytes()
-    except OSError:
+    data: bytes | None = getattr(check, "data", None)
+    if path is None or not spans or data is None:
         return None
     rel = relative(path, root)
     first, last = spans[0]

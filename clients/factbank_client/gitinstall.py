@@ -7,18 +7,29 @@ Principle 8 (installers respect the user's files): the hooks directory is git's 
 `post-commit` that is not ours is renamed, untouched, to `post-commit.factbank-chained`, and
 ours runs it first with the same arguments and exits with its status; `uninstall` renames it
 back, so the file returns byte for byte with its mode. Re-running `install` rewrites our
-script in place; our script is recognised by MARKER. The verify runs detached (`&` in a
-subshell, output appended to ~/.cache/factbank/verify.log): a commit never waits for it.
+script in place. The verify runs detached (`&` in a subshell, output appended to
+~/.cache/factbank/verify.log): a commit never waits for it.
+
+What is ours is proved, not guessed (issue 21, A3): a hook is factbank's only when it is a
+regular file whose bytes are exactly what `script` writes for the interpreter and log it
+names. A hook that merely mentions MARKER, one the user edited, a symbolic link (committed,
+planted, or dangling) is foreign: `install` chains it (the directory entry is renamed, a link
+stays a link and its target is never opened) and `uninstall` leaves it alone. Our script is
+written by `safefs.write` (a fresh O_EXCL|O_NOFOLLOW temp file with a random name renamed over
+the hook), so no planted `post-commit.factbank-tmp -> ~/precious.txt`, in `.git/hooks` or in
+a `core.hooksPath` folder inside the work tree, is ever written through.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from factbank_client import safefs
 from factbank_client.fingerprint import git
 from factbank_client.project import repo_root
 
@@ -77,11 +88,48 @@ def hooks_dir(cwd: Path) -> Path:
     return path if path.is_absolute() else root / path
 
 
+_RUN = re.compile(r"^  \( (.+) -m factbank_client\.cli\.main verify --quiet </dev/null >>(.+) "
+                  r"2>&1 & \) \\$", re.M)
+
+
 def ours(path: Path) -> bool:
+    """Whether `path` is a regular file holding exactly the script `install` writes (for the
+    interpreter and log named in it): the proof that removing or replacing it loses nothing."""
     try:
-        return MARKER in path.read_text("utf-8", errors="replace")
-    except OSError:
+        data = safefs.read_own(path)
+    except (safefs.UnsafePath, OSError):
         return False
+    if data is None:
+        return False
+    text = data.decode("utf-8", "replace")
+    m = _RUN.search(text)
+    if not m:
+        return False
+    try:
+        python, log = shlex.split(m.group(1)), shlex.split(m.group(2))
+    except ValueError:
+        return False
+    return len(python) == 1 and len(log) == 1 and text == script(python[0], log[0])
+
+
+def _what(path: Path) -> str:
+    """How a foreign hook is described in the step: a file, or a link and where it points."""
+    if not path.is_symlink():
+        return "your hook"
+    to = os.readlink(path)
+    return f"your hook (a {'' if path.exists() else 'dangling '}symbolic link to {to})"
+
+
+def _text(path: Path) -> str | None:
+    """A hook's text for the step's diff, never read through a link (a link is shown as
+    one line naming its target)."""
+    if path.is_symlink():
+        return f"(a symbolic link to {os.readlink(path)})\n"
+    try:
+        data = safefs.read_own(path)
+    except (safefs.UnsafePath, OSError):
+        return None
+    return None if data is None else data.decode("utf-8", "replace")
 
 
 def install(cwd: Path, python: str, log: str, *, dry_run: bool = False) -> list[Step]:
@@ -89,26 +137,33 @@ def install(cwd: Path, python: str, log: str, *, dry_run: bool = False) -> list[
     hook, chained = d / HOOK, d / CHAINED
     text = script(python, log)
     steps: list[Step] = []
-    chaining = hook.exists() and not ours(hook)
+    current: str | None = None
+    chaining = os.path.lexists(hook) and not ours(hook)
     if chaining:
-        if chained.exists():
+        if hook.is_dir() and not hook.is_symlink():
+            raise GitInstallError(f"{hook} is a directory: move it away first")
+        if os.path.lexists(chained):
             raise GitInstallError(f"{chained} exists already and {hook} is not factbank's: "
                                   "move one of them away first")
-        steps.append(Step("renamed", hook, f"to {CHAINED}: your hook, kept and run first"))
+        steps.append(Step("renamed", hook, f"to {CHAINED}: {_what(hook)}, kept and run first"))
         if not dry_run:
-            hook.rename(chained)
+            os.rename(hook, chained)  # the entry moves; a link's target is never opened
+    elif os.path.lexists(hook):
+        current = _text(hook)
     # In a dry run a hook being chained is still there: what ours replaces is no file.
-    current = None if chaining or not hook.exists() else hook.read_text("utf-8")
     if current == text:
         return steps or [Step("unchanged", hook, "already installed")]
     steps.append(Step("updated" if current is not None else "created", hook, old=current,
                       new=text))
     if not dry_run:
-        d.mkdir(parents=True, exist_ok=True)
-        tmp = hook.with_name(HOOK + ".factbank-tmp")
-        tmp.write_text(text, "utf-8")
-        tmp.chmod(tmp.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-        os.replace(tmp, hook)
+        umask = os.umask(0)
+        os.umask(umask)
+        try:
+            safefs.write(hook, text, mode=(0o777 & ~umask) | stat.S_IXUSR)
+        except safefs.UnsafePath as exc:
+            raise GitInstallError(str(exc)) from None
+        except OSError as exc:  # e.g. the hooks folder is a dangling link
+            raise GitInstallError(f"cannot write {hook}: {exc.strerror or exc}") from None
     return steps
 
 
@@ -116,14 +171,15 @@ def uninstall(cwd: Path, *, dry_run: bool = False) -> list[Step]:
     d = hooks_dir(cwd)
     hook, chained = d / HOOK, d / CHAINED
     if not ours(hook):
-        return [Step("unchanged", hook, "not factbank's: nothing to uninstall" if hook.exists()
-                     else "nothing to uninstall")]
-    text = hook.read_text("utf-8", errors="replace")
-    if chained.exists():
-        back = chained.read_text("utf-8", errors="replace")
+        return [Step("unchanged", hook, "not factbank's: nothing to uninstall"
+                     if os.path.lexists(hook) else "nothing to uninstall")]
+    data = safefs.read_own(hook) or b""
+    text = data.decode("utf-8", "replace")
+    if os.path.lexists(chained):
+        back = _text(chained)
         if not dry_run:
-            os.replace(chained, hook)
-        return [Step("restored", hook, f"your hook, from {CHAINED}", old=text, new=back)]
-    if not dry_run:
-        hook.unlink()
+            os.replace(chained, hook)  # a chained link comes back as the link it was
+        return [Step("restored", hook, f"{_what(chained)}, from {CHAINED}", old=text, new=back)]
+    if not dry_run and not safefs.delete(hook, data):
+        return [Step("unchanged", hook, "changed while uninstalling: left alone")]
     return [Step("deleted", hook, old=text)]

@@ -89,9 +89,13 @@ def take_pending(session: str) -> bytes:
         os.rename(path, taken)
     except OSError:
         return b""
-    try:
-        with open(taken, "rb") as fh:
-            return fh.read()
+    try:  # O_NOFOLLOW: a link planted at the name is consumed, never read through
+        fd = os.open(taken, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_NONBLOCK", 0))
+        try:
+            return os.read(fd, 1 << 20)
+        finally:
+            os.close(fd)
     except OSError:
         return b""
     finally:

@@ -33,6 +33,8 @@ import json
 import os
 import time
 
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # a link planted in the cache is never followed
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -187,7 +189,7 @@ def timeline_bank(cfg: Any) -> str | None:
 def append(path: str, events: list[dict]) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     data = "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in events).encode("utf-8")
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | _NOFOLLOW, 0o600)
     try:
         os.write(fd, data)  # one write: appends of concurrent hooks do not interleave
     finally:
@@ -200,7 +202,7 @@ def _lock(path: str, wait: bool) -> int | None:
     import fcntl
 
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT | _NOFOLLOW, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
     except OSError:
@@ -232,7 +234,7 @@ def _take(path: str) -> list[bytes]:
         os.replace(path, taken)
         with open(taken, "rb") as src:
             new = src.read()
-        fd = os.open(sending, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        fd = os.open(sending, os.O_WRONLY | os.O_CREAT | os.O_APPEND | _NOFOLLOW, 0o600)
         try:
             os.write(fd, new)
         finally:
@@ -283,14 +285,10 @@ def _send(cfg: Any, bank: str, path: str, deadline: float, minihttp: Any,
             _log(f"timeline: {len(events) - sent} events kept for later: {exc}")
     rest = events[sent:]
     if rest:
-        tmp = sending + ".tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.write(fd, "".join(json.dumps(e, ensure_ascii=False) + "\n"
-                                 for e in rest).encode("utf-8"))
-        finally:
-            os.close(fd)
-        os.replace(tmp, sending)
+        from factbank_client import safefs
+
+        safefs.write(sending, "".join(json.dumps(e, ensure_ascii=False) + "\n"
+                                      for e in rest), private=True)
         return False
     os.remove(sending)
     return True
@@ -324,14 +322,9 @@ def leave_pending(session: str, warnings: list[str]) -> None:
     merged = list(dict.fromkeys([*warnings, *earlier]))[:MAX_WARNINGS]
     out = {"hookSpecificOutput": {"hookEventName": "PostToolUse",
                                   "additionalContext": conflict_text(merged)}}
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, json.dumps(out, ensure_ascii=True).encode("ascii"))
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+    from factbank_client import safefs
+
+    safefs.write(path, json.dumps(out, ensure_ascii=True), private=True)
 
 
 def take_warnings(session_id: str) -> str:

@@ -38,8 +38,12 @@ def log(message: str) -> None:
         except FileNotFoundError:
             pass
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime())
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write(f"{stamp} pid={os.getpid()} {message}\n")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND
+                     | getattr(os, "O_NOFOLLOW", 0), 0o600)  # never through a planted link
+        try:
+            os.write(fd, f"{stamp} pid={os.getpid()} {message}\n".encode("utf-8", "replace"))
+        finally:
+            os.close(fd)
     except Exception:  # the log is best effort by design
         pass
 
@@ -68,12 +72,9 @@ def load(session_id: str, kind: str = "") -> dict:
 
 
 def save(session_id: str, state: dict, kind: str = "") -> None:
-    path = _state_file(session_id, kind)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(state, fh)
-    os.replace(tmp, path)
+    from factbank_client import safefs
+
+    safefs.write(_state_file(session_id, kind), json.dumps(state), private=True)
 
 
 def prune(max_age: float = STATE_MAX_AGE) -> int:

@@ -53,9 +53,10 @@ def due(root: str, now: float | None = None) -> bool:
         pass
     try:
         os.makedirs(os.path.dirname(stamp), exist_ok=True)
-        with open(stamp, "w"):
-            pass
-        os.utime(stamp, (now, now))
+        # O_NOFOLLOW: a link planted at the stamp's name is never opened (nor truncated)
+        os.close(os.open(stamp, os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0),
+                         0o600))
+        os.utime(stamp, (now, now), follow_symlinks=False)
     except OSError:
         return True  # no stamp can be kept: verify anyway (the CLI's lock still holds)
     return True
@@ -90,7 +91,8 @@ def run(raw: bytes) -> None:
     os.chdir(cwd)
     path = log_path()
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0),
+                 0o600)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)

@@ -30,6 +30,7 @@ exactly what was added and deletes only files it created.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 import os
 import shlex
@@ -43,8 +44,7 @@ from typing import Any
 
 from factbank_client import installer_files as files
 from factbank_client import installer_toml as toml
-from factbank_client import tools
-from factbank_client.config import create_private_temp
+from factbank_client import safefs, tools
 
 HARNESSES = ("claude", "codex", "pi")
 HOOK_EVENTS = {"SessionStart": "session-start", "UserPromptSubmit": "user-prompt-submit",
@@ -246,10 +246,14 @@ class Edits:
         if path not in self.original:
             try:
                 # Bytes, decoded: read_text would turn CRLF into LF, and uninstall must give
-                # back the very bytes the user had.
-                self.original[path] = path.read_bytes().decode("utf-8")
-            except FileNotFoundError:
-                self.original[path] = None
+                # back the very bytes the user had. Never through a link (safefs.read_own).
+                data = safefs.read_own(path)
+                self.original[path] = None if data is None else data.decode("utf-8")
+            except safefs.UnsafePath as exc:
+                raise InstallError(f"{exc}; nothing was changed") from None
+            except UnicodeDecodeError as exc:
+                raise InstallError(f"{path} is not UTF-8 text ({exc.reason}); nothing was "
+                                   "changed") from None
             except OSError as exc:
                 raise InstallError(f"cannot read {path}: {exc.strerror or exc}") from exc
         return self.original[path]
@@ -280,7 +284,7 @@ def _json(edits: Edits, path: Path) -> tuple[dict, files.JsonStyle]:
 
 def load_manifest(paths: Paths) -> dict:
     try:
-        data = json.loads(paths.manifest.read_text("utf-8"))
+        data = json.loads(safefs.read_own(paths.manifest) or b"")
     except (OSError, ValueError):
         return {"version": MANIFEST_VERSION, "harnesses": {}}
     data.setdefault("harnesses", {})
@@ -538,15 +542,29 @@ def uninstall_codex(edits: Edits, entry: dict, paths: Paths) -> None:
 # --- Pi ----------------------------------------------------------------------------------------
 
 
+def _ours_whole(entry: dict, path: Path, text: str) -> bool:
+    """A file wholly factbank's, proved: its sha256 is the one the manifest recorded when it
+    was written, or (installs older than that record) the manifest says factbank created it
+    and it still carries PI_MARKER, or it is exactly the text this version writes. Text that
+    merely mentions the marker is not proof."""
+    rec = _rec(entry, path)
+    if text == pi_extension_text():
+        return True
+    if rec.get("sha256"):
+        return hashlib.sha256(text.encode("utf-8")).hexdigest() == rec["sha256"]
+    return bool(rec.get("created")) and PI_MARKER in text
+
+
 def install_pi(edits: Edits, entry: dict, paths: Paths, launcher: Launcher,
                notes: list[str]) -> None:
     del launcher, notes
     ext = paths.pi_extension()
     text = edits.read(ext)
-    if text is not None and PI_MARKER not in text:
-        raise InstallError(f"{ext} exists and is not factbank's extension; move it away first")
     new = pi_extension_text()
+    if text is not None and text != new and not _ours_whole(entry, ext, text):
+        raise InstallError(f"{ext} exists and is not factbank's extension; move it away first")
     _record(entry, ext, created_file=text is None)
+    _rec(entry, ext)["sha256"] = hashlib.sha256(new.encode("utf-8")).hexdigest()
     if new != text:
         edits.write(ext, new)
     install_block(edits, entry, paths.pi_dir / "AGENTS.md")
@@ -555,7 +573,7 @@ def install_pi(edits: Edits, entry: dict, paths: Paths, launcher: Launcher,
 def uninstall_pi(edits: Edits, entry: dict, paths: Paths) -> None:
     ext = paths.pi_extension()
     text = edits.read(ext)
-    if text is not None and PI_MARKER in text:
+    if text is not None and _ours_whole(entry, ext, text):
         edits.write(ext, None)
     uninstall_block(edits, entry, paths.pi_dir / "AGENTS.md")
 
@@ -592,7 +610,11 @@ def _missing_dirs(path: Path) -> list[str]:
 
 
 def _manifest_change(paths: Paths, manifest: dict) -> Change | None:
-    old = paths.manifest.read_text("utf-8") if paths.manifest.exists() else None
+    try:
+        data = safefs.read_own(paths.manifest)
+    except safefs.UnsafePath as exc:
+        raise InstallError(str(exc)) from None
+    old = None if data is None else data.decode("utf-8", "replace")
     new = None if not manifest["harnesses"] else json.dumps(manifest, indent=2) + "\n"
     return None if old == new else Change(paths.manifest, old, new)
 
@@ -667,36 +689,35 @@ PRIVATE_NAMES = (".claude.json",)
 
 
 def write_text(path: Path, text: str, *, private: bool = False) -> None:
-    """Atomic replace that keeps the file's permission bits (settings may be 0600). The temp
-    copy is a new file created 0600 with O_EXCL (it may hold ~/.claude.json; never an existing
-    file or a planted symlink); a new file gets the umask's mode, or 0600 when `private` or a
-    file in PRIVATE_NAMES. `private` makes an existing file 0600 too."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if private:
-        mode = 0o600
-    elif path.exists():
-        mode = path.stat().st_mode & 0o777
-    elif path.name in PRIVATE_NAMES:
-        mode = 0o600
-    else:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
-    tmp, fd = create_private_temp(path)
+    """safefs.write, keeping an existing file's permission bits (settings may be 0600); a new
+    file gets the umask's mode, or 0600 when `private` or a file in PRIVATE_NAMES (it may hold
+    ~/.claude.json's account state). Never through or over a link."""
+    private = private or (path.name in PRIVATE_NAMES and not os.path.lexists(path))
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        if mode != 0o600:
-            os.chmod(tmp, mode)  # widening a 0600 copy to the file's own mode, never narrowing
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+        safefs.write(path, text, private=private)
+    except safefs.UnsafePath as exc:
+        raise InstallError(str(exc)) from None
+    except OSError as exc:  # e.g. its folder is a dangling link
+        raise InstallError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _unchanged(c: Change) -> None:
+    """The file still holds what the plan read (`c.old`): install and uninstall change only
+    bytes they know, never a file edited (or replaced by a link) since."""
+    try:
+        data = safefs.read_own(c.path)
+    except safefs.UnsafePath as exc:
+        raise InstallError(f"{exc}; nothing more was changed") from None
+    now = None if data is None else data.decode("utf-8", "replace")
+    if now != c.old:
+        raise InstallError(f"{c.path} changed while factbank was editing it; run the command "
+                           "again")
 
 
 def apply(plan: Plan) -> None:
     rmdirs = _created_dirs(plan)
     for c in plan.changes:
+        _unchanged(c)
         if c.new is None:
             c.path.unlink(missing_ok=True)
         else:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +26,10 @@ HOOK_MARKER = "factbank_client.hooks"  # `python -m factbank_client.hooks` (olde
 HOOK_SCRIPT_MARKER = "factbank_client/hooks.py"  # `python -I -S .../factbank_client/hooks.py`
 BLOCK_BEGIN = "<!-- factbank:begin (managed by `factbank install`; edits inside are replaced) -->"
 BLOCK_END = "<!-- factbank:end -->"
-_BLOCK_RE = re.compile(r"<!-- factbank:begin\b.*?-->.*?<!-- factbank:end -->\n?", re.S)
+# Ours only between the exact delimiter lines install writes, each a whole line (issue 21: a
+# file whose text merely mentions `<!-- factbank:begin -->` is the user's, never cut out).
+_BLOCK_RE = re.compile(r"^" + re.escape(BLOCK_BEGIN) + r"\n.*?^" + re.escape(BLOCK_END)
+                       + r"[ \t]*(?:\n|\Z)", re.S | re.M)
 
 Path_ = tuple[str, ...]
 
@@ -94,11 +98,31 @@ def prune_created(obj: dict, created: Iterable[Sequence[str]]) -> None:
 # --- hook handlers ----------------------------------------------------------------------------
 
 
+_EVENT = re.compile(r"^[a-z]+(?:-[a-z]+)*$")
+_PYTHON = re.compile(r"^(?:python|pypy)[0-9.]*(?:\.exe)?$", re.I)  # the interpreter runs it
+_PY_FLAGS = frozenset({"-I", "-S", "-E", "-s", "-B"})
+
+
 def is_our_handler(handler: Any) -> bool:
+    """A handler whose command *runs* factbank's hook (`PYTHON [-I -S] .../factbank_client/
+    hooks.py EVENT`, or `PYTHON -m factbank_client.hooks EVENT` from older installs), not one
+    that merely mentions it (`echo factbank_client/hooks.py`): only those are replaced or
+    removed (issue 21)."""
     if not isinstance(handler, dict):
         return False
     command = str(handler.get("command", "")).replace("\\", "/")
-    return HOOK_MARKER in command or HOOK_SCRIPT_MARKER in command
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return False
+    if len(argv) < 3 or not _EVENT.match(argv[-1]) or not _PYTHON.match(argv[0].rsplit("/")[-1]):
+        return False
+    middle = argv[1:-1]
+    if middle[-2:] == ["-m", HOOK_MARKER]:
+        return set(middle[:-2]) <= _PY_FLAGS
+    script = middle[-1]
+    return set(middle[:-1]) <= _PY_FLAGS and (
+        script == HOOK_SCRIPT_MARKER or script.endswith("/" + HOOK_SCRIPT_MARKER))
 
 
 def set_hooks(data: dict, handlers: dict[str, dict], created: list[Path_],

@@ -23,6 +23,11 @@ accepts (`--accept-all`, or y/n at a terminal) are added. A claim already in the
 `same_claim` and is not proposed again, so a second run saves nothing: idempotent. The files
 are backed up before anything else (except with `--dry-run`, which writes nothing), into
 `<data dir>/native-backup/<harness>-<digest of the files>/`: the same files back up once.
+
+Each file is read once, through `safefs.read` (issue 21): a repository file only from inside
+the repository (a `CLAUDE.md -> /some/private/file` link is refused and listed under
+"refused", never read, not even with `--dry-run`), a Claude memory file only from inside its
+memory folder. The backup holds those same bytes (never a second read through a link).
 """
 
 from __future__ import annotations
@@ -30,12 +35,14 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shutil
 import sys
+import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from factbank_client import safefs
 from factbank_client.client import FactbankError, new_fact
 from factbank_client.project import repo_root
 
@@ -66,18 +73,45 @@ def claude_memory_dir(root: Path, env: dict[str, str] | None = None) -> Path:
     return base / "projects" / re.sub(r"[^A-Za-z0-9]", "-", str(root.resolve())) / "memory"
 
 
-def sources(harness: str, root: Path) -> list[Path]:
-    """The harness's memory files for the repository at `root` that exist."""
-    found = [root / name for name in REPO_FILES[harness]]
+@dataclass
+class Source:
+    """One memory file as read: the path shown, its real path, its bytes, and whether it is
+    in the repository (else in Claude's memory folder)."""
+
+    path: Path
+    real: Path
+    data: bytes
+    in_repo: bool
+
+
+def scan(harness: str, root: Path) -> tuple[list[Source], list[dict]]:
+    """The harness's memory files for the repository at `root` that exist, read (each at most
+    once, by real path), and those refused ({"file", "reason"}: a link out of its folder...)."""
+    found = [(root / name, root) for name in REPO_FILES[harness]]
     if harness == "claude":
         mem = claude_memory_dir(root)
         if mem.is_dir():
-            found.extend(sorted(mem.glob("*.md")))
-    out: list[Path] = []
-    for path in found:
-        if path.is_file() and path.resolve() not in {p.resolve() for p in out}:
-            out.append(path)
-    return out
+            found.extend((p, mem) for p in sorted(mem.glob("*.md")))
+    out: list[Source] = []
+    refused: list[dict] = []
+    for path, top in found:
+        if not os.path.lexists(path):
+            continue
+        try:
+            real, data = safefs.read(top, path)
+        except FileNotFoundError:
+            continue
+        except (safefs.UnsafePath, OSError) as exc:
+            refused.append({"file": str(path), "reason": str(exc)})
+            continue
+        if real not in {s.real for s in out}:
+            out.append(Source(path, real, data, top == root))
+    return out, refused
+
+
+def sources(harness: str, root: Path) -> list[Path]:
+    """The harness's memory files for the repository at `root` that exist and may be read."""
+    return [s.path for s in scan(harness, root)[0]]
 
 
 def is_rule(text: str) -> bool:
@@ -131,25 +165,27 @@ def data_dir() -> Path:
     return (Path(xdg) if xdg else Path.home() / ".local" / "share") / "factbank"
 
 
-def backup(harness: str, files: list[Path], root: Path) -> Path:
-    """Copy `files` under <data dir>/native-backup/<harness>-<digest>/ (once per content)."""
+def backup(harness: str, files: list[Source], root: Path) -> Path:
+    """Copy the bytes read under <data dir>/native-backup/<harness>-<digest>/ (once per
+    content), through a fresh temp folder (mkdtemp: no planted name is followed) renamed into
+    place."""
     digest = hashlib.sha256()
     for f in files:
-        digest.update(str(f).encode() + b"\0" + f.read_bytes() + b"\0")
+        digest.update(str(f.path).encode() + b"\0" + f.data + b"\0")
     dest = data_dir() / "native-backup" / f"{harness}-{digest.hexdigest()[:16]}"
+    if dest.is_symlink():
+        raise MigrateError(f"{dest} is a symbolic link: not written through; remove it")
     if dest.is_dir():
         return dest
-    tmp = dest.with_name(dest.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
     for f in files:
-        try:
-            rel = f.resolve().relative_to(root.resolve())
-            target = tmp / "repo" / rel
-        except ValueError:
-            target = tmp / "home" / f.resolve().relative_to(f.resolve().anchor)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(f, target)
-    tmp.rename(dest)
+        if f.in_repo:
+            target = tmp / "repo" / f.real.relative_to(root.resolve())
+        else:
+            target = tmp / "home" / f.real.relative_to(f.real.anchor)
+        safefs.write(target, f.data, mode=0o600)
+    os.rename(tmp, dest)
     return dest
 
 
@@ -166,16 +202,16 @@ def migrate(client: Any, harness: str, cwd: Path, *, project: str | None,
     root = repo_root(cwd)
     if root is None:
         raise MigrateError("migrate-native reads a project's memories: run it in its repository")
-    files = sources(harness, root)
+    files, refused = scan(harness, root)
     plan: dict[str, Any] = {"harness": harness, "project": project, "files": len(files),
-                            "read": [str(f) for f in files], "backup": None,
-                            "candidates": [], "rules": []}
+                            "read": [str(f.path) for f in files], "refused": refused,
+                            "backup": None, "candidates": [], "rules": []}
     facts: list[dict] = []
     seen: set[str] = set()
-    for f in files:
-        text = f.read_text("utf-8", errors="replace")
-        in_repo = f.resolve().is_relative_to(root.resolve())
-        shown = f.resolve().relative_to(root.resolve()).as_posix() if in_repo else str(f)
+    for src in files:
+        f, in_repo = src.path, src.in_repo
+        text = src.data.decode("utf-8", errors="replace")
+        shown = src.real.relative_to(root.resolve()).as_posix() if in_repo else str(f)
         for n, kind, body in classify(text):
             where = f"{shown}:{n}"
             if kind == "rule":
@@ -185,10 +221,12 @@ def migrate(client: Any, harness: str, cwd: Path, *, project: str | None,
                 continue
             seen.add(_key(body))
             try:
+                # A memory file is outside the repository: its quote is the line just read
+                # (no second read, no fingerprint: verify cannot judge it anyway).
                 fact = new_fact(body, category, "file", f"{f}:{n}", body,
                                 tags=[harness, "native memory", "原生记忆"],
                                 origin="user" if in_repo else "inferred", project=project,
-                                cwd=root)
+                                cwd=root, check_files=in_repo)
             except FactbankError as exc:  # cannot happen for a line read just now
                 plan["rules"].append({"where": where, "line": f"(skipped: {exc})"})
                 continue

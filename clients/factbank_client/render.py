@@ -444,6 +444,7 @@ def migrate_lines(plan: Mapping) -> list[str]:
     lines: list[str] = []
     if plan.get("backup"):
         lines.append(f"backed up {plan.get('files', 0)} file(s) to {plan['backup']}")
+    lines.extend(f"not read: {r['reason']}" for r in plan.get("refused", []))
     for c in plan.get("candidates", []):
         chk = c.get("check") or {}
         verdict = chk.get("verdict", "?")

@@ -10,6 +10,10 @@
 
 The proposed text is the claim as one list item appended to the file, with where it held:
 `- Use pnpm, never npm (factbank #4: held in github.com/acme/api, github.com/globex/web)`.
+
+The rule file is read through `safefs.read` (inside the repository, no link out of it) and
+the patch written through `safefs.write` (a fresh temp file renamed into place: a planted
+`.git/factbank/rule-4.patch -> ~/precious` link is refused, never written through).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from factbank_client import safefs
 from factbank_client.fingerprint import git
 
 RULE_HEADING = "## Rules promoted from factbank"
@@ -47,16 +52,19 @@ def proposed_text(old: str, line: str) -> str:
     return text + line + "\n"
 
 
-def _target(root: Path, to: str) -> tuple[Path, str]:
-    path = Path(to)
-    full = path if path.is_absolute() else root / path
+def _target(root: Path, to: str) -> tuple[str, str]:
+    """(the rule file's text, its path relative to the root), read only inside the root."""
     try:
-        rel = full.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        raise ProposeError(f"{to} is outside this repository ({root})") from None
-    if full.exists() and not full.is_file():
-        raise ProposeError(f"{to} is not a file")
-    return full, rel
+        real = safefs.inside(root, to)
+        rel = real.relative_to(root.resolve()).as_posix()
+        old = safefs.read(root, to)[1].decode("utf-8")
+    except FileNotFoundError:
+        old = ""
+    except safefs.UnsafePath as exc:
+        raise ProposeError(f"--to: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProposeError(f"cannot read {to}: {exc}") from None
+    return old, rel
 
 
 def _git_env(root: Path, *args: str, env: dict[str, str], input: bytes | None = None) -> str:
@@ -73,8 +81,7 @@ def propose(root: Path, candidate: dict, to: str, *, branch: str | None = None,
     """Write the proposal; returns {"kind": "patch"|"branch", "path"|"branch", "commit"?,
     "show": the diff or `git show` text, "note": how a person applies it}."""
     fid = int(candidate["fact"]["id"])
-    full, rel = _target(root, to)
-    old = full.read_text("utf-8") if full.is_file() else ""
+    old, rel = _target(root, to)
     line = rule_line(candidate)
     if line in old:
         raise ProposeError(f"{rel} already has this rule: {line}")
@@ -89,8 +96,10 @@ def propose(root: Path, candidate: dict, to: str, *, branch: str | None = None,
         default = Path(gitdir) / "factbank" / f"rule-{fid}.patch" if gitdir else \
             root / f"factbank-rule-{fid}.patch"
         path = Path(out) if out else default
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(patch, "utf-8")
+        try:
+            safefs.write(path, patch)
+        except safefs.UnsafePath as exc:
+            raise ProposeError(str(exc)) from None
         return {"kind": "patch", "path": str(path), "file": rel, "show": patch,
                 "note": f"wrote {path}; nothing applied. To adopt the rule: "
                         f"git apply {path} (then review and commit it)"}

@@ -21,20 +21,26 @@ Per fact, in this order:
 * a `commit` source whose commit is no longer reachable from any branch or tag (a rebase or
   a force-push dropped it), or is not in this repository at all: **stale**.
 
-A fact this checkout cannot judge (a path outside the repository, a commit source outside
-git) is skipped locally and listed, never guessed. A fact's commit being unreachable does not
-make a *file* fact stale: the file in the working tree is the evidence, the commit only
-helps find renames.
+A fact this checkout cannot judge (a commit source outside git) is skipped locally and
+listed, never guessed. A location is a teammate's text, so it is read only through
+`safefs.read` (issue 21): a path that leaves the repository (`..`, absolute, `~`, a link out
+of it), a NUL byte, an overlong path, git's own directory, or a file git ignores here (`.env`:
+this machine's own, never another member's evidence) is skipped and never opened, so none of
+its lines can come back to the bank as a stale fact's context, nor even whether the quote is
+in it. A fact's commit being unreachable does not make a *file* fact stale: the file in the
+working tree is the evidence, the commit only helps find renames.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from factbank_client import fingerprint as fpr
+from factbank_client import safefs
 from factbank_client.client import quote_spans
 
 _LOCATION = re.compile(r"^(?P<path>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")
@@ -80,6 +86,7 @@ class Repo:
     _renames: dict[str | None, dict[str, str]] = field(default_factory=dict)
     _reachable: dict[str, bool] = field(default_factory=dict)
     _heads: dict[str | None, tuple[str | None, str | None]] = field(default_factory=dict)
+    _ignored: list[str] | None = None
 
     def head(self, root: Path | None, rel: str | None) -> tuple[str | None, str | None]:
         """fingerprint.head_state, asked once per path in a run (many facts share a file)."""
@@ -121,7 +128,37 @@ class Repo:
             now = mapping[now]
         return now
 
+    def ignored(self, rel: str) -> bool:
+        """Whether git ignores `rel` here (an untracked file matching .gitignore, or one in an
+        ignored directory). One `git ls-files` per run (ignored directories come back as one
+        `dir/` entry each), not one `git check-ignore` per path."""
+        if not self.git:
+            return False
+        if self._ignored is None:
+            out = fpr.git_lines(self.root, "ls-files", "-z", "--others", "--ignored",
+                                "--exclude-standard", "--directory")
+            self._ignored = [p for line in out for p in line.split("\0") if p]
+        return any(rel == p or (p.endswith("/") and rel.startswith(p)) for p in self._ignored)
+
+    def ignored_path(self, path: str) -> bool:
+        """`ignored` for a path as a bank gives it (False when safefs refuses it anyway)."""
+        try:
+            real = safefs.inside(self.root, path)
+        except safefs.UnsafePath:
+            return False
+        return self.ignored(os.path.relpath(real, os.path.realpath(self.root)))
+
+    def read(self, rel: str) -> bytes:
+        """The bytes of `rel`, read only when it is inside the repository and not ignored
+        (safefs.UnsafePath otherwise; FileNotFoundError when it is not there)."""
+        real = safefs.inside(self.root, rel)
+        if self.ignored(os.path.relpath(real, os.path.realpath(self.root))):
+            raise safefs.UnsafePath(f"{rel} is ignored by git here: this machine's own file")
+        return safefs.read(self.root, rel)[1]
+
     def exists(self, commit: str) -> bool:
+        if not commit or commit.startswith("-") or "\0" in commit:  # a bank's text, never an option
+            return False
         return fpr.git(self.root, "cat-file", "-e", f"{commit}^{{commit}}") is not None
 
     def reachable(self, commit: str) -> bool:
@@ -195,16 +232,16 @@ def check_file(fact: dict, repo: Repo) -> Verdict | Skip:
         return Skip(fid, f"no file in its location {loc!r}")
     start = int(m.group("start")) if m.group("start") else None
     end = int(m.group("end")) if m.group("end") else start
-    path = fp.get("path") or m.group("path")
-    if Path(path).is_absolute():
-        rel = fpr.relative(Path(path), repo.root)
-        if rel is None:
-            return Skip(fid, f"{path} is outside this repository")
-        path = rel
+    path = str(fp.get("path") or m.group("path"))
+    try:
+        real = safefs.inside(repo.root, path)
+    except safefs.UnsafePath as exc:
+        return Skip(fid, f"not read: {exc}")
+    if os.path.isabs(path):
+        path = Path(os.path.relpath(real, os.path.realpath(repo.root))).as_posix()
     old_line = fp.get("line") or start
     count = fp.get("lines") or ((end - start + 1) if start and end else 1)
     quote = str(fact.get("quote") or "")
-    file = repo.root / path
 
     def located(new_path: str, first: int) -> str:
         if start is None:
@@ -212,8 +249,13 @@ def check_file(fact: dict, repo: Repo) -> Verdict | Skip:
         return f"{new_path}:{first}" + (f"-{first + (end or start) - start}"
                                          if end and end != start else "")
 
-    if file.is_file():
-        data = file.read_bytes()
+    try:
+        data: bytes | None = repo.read(path)
+    except FileNotFoundError:
+        data = None
+    except (safefs.UnsafePath, OSError) as exc:
+        return Skip(fid, f"not read: {exc}")
+    if data is not None:
         blob = fp.get("file_blob")
         if blob and fpr.file_id(data, repo.root if repo.git else None, fp.get("commit")) == blob:
             return Verdict(fid, "fresh", loc)
@@ -231,8 +273,15 @@ def check_file(fact: dict, repo: Repo) -> Verdict | Skip:
         return Verdict(fid, "moved", loc, location=new_loc, fingerprint=new_fp)
 
     new_path = repo.renamed(path, fp.get("commit")) if repo.git else None
-    if new_path and (repo.root / new_path).is_file():
-        data = (repo.root / new_path).read_bytes()
+    data = None
+    if new_path:
+        try:
+            data = repo.read(new_path)
+        except FileNotFoundError:
+            pass
+        except (safefs.UnsafePath, OSError) as exc:
+            return Skip(fid, f"{path} was renamed to {new_path}, not read: {exc}")
+    if new_path and data is not None:
         lines = fpr.file_lines(data)
         spans = quote_spans(data.decode("utf-8", "replace"), quote)
         if spans:

@@ -337,3 +337,53 @@ def test_confirm_with_a_fresh_quote_revives_a_stale_fact(env, capsys):
     events = [e["kind"] for e in ok_json(capsys, "history", str(fact["id"]))["events"]]
     assert events[-2:] == ["confirmed", "refreshed"]
     assert ok_json(capsys, "verify")["verdicts"][0]["verdict"] == "fresh"
+
+
+def test_verify_never_sends_a_teammates_location_outside_the_repository(env, capsys):
+    """Issue 21 A1, end to end: a member with write scope stores facts whose locations leave
+    the repository (the hostile table's kinds the server accepts); the teammate's `factbank
+    verify` skips each one and the bank holds none of the private lines afterwards (no stale
+    context, no reason quoting them), while a fact inside the repository is still judged."""
+    import httpx
+
+    from tests.unit.hostile_fs import SECRET, SECRET_LINE
+
+    private = env.tmp / "private"
+    private.mkdir()
+    (private / "notes.txt").write_text(f"alpha\n{SECRET_LINE}\nomega\n")
+    (env.repo / "link.txt").symlink_to("../private/notes.txt")
+    (env.repo / "linkdir").symlink_to("../private")
+    (env.repo / ".gitignore").write_text(".env\n")
+    (env.repo / ".env").write_text(f"TOKEN={SECRET}\n{SECRET_LINE}\n")
+    git(env.repo, "add", "-A")
+    git(env.repo, "commit", "-q", "-m", "links")
+    with open(env.repo / ".git" / "config", "a") as fh:
+        fh.write(f'[remote "x"]\n\turl = https://u:{SECRET}@example.com/r.git\n')
+    hostile = ["../private/notes.txt:2", f"{private / 'notes.txt'}:2", "link.txt:2",
+               "linkdir/notes.txt:2", "docs/../../private/notes.txt:2", ".git/config:2",
+               ".env:2", "~/notes.txt:2", "..\\private\\notes.txt:2"]
+    ids = []
+    with httpx.Client(base_url=env.ingest,
+                      headers={"Authorization": f"Bearer {env.personal.rw}"}) as http:
+        for n, location in enumerate(hostile):
+            r = http.post("/v1/facts", json={
+                "content": f"Teammate claim number {n} about a file", "category":
+                "project", "source": {"kind": "file", "location": location},
+                "quote": "a quote that is in no file", "tags": ["t"],
+                "project": "github.com/acme/api"})
+            assert r.status_code in (200, 201), r.text
+            ids.append(r.json()["fact"]["id"])
+    inside = add_file_fact(capsys, "The API listens on port 8080", "deploy/api.yaml:4",
+                           "port: 8080")
+    (env.repo / "deploy" / "api.yaml").write_text(API_YAML.replace("8080", "9090"), "utf-8")
+    report = ok_json(capsys, "verify")
+    skipped = {s["id"]: s["reason"] for s in report["skipped"]}
+    assert set(ids) <= set(skipped), (ids, report)
+    assert all(reason.startswith("not read") for i, reason in skipped.items() if i in ids)
+    assert [v["verdict"] for v in report["verdicts"] if v["id"] == inside["id"]] == ["stale"]
+    code, out, err = run(capsys, "export")
+    assert code == 0, err
+    at = out.find(SECRET)
+    assert at < 0, out[max(0, at - 300):at + 100]
+    assert "the private note" not in out
+    assert "9090" in out  # the inside fact's stale context did go to the bank

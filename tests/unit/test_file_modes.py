@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from factbank_client import config, installer
+from factbank_client import config, installer, safefs
 from factbank_client.cli import common as cli_common
 from factbank_client.cli import facts as cli_facts
 
@@ -100,8 +100,8 @@ def test_installer_temp_copy_of_claude_json_is_0600(tmp_path, watch, original):
 
 def test_temp_names_are_fresh_0600_files(tmp_path):
     target = tmp_path / "settings.json"
-    a, fa = config.create_private_temp(target)
-    b, fb = config.create_private_temp(target)
+    a, fa = safefs.new_temp(target)
+    b, fb = safefs.new_temp(target)
     os.close(fa)
     os.close(fb)
     assert a != b and mode(a) == mode(b) == 0o600

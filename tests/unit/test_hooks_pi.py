@@ -303,3 +303,42 @@ def test_pi_session_start_starts_verify_in_the_background(tmp_path: Path) -> Non
     while not out.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert out.read_text().strip() == f"{repo} -m x verify --quiet"
+
+
+def test_pi_add_never_reads_a_hostile_location(tmp_path: Path) -> None:
+    """Issue 21 A1: Pi's add reads the cited file only as safefs does (its `readInside`): the
+    hostile table (tests/unit/hostile_fs.py) gives no fingerprint and nothing of the file, and
+    a file inside the repository (through the root's own link too) still gets one."""
+    from factbank_client.client import new_fact
+    from tests.unit.hostile_fs import (
+        HOSTILE_IDS,
+        POSITIVE_IDS,
+        USER_CHOSEN_OK,
+        hostile,
+        layout,
+        positive,
+        secret_free,
+    )
+
+    lay = layout(tmp_path)  # "~/notes.txt" is refused whatever $HOME is
+    bad = [hostile(lay)[c] for c in HOSTILE_IDS if c not in USER_CHOSEN_OK]
+    good = [positive(lay)[c] for c in POSITIVE_IDS]
+    roots = [str(lay.repo), str(lay.tmp / "elsewhere" / "repolink")]
+    got = run_ts(f"""
+        const fact = (loc, q, cwd) => m.buildFact({{content: "c", category: "project",
+          source_kind: "file", source_location: loc, quote: q, tags: []}}, cwd);
+        result = {{
+          bad: {json.dumps(bad)}.map((loc) => fact(loc, "the private note",
+                                                   {json.dumps(roots[0])})),
+          good: {json.dumps(roots)}.map((r) => {json.dumps(good)}.map(
+            (loc) => fact(loc, "The API listens on port 8443", r))),
+        }};
+    """)
+    for loc, ts in zip(bad, got["bad"], strict=True):
+        assert "fingerprint" not in ts and secret_free(ts), (loc, ts)
+    for root, row in zip(roots, got["good"], strict=True):
+        for loc, ts in zip(good, row, strict=True):
+            py = new_fact("c", "project", "file", loc, "The API listens on port 8443",
+                          tags=[], cwd=Path(root))
+            assert ts["fingerprint"] == py["fingerprint"], (root, loc, ts, py)
+            assert ts["source"]["location"] == "docs/ok.txt:2"

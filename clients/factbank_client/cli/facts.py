@@ -356,6 +356,12 @@ def _fresh_quote(args) -> dict:
     location = args.source or re.sub(r":\d+(-\d+)?$", "", src.get("location") or "")
     cwd = Path.cwd()
     root = repo_root(cwd)
+    if not args.source and root is not None:  # the bank's location, not one typed here
+        from factbank_client.verify import Repo
+
+        if Repo(root).ignored_path(location):
+            raise CommandError(f"refused: {location} is ignored by git here (this machine's "
+                               "own file); pass --source to cite it yourself")
     try:
         check = check_file_quote(location, args.quote, cwd=root or cwd, root=root)
     except QuoteNotFound as exc:

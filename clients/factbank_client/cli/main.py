@@ -28,6 +28,8 @@ import re
 import sys
 from importlib.metadata import entry_points
 
+from factbank_client.safefs import UnsafePath
+
 COMMANDS_GROUP = "factbank.commands"
 HELP_ORDER = ("server", "admin", "login", "facts", "mcp", "install", "eval", "timeline", "history",
               "staleness", "dispatch", "dashboard")
@@ -181,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
         return 141
-    except CommandError as exc:
+    except (CommandError, UnsafePath) as exc:  # UnsafePath: a file we will not read or write
         print(f"factbank: {exc}", file=sys.stderr)
         return 2
 

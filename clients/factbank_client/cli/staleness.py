@@ -99,7 +99,13 @@ def _lock(root: Path):
 
     os.makedirs(cache_dir(), exist_ok=True)
     name = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
-    fh = open(os.path.join(cache_dir(), f"verify-{name}.lock"), "w")
+    path = os.path.join(cache_dir(), f"verify-{name}.lock")
+    try:  # O_NOFOLLOW, no truncation: a link planted at the name is refused, never emptied
+        fh = os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0),
+                               0o600), "r+")
+    except OSError as exc:
+        raise CommandError(f"cannot take the verify lock {path}: {exc.strerror or exc}") \
+            from None
     try:
         fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:

@@ -36,7 +36,7 @@ from litestar.response.sse import ServerSentEventMessage
 from litestar.static_files import create_static_files_router
 from litestar.template.config import TemplateConfig
 
-from factbank_client import render
+from factbank_client import render, safefs
 from factbank_client.client import INGEST, RECALL, Client, FactbankError, new_fact
 from factbank_client.config import ClientConfig
 from factbank_client.dashboard import security
@@ -611,6 +611,14 @@ def markdown_html(text: str) -> str:
     return "\n".join(out)
 
 
+def _report_text(root: Path, path: Path) -> str | None:
+    """A report's text, read only inside the reports folder (safefs: no link out of it)."""
+    try:
+        return safefs.read(root, path)[1].decode("utf-8", "replace")
+    except (safefs.UnsafePath, OSError):
+        return None
+
+
 def latest_reports(root: Path | None) -> list[dict]:
     """The committed report folders, newest first, each with its text files and plots."""
     if root is None or not root.is_dir():
@@ -619,8 +627,9 @@ def latest_reports(root: Path | None) -> list[dict]:
     for folder in sorted((p for p in root.iterdir() if p.is_dir()), reverse=True):
         files = sorted(folder.iterdir())
         out.append({"name": folder.name,
-                    "texts": [(f.name, markdown_html(f.read_text("utf-8", "replace")))
-                              for f in files if f.suffix == ".md"],
+                    "texts": [(f.name, markdown_html(text)) for f in files
+                              if f.suffix == ".md" and (text := _report_text(root, f))
+                              is not None],
                     "plots": [f.name for f in files if f.suffix == ".png"]})
     return out
 
@@ -649,13 +658,13 @@ def evals_page(request: Request) -> Template:
 def eval_plot(request: Request, folder: str, name: str) -> Response:
     dash = dash_of(request)
     root = dash.evals_dir
-    if root is None or "/" in folder + name or ".." in folder + name \
-            or not name.endswith(".png"):
+    if root is None or "/" in folder + name or not name.endswith(".png"):
         raise NotFoundException("no such plot")
-    path = root / folder / name
-    if not path.is_file():
-        raise NotFoundException("no such plot")
-    return Response(path.read_bytes(), media_type="image/png")
+    try:  # inside the reports folder, never through a link out of it
+        data = safefs.read(root, f"{folder}/{name}")[1]
+    except (safefs.UnsafePath, OSError):
+        raise NotFoundException("no such plot") from None
+    return Response(data, media_type="image/png")
 
 
 @post("/evals/run")

@@ -438,6 +438,36 @@ function gitOut(root: string, args: string[]): string[] {
   }
 }
 
+/** factbank_client/safefs.py's `read`, for the one file Pi's add reads (issue 21): `p` (from
+ * the agent, relative to `cwd`) only when its real path is inside the repository's real path
+ * (or `cwd`'s outside one), not in `.git`, a regular file; no NUL, `~`, backslash or overlong
+ * path. A path refused is undefined: no fingerprint, nothing of that file hashed or sent. */
+export function readInside(root: string | undefined, cwd: string, p: string): { file: string; data: Buffer } | undefined {
+  if (!p || p.includes("\0") || p.startsWith("~") || p.includes("\\")) return undefined;
+  if (Buffer.byteLength(p) > 4096 || p.split("/").some((c) => Buffer.byteLength(c) > 255)) return undefined;
+  let top: string;
+  let real: string;
+  try {
+    top = fs.realpathSync(root ?? cwd);
+    real = fs.realpathSync(path.resolve(cwd, p));
+  } catch {
+    return undefined;
+  }
+  const rel = path.relative(top, real);
+  if (rel === "" || rel.startsWith("..") || path.isAbsolute(rel)) return undefined;
+  if (rel.split(path.sep).some((c) => c.toLowerCase() === ".git")) return undefined;
+  let fd: number | undefined;
+  try {
+    fd = fs.openSync(real, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+    if (!fs.fstatSync(fd).isFile()) return undefined;
+    return { file: real, data: fs.readFileSync(fd) };
+  } catch {
+    return undefined;
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
+}
+
 export function fingerprintOf(kind: string, location: string, quote: string, cwd: string): { location: string; fingerprint: any } | undefined {
   const sha256 = (b: Buffer | string) => createHash("sha256").update(b).digest("hex");
   const root = repoRoot(cwd);
@@ -451,15 +481,15 @@ export function fingerprintOf(kind: string, location: string, quote: string, cwd
   if (kind !== "file") return undefined;
   const m = LOCATION_RE.exec(location.trim());
   if (!m) return undefined;
-  let file = path.resolve(cwd, m[1]);
   let lo = m[2] ? Number(m[2]) : undefined;
   let hi = m[3] ? Number(m[3]) : lo;
-  if (!fs.existsSync(file) || !fs.statSync(file).isFile()) {
-    file = path.resolve(cwd, location.trim());
+  let read = readInside(root, cwd, m[1]);
+  if (!read) {
+    read = readInside(root, cwd, location.trim());
     lo = hi = undefined;
-    if (!fs.existsSync(file) || !fs.statSync(file).isFile()) return undefined;
+    if (!read) return undefined;
   }
-  const data: Buffer = fs.readFileSync(file);
+  const { file, data } = read;
   const text = data.toString("utf-8");
   let spans = quoteSpans(text, quote);
   if (lo !== undefined) spans = spans.filter(([a, b]) => a <= (hi as number) && b >= (lo as number));
