@@ -68,12 +68,10 @@ def remember(url: str, bank: str, version: str | int | None) -> None:
             if data.get(key, 0) >= value:
                 return
             data[key] = value
-            tmp = f"{path()}.{os.getpid()}.tmp"
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(data, fh)
-            os.replace(tmp, path())
-    except OSError:
+            from factbank_client import safefs
+
+            safefs.write(path(), json.dumps(data), private=True)
+    except (OSError, ValueError):  # safefs.UnsafePath is a ValueError: a link is not followed
         pass
 
 
