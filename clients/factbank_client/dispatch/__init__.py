@@ -37,6 +37,7 @@ from factbank_client.dispatch.store import (
     new_id,
     now_iso,
 )
+from factbank_client.inert import inert
 
 __all__ = ["AGENTS", "LABELS", "DispatchError", "Event", "Run", "RunStore", "make_handoff",
            "start"]
@@ -105,17 +106,18 @@ def handoff_text(run: Run) -> str:
     """What the next agent is told about a finished run, within the server's 2,000 chars."""
     label = LABELS.get(run.agent, run.agent)
     outcome = run.status if run.exit_code is None else f"{run.status}, exit {run.exit_code}"
-    head = f"{label} ran headless (dispatch {run.id}, {outcome}) on: {run.task}"
-    parts = [head]
+    head = f"{label} ran headless (dispatch {run.id}, {outcome}) on: {inert(run.task, 600)}"
+    parts = [head]  # one inert line each: the harness's text cannot add lines of its own
     if run.files:
-        listed = ", ".join(run.files[:20]) + (" …" if len(run.files) > 20 else "")
+        listed = ", ".join(inert(f, 300) for f in run.files[:20]) + (
+            " …" if len(run.files) > 20 else "")
         parts.append(f"Edited: {listed}.")
     if run.commands:
         parts.append(f"Ran {run.commands} command(s), {run.failed_commands} failed.")
     if run.error:
-        parts.append(f"Error: {run.error}")
+        parts.append(f"Error: {inert(run.error, 600)}")
     if run.summary:
-        parts.append(f"Its last message: {run.summary}")
+        parts.append(f"Its last message: {inert(run.summary, HANDOFF_CHARS)}")
     parts.append(f"Full log: factbank dispatch show {run.id}")
     text = "\n".join(parts)
     if len(text) > HANDOFF_CHARS:
