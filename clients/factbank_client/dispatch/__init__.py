@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 from factbank_client.dispatch.harness import AGENTS, LABELS, DispatchError, argv, find_binary
-from factbank_client.dispatch.redact import redact
 from factbank_client.dispatch.store import (
     Event,
     Run,
@@ -38,6 +37,7 @@ from factbank_client.dispatch.store import (
     now_iso,
 )
 from factbank_client.inert import inert
+from factbank_client.redact import redact
 
 __all__ = ["AGENTS", "LABELS", "DispatchError", "Event", "Run", "RunStore", "make_handoff",
            "start"]
