@@ -31,11 +31,12 @@ import os
 import re
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 
 MARK = "[REDACTED:{}]"
 
 _SECRET_WORDS = (r"(?:password|passwd|passphrase|pwd|pass|secret|token|api[_ -]?key|access[_ -]?key"
-                 r"|private[_ -]?key|secret[_ -]?key|client[_ -]?secret|credentials?|auth"
+                 r"|private[_ -]?key|secret[_ -]?key|client[_ -]?secret|credentials?|auth|key"
                  r"|bearer|apikey|口令|密码|密碼|密钥|秘钥|私钥|令牌|凭证|凭据)")
 PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (kind, re.compile(rx)) for kind, rx in (
@@ -54,11 +55,12 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("huggingface_token", r"\bhf_[A-Za-z0-9]{30,}"),
         ("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
         ("url_password", r"(?<=://)[^\s/:@]*:[^\s/@]+(?=@)"),
+        ("user_flag", r"(?<=\s)(?:-u|--user)\s+['\"]?[^\s'\"]*:[^\s'\"]+"),
         ("bearer", r"(?i)(?<=bearer )[A-Za-z0-9._~+/=-]{8,}"),
         # A secret word, then `=`/`:`/"is"/"是"/nothing, then the value (quoted or one token).
         ("assignment", r"(?i)(?<![A-Za-z])[\w.-]*" + _SECRET_WORDS + r"[\w.-]*[\"']?"
-                       r"(?:\s*(?:[:=：]|:=|=>)\s*|\s+(?:is|was|are|为|是)\s+|\s*(?:是|为)\s*"
-                       r"|\s+)(?P<q>[\"'`]?)(?P<v>(?(q)[^\"'`\n]{4,200}|[^\s\"'`,;，。；]{4,}))"),
+                       r"(?:\s*(?:[!=]==?|:=|=>|[:=：])\s*@?|\s+(?:is|was|are|为|是)\s+"
+                       r"|\s*(?:是|为)\s*|\s+)(?:(?P<q>[\"'`]))?(?P<v>(?(q)[^\"'`\n]{4,200}|[^\s\"'`,;，。；]{4,}))"),
     ))
 # Values a secret word may introduce that are not secrets (a placeholder, a word).
 _PLACEHOLDER = re.compile(r"(?i)^(?:\$\{?\w+\}?|%\w+%|\{\{.*\}\}|<[^>]*>|\*+|x{3,}|\.{3,}"
@@ -66,19 +68,30 @@ _PLACEHOLDER = re.compile(r"(?i)^(?:\$\{?\w+\}?|%\w+%|\{\{.*\}\}|<[^>]*>|\*+|x{3
 _TOKEN = re.compile(r"[A-Za-z0-9_+/=.~-]{16,}")
 
 
-@functools.cache
 def config_tokens() -> tuple[str, ...]:
-    """The tokens of the client's config and environment (longest first), read once."""
-    found: set[str] = set()
-    for var in ("FACTBANK_TOKEN", "FACTBANK_TEAM_TOKEN"):
-        if os.environ.get(var):
-            found.add(os.environ[var])
-    try:
-        from factbank_client import config
+    """The tokens of the client's config and environment (longest first). Read again when the
+    environment's tokens or the config file change (a `login` in a long-lived dashboard)."""
+    from factbank_client import config
 
-        found.update(t for t in config.load().tokens.values() if t)
-    except Exception:  # an unreadable config has no tokens to scrub
-        pass
+    path = config.config_path()
+    try:
+        stamp = path.stat().st_mtime_ns
+    except OSError:
+        stamp = None
+    return _tokens(os.environ.get("FACTBANK_TOKEN"), os.environ.get("FACTBANK_TEAM_TOKEN"),
+                   str(path), stamp)
+
+
+@functools.lru_cache(maxsize=8)
+def _tokens(env: str | None, team: str | None, path: str, stamp: int | None) -> tuple[str, ...]:
+    found = {t for t in (env, team) if t}
+    if stamp is not None:
+        try:
+            from factbank_client import config
+
+            found.update(t for t in config.load(Path(path)).tokens.values() if t)
+        except Exception:  # an unreadable config has no tokens to scrub
+            pass
     return tuple(sorted((t for t in found if len(t) >= 8), key=len, reverse=True))
 
 
@@ -143,8 +156,11 @@ def _random(token: str) -> bool:
     if len(core) < 16 or ("/" in core and all(p.isalpha() or not p for p in re.split(
             r"[/._-]", core))):
         return False
-    if not (re.search(r"\d", core) and re.search(r"[A-Za-z]", core)):
+    digits, lower, upper = (bool(re.search(rx, core)) for rx in (r"\d", "[a-z]", "[A-Z]"))
+    if not ((digits and (lower or upper)) or (lower and upper and len(core) >= 20)):
         return False
+    hexish = all(c in "0123456789abcdefABCDEF" for c in core)
+    charset = 16 if hexish else 26 * lower + 26 * upper + 10 * digits + 4
     counts = Counter(core)
     entropy = -sum(n / len(core) * math.log2(n / len(core)) for n in counts.values())
-    return entropy >= 0.7 * math.log2(min(len(core), 64))
+    return entropy >= 0.7 * math.log2(min(len(core), charset))

@@ -229,7 +229,7 @@ class RunStore:
     # --- records -----------------------------------------------------------------------
     def create(self, run: Run) -> Run:
         for f in fields(run):  # the caller's object too: what it shows is what is stored
-            if f.name not in ("id", "agent", "status", "started_at"):  # ours, not text
+            if f.name not in ("id", "agent", "status", "started_at", "repo"):  # ours
                 setattr(run, f.name, _clean(getattr(run, f.name)))
         d = self.run_dir(run.id)
         d.mkdir(mode=0o700)
