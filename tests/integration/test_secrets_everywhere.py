@@ -28,10 +28,15 @@ from tests.integration.conftest import auth, fact_body
 AWS = "AKIAQ7R2X9KD4M3ZTB5W"
 GITHUB = "ghp_R7mK2xQ9vL4pT8wN3jH6sD1fG5aZ0cB4yE2u"
 PASSWORD = "hunter2-Xy9!long"
+PROSE = "Xy7!pQ2zLm9wQ"
+PROSE_ZH = "Mn5$kQ8wLz2pR"
 SECRETS = {
     AWS: AWS,
     GITHUB: GITHUB,
     f"password = {PASSWORD}": PASSWORD,
+    # Secrets written as prose, the secret word right before the value (issue 21 A9).
+    f"what is the backup password {PROSE}?": PROSE,
+    f"备份密码 {PROSE_ZH}": PROSE_ZH,
 }
 
 FACT = {
