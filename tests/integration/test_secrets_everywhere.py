@@ -186,7 +186,7 @@ async def test_no_secret_planted_anywhere_lands_anywhere(stack, two_banks, conn,
         url = path.replace("{fact_id}", str(fact_id))
         headers = {**auth(alpha.admin), "Content-Type": "application/json"}
         if agent is not None:
-            headers["X-Factbank-Agent"] = agent
+            headers["X-Factbank-Agent"] = agent.encode()  # UTF-8, as a harness sends it
         raw = None
         if body is not None:
             body = with_id(body, fact_id)

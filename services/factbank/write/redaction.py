@@ -597,6 +597,7 @@ def _detect(text: str) -> list[_Span]:
         for s in _scanner_spans(text)
         if not _example_span(text, s) and not any(s[0] < e and b < s[1] for b, e, _ in spans)
     ]
+    spans += _prose_bare_spans(text, spans)
     spans += _high_entropy_spans(text, spans)
     return _merge(spans)
 
@@ -1092,11 +1093,18 @@ def _assignment_spans(text: str) -> list[_Span]:
             # horse battery staple'"); bare, it must look like one (not "the token is expired").
             if group == "qv" or _secretish(value) or value.isdigit():
                 out.append((m.start(group), m.start(group) + len(value), "assignment"))
-    if _PROSE_BARE.search(text):
-        for m in _PROSE_BARE.finditer(text):
-            value = _trim_unquoted(m.group("uv"))
-            if _bare_secret_value(value):
-                out.append((m.start("uv"), m.start("uv") + len(value), "assignment"))
+    return out
+
+
+def _prose_bare_spans(text: str, found: list[_Span]) -> list[_Span]:
+    """`_PROSE_BARE` values that no other layer found: a provider rule on the same span
+    ("Token d465..." is Kingfisher's curl auth header) says more, so this runs after it."""
+    out: list[_Span] = []
+    for m in _PROSE_BARE.finditer(text):
+        value = _trim_unquoted(m.group("uv"))
+        start, end = m.start("uv"), m.start("uv") + len(value)
+        if _bare_secret_value(value) and not any(start < e and b < end for b, e, _ in found):
+            out.append((start, end, "assignment"))
     return out
 
 
