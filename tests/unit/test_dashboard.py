@@ -75,7 +75,8 @@ def test_secrets_are_random_per_launch():
 # --- redirects stay on the dashboard (issue 21 A10) ------------------------------------------
 
 HOSTILE_PATHS = ["//evil.example/", "///evil.example/x", "/\\evil.example/", "/\t/evil.example",
-                 "/%2F%2Fevil.example", "//evil.example/?a=1", "/\n/evil.example", "\\\\evil.example"]
+                 "/%2F%2Fevil.example", "//evil.example/?a=1", "/\n/evil.example",
+                 "\\\\evil.example"]
 
 
 def _leaves(location: str) -> bool:
