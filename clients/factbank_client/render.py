@@ -10,7 +10,8 @@ audiences the client has.
 Both are built from the same pieces (a time to the minute, the source as "kind location",
 tags, questions, who did it), so a field reads the same wherever it is shown. Functions
 return text, lines or table rows; printing stays with the caller. Pure functions of the
-services' answers: no I/O, nothing imported but the standard library.
+services' answers: no I/O, nothing imported but the standard library and inert.py
+(every piece of bank text in them passes `inert`: one line, escaped, bounded).
 """
 
 from __future__ import annotations
