@@ -72,7 +72,7 @@ def start(store: RunStore, agent: str, task: str, repo: Path | str, *,
         project = project_key(repo_path)
     except OSError:
         project = None
-    run = Run(id=new_id(), agent=agent, task=redact(task), repo=str(repo_path),
+    run = Run(id=new_id(), agent=agent, task=task, repo=str(repo_path),  # redacted by create
               started_at=now_iso(), project=project)
     store.create(run)
     spec = {"argv": command, "env": dict(env) if env is not None else None,
