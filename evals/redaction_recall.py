@@ -182,12 +182,43 @@ def render(result: dict, families: bool = False) -> str:
     return "\n".join(lines)
 
 
+def client_agreement(rows: list[dict]) -> dict:
+    """The client's redaction against the server's (issue 21 A7), on the same rows: the share
+    of texts where `factbank_client.redact.redact` (the server's, in-process) gives the
+    server's text byte for byte, and for the light client's fallback the share of the secrets
+    the server removes that it removes too, and of the look-alikes it keeps."""
+    from factbank_client import redact as client
+
+    def caught(row: dict, out: str) -> bool:
+        return row["value"] not in out if row.get("value") else out != row["text"]
+
+    equal = both = server_caught = kept = looks = 0
+    for row in rows:
+        server = redact_text(row["text"], "dispatch")[0]
+        equal += client.redact(row["text"]) == server
+        fallback = client.fallback(row["text"])
+        if row["expected"] == "secret" and caught(row, server):
+            server_caught += 1
+            both += caught(row, fallback)
+        elif row["expected"] == "lookalike":
+            looks += 1
+            kept += fallback == row["text"]
+    return {"rows": len(rows), "client_equals_server": equal / len(rows),
+            "fallback_catches_of_server": both / server_caught if server_caught else None,
+            "fallback_lookalikes_kept": kept / looks if looks else None}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true", help="print the full result as JSON")
     ap.add_argument("--families", action="store_true", help="one line per family")
     ap.add_argument("--corpus", type=Path, action="append", help="a corpus (default: both)")
+    ap.add_argument("--client", action="store_true",
+                    help="compare the client's redaction (and its fallback) with the server's")
     args = ap.parse_args(argv)
+    if args.client:
+        print(json.dumps(client_agreement(load(*(args.corpus or ()))), indent=2))
+        return 0
     result = evaluate(load(*(args.corpus or ())))
     if args.json:
         json.dump(result, sys.stdout, indent=2)

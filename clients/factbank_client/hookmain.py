@@ -179,8 +179,14 @@ def project_of(data: dict) -> str | None:
 
 
 def context_output(event: str, text: str) -> dict | None:
+    """The hook's answer. Every line of `text` (the services' blocks, the conflict warnings)
+    passes `inert` here, the one place all hook output goes through: split on LF only, so a
+    U+2028 or CR that a bank's text (or an older server) carried is escaped, not obeyed."""
     if not text:
         return None
+    from factbank_client.inert import inert_lines
+
+    text = inert_lines(text)
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
 
 

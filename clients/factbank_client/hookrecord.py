@@ -300,7 +300,9 @@ def _send(cfg: Any, bank: str, path: str, deadline: float, minihttp: Any,
 def conflict_text(warnings: list[str]) -> str:
     if not warnings:
         return ""
-    return "\n".join([CONFLICT_HEADER, *(f"- {w}" for w in warnings[:MAX_WARNINGS])])
+    from factbank_client.inert import inert
+
+    return "\n".join([CONFLICT_HEADER, *(inert(f"- {w}") for w in warnings[:MAX_WARNINGS])])
 
 
 def _warnings_of(output: bytes) -> list[str]:

@@ -10,7 +10,8 @@ audiences the client has.
 Both are built from the same pieces (a time to the minute, the source as "kind location",
 tags, questions, who did it), so a field reads the same wherever it is shown. Functions
 return text, lines or table rows; printing stays with the caller. Pure functions of the
-services' answers: no I/O, nothing imported but the standard library.
+services' answers: no I/O, nothing imported but the standard library and inert.py
+(every piece of bank text in them passes `inert`: one line, escaped, bounded).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
+
+from factbank_client.inert import inert
 
 # A tool's name as the agent sees it, by the tool's key (`supersede` -> `factbank_supersede`
 # in Pi); see factbank_client/tools.py.
@@ -34,26 +37,25 @@ def when(value: Any) -> str:
 def where(fact: Mapping) -> str:
     """The source as "kind location" ("file deploy/api.yaml:4", "user")."""
     src = fact.get("source") or {}
-    return f"{src.get('kind', '?')} {src.get('location') or ''}".strip()
+    return inert(f"{src.get('kind', '?')} {src.get('location') or ''}".strip(), 500)
 
 
 def tags(fact: Mapping) -> str:
-    return ", ".join(fact.get("tags") or []) or "-"
+    return inert(", ".join(map(str, fact.get("tags") or []))) or "-"
 
 
 def questions(fact: Mapping) -> str:
-    return " | ".join(fact.get("questions") or []) or "-"
+    return inert(" | ".join(map(str, fact.get("questions") or []))) or "-"
 
 
 def who(member: Any, agent: Any) -> str:
     """Who did it: "member/agent", "?" and "-" for what is not known."""
-    return f"{member or '?'}/{agent or '-'}"
+    return inert(f"{member or '?'}/{agent or '-'}", 200)
 
 
 def short(text: str, width: int = 80) -> str:
-    """One line of at most `width` characters (white space folded, "…" where cut)."""
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+    """One inert line of at most `width` characters (white space folded, "…" where cut)."""
+    return inert(" ".join(str(text).split()), width)
 
 
 def id_list(ids: Iterable[int], sep: str = ", ") -> str:
@@ -83,9 +85,10 @@ def fact_line(fact: Mapping, bank: str | None = None, match: float | None = None
     flags = " tentative" if fact.get("tentative") else ""
     flags += f", match {match:.2f}" if match is not None else ""
     flags += ", below the gate" if companion else ""
-    status = "" if fact.get("status") == "active" else f" {fact.get('status')}"
+    status = "" if fact.get("status") == "active" else f" {inert(fact.get('status'), 40)}"
     return (f"#{fact['id']} [{label}trust {fact.get('effective_trust', fact.get('trust', 0)):.2f}"
-            f"{status}{flags}] {fact['content']} (source: {where(fact)}; tags: {tags(fact)})")
+            f"{status}{flags}] {inert(fact['content'])} (source: {where(fact)}; "
+            f"tags: {tags(fact)})")
 
 
 def hit_lines(hit: Mapping) -> list[str]:
@@ -95,10 +98,10 @@ def hit_lines(hit: Mapping) -> list[str]:
                        bool(hit.get("companion")))]
     question = matched_question(hit)
     if question:
-        lines.append(f"    (matched its question: {question!r})")
+        lines.append(f"    (matched its question: {inert(question, 500)!r})")
     if hit.get("via"):
         lines.append(f"    (found via outdated #{hit['via']['superseded']}, replaced "
-                     f"because: {hit['via'].get('reason') or '-'})")
+                     f"because: {inert(hit['via'].get('reason') or '-')})")
     return lines
 
 
@@ -123,10 +126,11 @@ def outcome_text(outcome: Mapping, name: Names, no_questions: str) -> str:
                    if successor else "") + ".")
         return "\n".join([head, str(outcome.get("note") or "")]).strip()
     verb = "Reinforced existing" if outcome["status"] == "reinforced" else "Stored"
-    lines = [f"{verb} fact #{fact['id']} in {outcome.get('bank', fact.get('bank'))} "
+    lines = [f"{verb} fact #{fact['id']} in {inert(outcome.get('bank', fact.get('bank')), 100)} "
              f"(trust {fact['trust']:.2f})."]
     for item in outcome.get("redacted") or []:
-        lines.append(f"Redacted a {item.get('kind', 'secret')} from {item.get('field', '?')}; "
+        lines.append(f"Redacted a {inert(item.get('kind', 'secret'), 80)} from "
+                     f"{inert(item.get('field', '?'), 80)}; "
                      "never send secrets.")
     if outcome.get("possible_duplicate_of"):
         ids = [int(i) for i in outcome["possible_duplicate_of"]]
@@ -134,7 +138,7 @@ def outcome_text(outcome: Mapping, name: Names, no_questions: str) -> str:
                      f"no longer hold, call {name('supersede')} with replaces="
                      f"{[*ids, fact['id']]}; if they still hold, nothing to do.")
     elif outcome.get("note"):
-        lines.append(str(outcome["note"]))
+        lines.append(inert(outcome["note"]))
     if not fact.get("questions"):
         lines.append(no_questions)
     return "\n".join(lines)
@@ -142,7 +146,7 @@ def outcome_text(outcome: Mapping, name: Names, no_questions: str) -> str:
 
 def superseded_text(outcome: Mapping, replaces: Sequence[int], reason: str) -> str:
     return (f"Stored fact #{outcome['fact']['id']} in {outcome['bank']}; it supersedes "
-            f"{id_list(replaces)} ({reason}).")
+            f"{id_list(replaces)} ({inert(reason)}).")
 
 
 def history_text(data: Mapping) -> str:
@@ -151,38 +155,41 @@ def history_text(data: Mapping) -> str:
     fact = data["fact"]
     by = fact.get("created_by") or {}
     lines = [fact_line(fact, data["bank"]),
-             f"quote: {fact['quote']!r}",
+             f"quote: {inert(fact['quote'])!r}",
              f"questions: {questions(fact)}",
-             f"category: {fact['category']}; project: {fact.get('project') or '-'}; "
-             f"origin: {fact['origin']}; by {who(by.get('member'), by.get('agent'))}"
+             f"category: {inert(fact['category'], 100)}; "
+             f"project: {inert(fact.get('project') or '-', 200)}; "
+             f"origin: {inert(fact['origin'], 40)}; by {who(by.get('member'), by.get('agent'))}"
              f" at {when(fact['created_at'])}"]
     for e in data.get("events") or []:
         before, after = e.get("trust_before"), e.get("trust_after")
         trust = f"{after}" if before is None else f"{before} -> {after}"
-        lines.append(f"  {when(e['created_at'])} {e['kind']} (trust {trust})"
+        lines.append(f"  {when(e['created_at'])} {inert(e['kind'], 40)} (trust {trust})"
                      f" by {who(e.get('member'), e.get('agent'))}"
-                     + (f": {e['reason']}" if e.get("reason") else ""))
+                     + (f": {inert(e['reason'])}" if e.get("reason") else ""))
     for old in data.get("supersedes") or []:
-        lines.append(f"replaced #{old['id']}: {old['content']} "
-                     f"(because: {old.get('supersede_reason') or '-'})")
+        lines.append(f"replaced #{old['id']}: {inert(old['content'])} "
+                     f"(because: {inert(old.get('supersede_reason') or '-')})")
     now = current(data)
     if now:
-        lines.append(f"OUTDATED: superseded ({fact.get('supersede_reason') or '-'}); current:"
+        lines.append(f"OUTDATED: superseded ({inert(fact.get('supersede_reason') or '-')}); "
+                     "current:"
                      f" {fact_line(now)}")
     return "\n".join(lines)
 
 
 def judged_text(verb: str, fact: Mapping) -> str:
-    return f"{verb} #{fact['id']}: status {fact['status']}, trust now {fact['trust']:.2f}."
+    return (f"{verb} #{fact['id']}: status {inert(fact['status'], 40)}, "
+            f"trust now {fact['trust']:.2f}.")
 
 
 def categories_text(data: Mapping[str, list[dict]]) -> str:
     lines = []
     for bank, cats in data.items():
-        lines.append(f"{bank}:")
-        lines.extend(f"  {c['name']} ({c.get('facts', 0)} facts"
+        lines.append(f"{inert(bank, 100)}:")
+        lines.extend(f"  {inert(c['name'], 100)} ({c.get('facts', 0)} facts"
                      + (", injected at session start" if c.get("auto_inject") else "")
-                     + f"): {c.get('description') or ''}" for c in cats)
+                     + f"): {inert(c.get('description') or '')}" for c in cats)
     return "\n".join(lines)
 
 
@@ -191,12 +198,13 @@ def categories_text(data: Mapping[str, list[dict]]) -> str:
 
 def outcome_lines(outcome: Mapping, *, note: bool = True) -> list[str]:
     fact = outcome["fact"]
-    lines = [f"{outcome['status']} fact {fact['id']} in {outcome['bank']} "
+    lines = [f"{inert(outcome['status'], 40)} fact {fact['id']} in {inert(outcome['bank'], 100)} "
              f"(trust {fact['trust']:.2f})"]
-    lines += [f"  redacted: {item.get('kind', item)} in {item.get('field', '?')}"
+    lines += [f"  redacted: {inert(item.get('kind', item), 80)} in "
+              f"{inert(item.get('field', '?'), 80)}"
               for item in outcome.get("redacted") or []]
     if note and outcome.get("note"):
-        lines.append(f"  note: {outcome['note']}")
+        lines.append(f"  note: {inert(outcome['note'])}")
     if outcome.get("possible_duplicate_of"):
         ids = " ".join(str(i) for i in [*outcome["possible_duplicate_of"], fact["id"]])
         lines.append(f"  if it does: factbank supersede CONTENT {ids} --reason WHY ... "
@@ -207,21 +215,22 @@ def outcome_lines(outcome: Mapping, *, note: bool = True) -> list[str]:
 def fact_lines(fact: Mapping, bank: str | None = None) -> list[str]:
     by = fact.get("created_by") or {}
     lines = [
-        f"#{fact['id']}  {fact['status']}{' tentative' if fact.get('tentative') else ''}  "
+        f"#{fact['id']}  {inert(fact['status'], 40)}"
+        f"{' tentative' if fact.get('tentative') else ''}  "
         f"trust {fact['trust']:.2f} (effective {fact['effective_trust']:.2f})  "
-        f"{bank or fact['bank']}",
-        f"  {fact['content']}",
+        f"{inert(bank or fact['bank'], 100)}",
+        f"  {inert(fact['content'])}",
         f"  source:   {where(fact)}",
-        f"  quote:    {fact['quote']!r}",
-        f"  category: {fact['category']}   tags: {tags(fact)}",
+        f"  quote:    {inert(fact['quote'])!r}",
+        f"  category: {inert(fact['category'], 100)}   tags: {tags(fact)}",
         f"  questions: {questions(fact)}",
-        f"  project:  {fact.get('project') or '-'}",
-        f"  origin:   {fact['origin']}, by {who(by.get('member'), by.get('agent'))} "
+        f"  project:  {inert(fact.get('project') or '-', 200)}",
+        f"  origin:   {inert(fact['origin'], 40)}, by {who(by.get('member'), by.get('agent'))} "
         f"at {when(fact['created_at'])}, confirmed {when(fact['confirmed_at'])}",
     ]
     if fact.get("superseded_by"):
         lines.append(f"  superseded by #{fact['superseded_by']}: "
-                     f"{fact.get('supersede_reason') or ''}")
+                     f"{inert(fact.get('supersede_reason') or '')}")
     return lines
 
 
@@ -235,7 +244,7 @@ def hit_rows(results: Iterable[Mapping]) -> tuple[list[dict], list[str]]:
     for r in results:
         f = r["fact"]
         via = r.get("via")
-        note = f" (via #{via['superseded']}: {via.get('reason') or ''})" if via else ""
+        note = f" (via #{via['superseded']}: {short(via.get('reason') or '', 200)})" if via else ""
         note += " (below the gate)" if r.get("companion") else ""
         # Stale and under-review facts stay searchable, marked (issue 16): never injected.
         if f.get("status") == "stale":
@@ -243,8 +252,9 @@ def hit_rows(results: Iterable[Mapping]) -> tuple[list[dict], list[str]]:
         elif f.get("review"):
             note += f" [under review: {short(f['review'].get('reason') or '', 60)}]"
         question = matched_question(r)
-        rows.append({"id": f["id"], "bank": r["bank"], "score": f"{r['score']:.3f}",
-                     "trust": f"{f['effective_trust']:.2f}", "category": f["category"],
+        rows.append({"id": f["id"], "bank": inert(r["bank"], 100), "score": f"{r['score']:.3f}",
+                     "trust": f"{f['effective_trust']:.2f}",
+                     "category": inert(f["category"], 100),
                      "content": short(f["content"]) + note,
                      "matched question": short(question, 50) if question else None})
     columns = list(HIT_COLUMNS)
@@ -260,17 +270,18 @@ def event_rows(events: Iterable[Mapping]) -> list[dict]:
     def trust(value: Any) -> str:
         return "-" if value is None else f"{value}"
 
-    return [{"at": when(e["created_at"]), "event": e["kind"],
+    return [{"at": when(e["created_at"]), "event": inert(e["kind"], 40),
              "trust": f"{trust(e['trust_before'])} -> {trust(e['trust_after'])}",
              "by": who(e.get("member"), e.get("agent")),
-             "related": e.get("related_fact"), "reason": e.get("reason") or ""}
+             "related": e.get("related_fact"), "reason": inert(e.get("reason") or "")}
             for e in events]
 
 
 def links_lines(data: Mapping) -> list[str]:
     """A history's links: the facts it superseded and the ones that superseded it."""
     lines = [f"supersedes #{old['id']}: {short(old['content'])} "
-             f"({old.get('supersede_reason') or ''})" for old in data.get("supersedes") or []]
+             f"({inert(old.get('supersede_reason') or '')})"
+             for old in data.get("supersedes") or []]
     lines += [f"superseded by #{new['id']}: {short(new['content'])}"
               for new in data.get("successors") or []]
     return lines
@@ -278,9 +289,10 @@ def links_lines(data: Mapping) -> list[str]:
 
 def questions_lines(fact: Mapping, *, changed: bool) -> list[str]:
     listed = fact.get("questions") or []
-    lines = [f"fact {fact['id']} in {fact['bank_label']} {'now has' if changed else 'has'} "
+    lines = [f"fact {fact['id']} in {inert(fact['bank_label'], 100)} "
+             f"{'now has' if changed else 'has'} "
              f"{len(listed)} question{'' if len(listed) == 1 else 's'}"]
-    lines += [f"  {q}" for q in listed]
+    lines += [f"  {inert(q)}" for q in listed]
     if not listed:
         lines.append(f"  add 2-4, in English and Chinese: factbank questions {fact['id']} "
                      "--add '...' --add '...'")
@@ -288,7 +300,8 @@ def questions_lines(fact: Mapping, *, changed: bool) -> list[str]:
 
 
 def judged_line(verb: str, fact: Mapping) -> str:
-    return (f"{verb} fact {fact['id']} in {fact['bank_label']}: status {fact['status']}, "
+    return (f"{verb} fact {fact['id']} in {inert(fact['bank_label'], 100)}: "
+            f"status {inert(fact['status'], 40)}, "
             f"trust {fact['trust']:.2f}")
 
 
@@ -304,6 +317,8 @@ def category_rows(data: Mapping[str, list[dict]]) -> list[dict]:
         # any other category the facts of the current project (inject.session_block).
         r["auto_inject"] = "all" if r.get("auto_inject") else "project"
         r["decays"] = "yes" if r.get("decays") else "no"
+        r["name"] = inert(r.get("name"), 100)
+        r["description"] = inert(r.get("description") or "")
     return rows
 
 
@@ -313,14 +328,14 @@ def nested_lines(data: Any, indent: str = "") -> list[str]:
         lines = []
         for key, value in data.items():
             if isinstance(value, dict | list):
-                lines += [f"{indent}{key}:", *nested_lines(value, indent + "  ")]
+                lines += [f"{indent}{inert(key, 200)}:", *nested_lines(value, indent + "  ")]
             else:
-                lines.append(f"{indent}{key}: {'-' if value is None else value}")
+                lines.append(f"{indent}{inert(key, 200)}: {'-' if value is None else inert(value)}")
         return lines
     if isinstance(data, list):
-        return [f"{indent}- " + ", ".join(f"{k}={v}" for k, v in item.items())
-                if isinstance(item, dict) else f"{indent}- {item}" for item in data]
-    return [f"{indent}{data}"]
+        return [f"{indent}- " + ", ".join(f"{inert(k, 200)}={inert(v)}" for k, v in item.items())
+                if isinstance(item, dict) else f"{indent}- {inert(item)}" for item in data]
+    return [f"{indent}{inert(data)}"]
 
 
 # --- the timeline (for a person) ----------------------------------------------------------
@@ -350,17 +365,16 @@ def ago(at: str | None, now: datetime) -> str:
 def timeline_what(e: Mapping) -> str:
     kind = e.get("kind")
     if kind == "file":
-        return f"{e.get('path', '')}" + (f" ({e['tool']})" if e.get("tool") else "")
+        return inert(e.get("path", ""), 500) + (f" ({inert(e['tool'], 40)})"
+                                                if e.get("tool") else "")
     if kind == "command":
-        command = " ".join(str(e.get("command", "")).split())
-        if len(command) > 80:
-            command = command[:79] + "…"
-        return f"$ {command}" + (f"  -> {e['exit_code']}" if "exit_code" in e else "")
+        return f"$ {short(str(e.get('command', '')))}" + (
+            f"  -> {inert(e['exit_code'], 20)}" if "exit_code" in e else "")
     if kind == "session_start":
-        return "session started" + (f" in {e['cwd']}" if e.get("cwd") else "")
+        return "session started" + (f" in {inert(e['cwd'], 500)}" if e.get("cwd") else "")
     if kind == "session_end":
         return "session ended"
-    return str(e.get("detail") or "")
+    return inert(e.get("detail") or "")
 
 
 def timeline_rows(events: Sequence[Mapping], now: datetime, *,
@@ -368,22 +382,24 @@ def timeline_rows(events: Sequence[Mapping], now: datetime, *,
     """Timeline events as table rows, newest first as given, and the columns (with a
     `project` column when `projects`)."""
     rows = [{"when": ago(e.get("at"), now),
-             "who": "/".join(x for x in (e.get("member"), e.get("agent")) if x) or "-",
-             "machine": e.get("machine") or "-",
-             "branch": e.get("branch") or "-",
-             "kind": e.get("kind"),
+             "who": inert("/".join(x for x in (e.get("member"), e.get("agent")) if x), 200)
+             or "-",
+             "machine": inert(e.get("machine") or "-", 200),
+             "branch": inert(e.get("branch") or "-", 200),
+             "kind": inert(e.get("kind"), 40),
              "what": timeline_what(e)} for e in events]
     columns = list(TIMELINE_COLUMNS)
     if projects:
         for row, e in zip(rows, events, strict=True):
-            row["project"] = e.get("project") or "-"
+            row["project"] = inert(e.get("project") or "-", 200)
         columns.insert(4, "project")
     return rows, columns
 
 
 def handoff_line(handoff: Mapping, project: str) -> str:
-    target = handoff.get("to_agent") or handoff.get("to_member") or "the next session"
-    return (f"handoff #{handoff['id']} for {target} in {project} ({handoff['bank']} bank): "
+    target = inert(handoff.get("to_agent") or handoff.get("to_member") or "the next session", 200)
+    return (f"handoff #{handoff['id']} for {target} in {inert(project, 200)} "
+            f"({inert(handoff['bank'], 100)} bank): "
             "it appears once, in that session's start block")
 
 
@@ -397,22 +413,26 @@ def verify_lines(report: Mapping) -> list[str]:
     lines: list[str] = []
     for v in report.get("verdicts", []):
         if v["verdict"] == "moved":
-            lines.append(f"#{v['id']} moved: {v['was']} -> {v['location']}")
+            lines.append(f"#{v['id']} moved: {inert(v['was'], 500)} -> "
+                         f"{inert(v['location'], 500)}")
         elif v["verdict"] == "stale":
-            lines.append(f"#{v['id']} stale: {v['reason']}")
-            lines.extend(f"    {c}" for c in (v.get("context") or "").splitlines())
+            lines.append(f"#{v['id']} stale: {inert(v['reason'])}")
+            # The new text around the old line: its own lines (LF only, at most 12), each inert.
+            lines.extend(f"    {inert(c)}" for c in (v.get("context") or "").split("\n")[:12]
+                         if c.strip())
     for s in report.get("skipped", []):
-        lines.append(f"#{s['id']} not checked here: {s['reason']}")
+        lines.append(f"#{s['id']} not checked here: {inert(s['reason'])}")
     banks = report.get("banks", {})
     for label, ans in banks.items():
         for s in ans.get("skipped", []):
-            lines.append(f"#{s['id']} left as it is by the server ({label}): {s['reason']}")
+            lines.append(f"#{s['id']} left as it is by the server ({inert(label, 100)}): "
+                         f"{inert(s['reason'])}")
     total = {k: sum(int(a.get(k) or 0) for a in banks.values())
              for k in ("fresh", "moved", "stale", "still_stale", "flagged")}
     flagged = [i for a in banks.values() for i in a.get("flagged_ids", [])]
     n = len(report.get("verdicts", []))
     lines.append(
-        f"verified {n} fact{'s' if n != 1 else ''} of {report.get('project') or '-'}: "
+        f"verified {n} fact{'s' if n != 1 else ''} of {inert(report.get('project') or '-', 200)}: "
         f"{total['fresh']} fresh, {total['moved']} moved, {total['stale']} turned stale, "
         f"{total['still_stale']} still stale"
         + (f"; {total['flagged']} derived fact(s) flagged for review: {id_list(flagged)}"
@@ -428,10 +448,10 @@ def rule_candidate_lines(candidates: Sequence[Mapping]) -> list[str]:
     lines: list[str] = []
     for c in candidates:
         fact = c["fact"]
-        lines.append(f"#{fact['id']} ({c.get('bank', '')}) {fact['content']}")
-        lines.append(f"  held in: {', '.join(c.get('projects', []))}")
+        lines.append(f"#{fact['id']} ({inert(c.get('bank', ''), 100)}) {inert(fact['content'])}")
+        lines.append(f"  held in: {', '.join(inert(p, 200) for p in c.get('projects', []))}")
         for e in c.get("evidence", []):
-            lines.append(f"  - confirmed in {e['project']} ({when(e.get('at'))}, "
+            lines.append(f"  - confirmed in {inert(e['project'], 200)} ({when(e.get('at'))}, "
                          f"{who(e.get('member'), e.get('agent'))}, fact #{e['fact_id']})")
         lines.append(f"  propose it: factbank rules propose {fact['id']} --to AGENTS.md")
     return lines
@@ -453,7 +473,7 @@ def migrate_lines(plan: Mapping) -> list[str]:
         elif verdict == "retired":
             state = f"retired in the bank as #{chk.get('same_as')} (not saved)"
         elif verdict == "refused":
-            state = "refused: " + "; ".join(f"{r.get('field')}: {r.get('reason')}"
+            state = "refused: " + "; ".join(f"{inert(r.get('field'), 80)}: {inert(r.get('reason'))}"
                                             for r in chk.get("reasons", []))
         elif c.get("saved"):
             state = f"saved as #{c['saved']}"
@@ -461,15 +481,15 @@ def migrate_lines(plan: Mapping) -> list[str]:
             state = "new (not saved)"
         extra = []
         if chk.get("redacted"):
-            kinds = sorted({str(r.get("kind")) for r in chk["redacted"]})
+            kinds = sorted({inert(r.get("kind"), 80) for r in chk["redacted"]})
             extra.append("redacted " + ", ".join(kinds))
         if chk.get("possible_duplicate_of"):
             extra.append(f"may supersede {id_list(chk['possible_duplicate_of'])}")
-        lines.append(f"{c['where']}: {short(c['quote'], 70)}  [{state}"
+        lines.append(f"{inert(c['where'], 500)}: {short(c['quote'], 70)}  [{state}"
                      + ("; " + "; ".join(extra) if extra else "") + "]")
     if plan.get("rules"):
         lines.append(f"left alone ({len(plan['rules'])} instruction line(s): rules stay rules):")
-        lines.extend(f"  {r['where']}: {short(r['line'], 70)}" for r in plan["rules"])
+        lines.extend(f"  {inert(r['where'], 500)}: {short(r['line'], 70)}" for r in plan["rules"])
     counts = {k: sum(1 for c in plan.get("candidates", []) if (c.get("check") or {}).get(
         "verdict") == k) for k in ("new", "same_claim", "refused")}
     saved = sum(1 for c in plan.get("candidates", []) if c.get("saved"))
@@ -500,7 +520,7 @@ def dispatch_run_rows(runs: Iterable[Mapping]) -> tuple[list[dict], list[str]]:
     rows = [{"id": r["id"], "agent": r["agent"], "status": r["status"],
              "exit": r.get("exit_code"), "started": when(r.get("started_at")),
              "took": _seconds(r.get("started_at"), r.get("ended_at")) if r.get("ended_at")
-             else "-", "repo": r.get("project") or r.get("repo"),
+             else "-", "repo": inert(r.get("project") or r.get("repo"), 200),
              "task": short(str(r.get("task") or ""), 60)} for r in runs]
     return rows, list(DISPATCH_COLUMNS)
 
@@ -513,15 +533,15 @@ def dispatch_event_line(e: Mapping) -> str:
     text = str(e.get("text") or "")
     if kind == "command":
         code = e.get("exit_code")
-        head = f"$ {e.get('command') or ''}  -> {'?' if code is None else code}"
-        body = "\n".join("    " + line for line in text.splitlines()[-8:])
+        head = f"$ {inert(e.get('command') or '')}  -> {'?' if code is None else inert(code, 20)}"
+        body = "\n".join("    " + inert(line) for line in text.splitlines()[-8:])
         return head + ("\n" + body if body else "")
     if kind == "edit":
-        verb = text.split(" ", 1)[0] if text else "edit"
-        return f"{mark} {e.get('path') or '?'} ({verb})"
+        verb = inert(text.split(" ", 1)[0], 40) if text else "edit"
+        return f"{mark} {inert(e.get('path') or '?', 500)} ({verb})"
     if kind == "message":
-        return f"{mark} " + text.replace("\n", "\n  ")
-    return f"{mark} {text}"
+        return f"{mark} " + "\n  ".join(inert(line) for line in text.split("\n"))
+    return f"{mark} {inert(text)}"
 
 
 def dispatch_run_lines(r: Mapping) -> list[str]:
@@ -529,27 +549,28 @@ def dispatch_run_lines(r: Mapping) -> list[str]:
     outcome = r["status"] + (f", exit {r['exit_code']}" if r.get("exit_code") is not None
                              else "")
     took = _seconds(r.get("started_at"), r.get("ended_at"))
-    lines = [f"run {r['id']}: {r['agent']} {outcome}",
-             f"  task:     {r.get('task')}",
-             f"  repo:     {r.get('repo')}" + (f" ({r['project']})" if r.get("project") else ""),
+    lines = [f"run {inert(r['id'], 80)}: {inert(r['agent'], 40)} {inert(outcome, 80)}",
+             f"  task:     {inert(r.get('task'))}",
+             f"  repo:     {inert(r.get('repo'), 500)}"
+             + (f" ({inert(r['project'], 200)})" if r.get("project") else ""),
              f"  started:  {when(r.get('started_at'))}"
               + (f", ended {when(r.get('ended_at'))} ({took})" if r.get("ended_at") else "")]
     if r.get("session_id"):
-        lines.append(f"  session:  {r['session_id']}")
+        lines.append(f"  session:  {inert(r['session_id'], 200)}")
     if r.get("files"):
-        lines.append(f"  edited:   {', '.join(r['files'][:20])}")
+        lines.append(f"  edited:   {', '.join(inert(f, 500) for f in r['files'][:20])}")
     if r.get("commands"):
         lines.append(f"  commands: {r['commands']} ({r.get('failed_commands', 0)} failed)")
     if r.get("timeline"):
-        lines.append(f"  timeline: {r['timeline']}")
+        lines.append(f"  timeline: {inert(r['timeline'])}")
     if r.get("handoff_id"):
         lines.append(f"  handoff:  #{r['handoff_id']}")
     if r.get("error"):
-        lines.append(f"  error:    {r['error']}")
+        lines.append(f"  error:    {inert(r['error'])}")
     return lines
 
 
 def dispatch_handoff_line(r: Mapping, handoff_id: int, to_agent: str | None) -> str:
-    target = to_agent or "the next session"
-    return (f"handoff #{handoff_id} for {target} in {r.get('project')}: run {r['id']} "
+    target = inert(to_agent or "the next session", 200)
+    return (f"handoff #{handoff_id} for {target} in {inert(r.get('project'), 200)}: run {r['id']} "
             f"({r['agent']}, {r['status']}); it appears once, in that session's start block")

@@ -27,6 +27,7 @@ from typing import Any
 
 from factbank_client import safefs
 from factbank_client.fingerprint import git
+from factbank_client.inert import inert
 
 RULE_HEADING = "## Rules promoted from factbank"
 
@@ -36,10 +37,13 @@ class ProposeError(Exception):
 
 
 def rule_line(candidate: dict) -> str:
+    """The rule as ONE Markdown list item: every piece of bank text goes through `inert`, so a
+    content or project holding newlines, HTML comments or fences cannot add lines of its own
+    to the rule file (issue 21 A6)."""
     fact = candidate["fact"]
-    projects = ", ".join(candidate.get("projects", []))
-    content = " ".join(str(fact["content"]).split())
-    return f"- {content} (factbank #{fact['id']}: held in {projects})"
+    projects = ", ".join(inert(p, 200, markdown=True) for p in candidate.get("projects", []))
+    content = inert(" ".join(str(fact["content"]).split()), markdown=True)
+    return f"- {content} (factbank #{int(fact['id'])}: held in {projects})"
 
 
 def proposed_text(old: str, line: str) -> str:

@@ -221,7 +221,9 @@ async def import_facts(
     errors: list[dict] = []
     lines = [
         (n, ln)
-        for n, ln in enumerate(body.decode("utf-8", "replace").splitlines(), 1)
+        # Strict: InputGuard refused a body that is not UTF-8 (400 naming the line), as on
+        # every route; a replacement character is never stored in its place.
+        for n, ln in enumerate(body.decode("utf-8").splitlines(), 1)
         if ln.strip()
     ]
     if not lines:

@@ -28,10 +28,15 @@ from tests.integration.conftest import auth, fact_body
 AWS = "AKIAQ7R2X9KD4M3ZTB5W"
 GITHUB = "ghp_R7mK2xQ9vL4pT8wN3jH6sD1fG5aZ0cB4yE2u"
 PASSWORD = "hunter2-Xy9!long"
+PROSE = "Xy7!pQ2zLm9wQ"
+PROSE_ZH = "Mn5$kQ8wLz2pR"
 SECRETS = {
     AWS: AWS,
     GITHUB: GITHUB,
     f"password = {PASSWORD}": PASSWORD,
+    # Secrets written as prose, the secret word right before the value (issue 21 A9).
+    f"what is the backup password {PROSE}?": PROSE,
+    f"备份密码 {PROSE_ZH}": PROSE_ZH,
 }
 
 FACT = {
@@ -181,7 +186,7 @@ async def test_no_secret_planted_anywhere_lands_anywhere(stack, two_banks, conn,
         url = path.replace("{fact_id}", str(fact_id))
         headers = {**auth(alpha.admin), "Content-Type": "application/json"}
         if agent is not None:
-            headers["X-Factbank-Agent"] = agent
+            headers["X-Factbank-Agent"] = agent.encode()  # UTF-8, as a harness sends it
         raw = None
         if body is not None:
             body = with_id(body, fact_id)

@@ -593,7 +593,8 @@ async def test_no_secret_planted_in_a_timeline_route_lands_anywhere(stack, two_b
         for path, body in TIMELINE_BODIES.items():
             bodies = [body, *(mutated for _, mutated in plantings(body, planted))]
             for i, sent in enumerate(bodies):
-                headers = {**auth(alpha.rw), "X-Factbank-Agent": planted if i == 0 else "x"}
+                headers = {**auth(alpha.rw),
+                           "X-Factbank-Agent": planted.encode() if i == 0 else "x"}
                 r = await stack.ingest.post(path, json=sent, headers=headers)
                 assert r.status_code < 500, (path, r.status_code, r.text)
                 responses.append(r.text)

@@ -70,3 +70,55 @@ def test_secrets_are_random_per_launch():
     a, b = security.Secrets(), security.Secrets()
     assert len({a.launch, a.session, a.csrf, b.launch, b.session, b.csrf}) == 6
     assert len(a.launch) >= 40
+
+
+# --- redirects stay on the dashboard (issue 21 A10) ------------------------------------------
+
+HOSTILE_PATHS = ["//evil.example/", "///evil.example/x", "/\\evil.example/", "/\t/evil.example",
+                 "/%2F%2Fevil.example", "//evil.example/?a=1", "/\n/evil.example",
+                 "\\\\evil.example"]
+
+
+def _leaves(location: str) -> bool:
+    """Would a browser leave the dashboard for this Location (relative to http://127.0.0.1)?"""
+    from urllib.parse import urljoin, urlsplit
+
+    cleaned = "".join(c for c in location if c not in "\t\n\r").replace("\\", "/")
+    return urlsplit(urljoin("http://127.0.0.1:8765/", cleaned)).netloc != "127.0.0.1:8765"
+
+
+def _launch_redirect(path: str) -> str:
+    import asyncio
+
+    keys = security.Secrets()
+    sent: list[dict] = []
+
+    async def app(scope, receive, send):  # never reached: the gate answers the launch URL
+        raise AssertionError("the gate let a launch URL through")
+
+    async def send(message):
+        sent.append(message)
+
+    gate = security.Gate(app, keys, security.allowed_hosts(8765))
+    scope = {"type": "http", "method": "GET", "path": path,
+             "query_string": f"token={keys.launch}".encode(),
+             "headers": [(b"host", b"127.0.0.1:8765")]}
+    asyncio.run(gate(scope, None, send))
+    assert sent[0]["status"] == 303
+    return dict(sent[0]["headers"])[b"location"].decode()
+
+
+def test_the_launch_redirect_never_leaves_the_dashboard():
+    for path in HOSTILE_PATHS:
+        location = _launch_redirect(path)
+        assert location.startswith("/") and not location.startswith("//"), location
+        assert not _leaves(location), (path, location)
+    assert _launch_redirect("/facts") == "/facts"
+
+
+def test_every_redirect_the_app_sends_is_local():
+    for path in HOSTILE_PATHS:
+        location = app.back(path, done="ok").url
+        assert not _leaves(location), (path, location)
+    assert app.back("/facts?bank=personal", done="saved").url == \
+        "/facts?bank=personal&done=saved"

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from factbank_client.dispatch.parsers import parser_for, unwrap_shell
+from factbank_client.dispatch.store import Run, RunStore, new_id
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "dispatch"
 CWD = "/tmp/CAPTURE/proj"  # capture.py's throwaway project directory
@@ -92,17 +93,22 @@ def test_codex_unwraps_its_shell_and_reports_a_failed_turn():
     assert drafts == [{"kind": "error", "text": "stream disconnected"}]
 
 
-def test_secrets_in_output_and_commands_are_redacted():
+def test_secrets_in_output_and_commands_are_redacted(tmp_path):
+    """Parsers keep the text; the store redacts every string it writes (store.py), so the
+    parsed event is checked as the run's log holds it."""
     token = "fb_" + "A1b2C3d4" * 5
+    github = "ghp_" + "Zk3Lq9Wx7Tn2" * 3
     item = {"type": "item.completed", "item": {
         "id": "i", "type": "command_execution", "exit_code": 0, "status": "completed",
         "command": f"/bin/bash -lc 'curl -H \"Authorization: Bearer {token}\" x'",
-        "aggregated_output": f"FACTBANK_TOKEN={token}\nGITHUB_TOKEN=ghp_{'x' * 36}\n"}}
+        "aggregated_output": f"FACTBANK_TOKEN={token}\nGITHUB_TOKEN={github}\n"}}
     _, drafts = parse("codex", [json.dumps(item)])
-    (cmd,) = drafts
-    assert token not in json.dumps(cmd)
-    assert "[REDACTED:factbank_token]" in cmd["text"]
-    assert "[REDACTED:github_token]" in cmd["text"]
+    store = RunStore(tmp_path / "runs")
+    run = store.create(Run(id=new_id(), agent="codex", task="t", repo=str(tmp_path)))
+    store.append_events(run.id, drafts)
+    (cmd,) = [e.to_dict() for e in store.events(run.id)]
+    assert token not in json.dumps(cmd) and github not in json.dumps(cmd)
+    assert cmd["text"].count("[REDACTED:") == 2
     assert "Bearer [REDACTED:" in cmd["command"]
 
 

@@ -25,9 +25,11 @@ import pytest
 
 from factbank_client import config as client_config
 from factbank_client import installer, render
+from factbank_client.inert import inert
 from factbank_client.project import normalise_remote, project_key
 from factbank_client.tools import texts
 from tests.harness.npm import harness_dir
+from tests.unit.hostile_text import HOSTILE
 
 
 @functools.cache
@@ -342,3 +344,17 @@ def test_pi_add_never_reads_a_hostile_location(tmp_path: Path) -> None:
                           tags=[], cwd=Path(root))
             assert ts["fingerprint"] == py["fingerprint"], (root, loc, ts, py)
             assert ts["source"]["location"] == "docs/ok.txt:2"
+
+
+def test_pi_renders_bank_text_inert_as_the_python_client_does() -> None:
+    """Issue 21 A6: the extension's `inert` is factbank_client/inert.py's, escape for escape,
+    and its fact lines carry no line, escape or invisible character of a bank's own."""
+    texts_ = [t[:4100] for t in HOSTILE.values()]  # past the limit; a command line is short
+    facts = [{**FACTS[0], "content": t, "tags": [t], "status": "active",
+              "source": {"kind": "file", "location": t}} for t in texts_]
+    got = run_ts(f"""const texts = {json.dumps(texts_)};
+        result = {{ inert: texts.map((t) => m.inert(t)),
+                    lines: {json.dumps(facts)}.map((f) => m.factLine(f, "team")) }};""")
+    assert got["inert"] == [inert(t) for t in texts_]
+    assert got["lines"] == [render.fact_line(f, "team") for f in facts]
+    assert all("\n" not in line and "\x1b" not in line for line in got["lines"])

@@ -15,6 +15,7 @@ from factbank_client import config as client_config
 from factbank_client.cli.main import CommandError
 from factbank_client.cli.output import add_json_flag, print_json
 from factbank_client.client import Client, FactbankError
+from factbank_client.inert import inert_lines
 from factbank_client.project import project_key
 
 T = TypeVar("T")
@@ -77,7 +78,7 @@ def bank_notes(notes: Mapping[str, str] | None, what: str) -> None:
     """What happened to some banks on the way (a degraded search, a bank skipped), on stderr:
     `factbank: <bank><what>: <why>`, one line each."""
     for bank, why in (notes or {}).items():
-        print(f"factbank: {bank}{what}: {why}", file=sys.stderr)
+        print(inert_lines(f"factbank: {bank}{what}: {why}"), file=sys.stderr)
 
 
 def show(args, data: Any, lines: Callable[[], Iterable[str]]) -> int:
@@ -86,5 +87,5 @@ def show(args, data: Any, lines: Callable[[], Iterable[str]]) -> int:
         print_json(data)
     else:
         for line in lines():
-            print(line)
+            print(inert_lines(line))  # render's lines are inert already; this is the net
     return 0

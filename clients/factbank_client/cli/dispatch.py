@@ -12,6 +12,7 @@ from factbank_client import render
 from factbank_client.cli import common
 from factbank_client.cli.main import CommandError
 from factbank_client.cli.output import print_json, print_table
+from factbank_client.inert import json_inert
 
 POLL = 0.2  # seconds between looks at the log while following a run
 
@@ -83,7 +84,7 @@ def _run(store, run_id: str):
 
 def _print_event(event, as_json: bool) -> None:
     if as_json:
-        print(json.dumps(event.to_dict(), ensure_ascii=False), flush=True)
+        print(json_inert(json.dumps(event.to_dict(), ensure_ascii=False)), flush=True)
     else:
         print(render.dispatch_event_line(event.to_dict()), flush=True)
 
@@ -133,7 +134,7 @@ def cmd_run(args) -> int:
         print(f"run {run.id} cancelled", file=sys.stderr)
         return 130
     if args.json:
-        print(json.dumps(final.to_dict(), ensure_ascii=False))
+        print(json_inert(json.dumps(final.to_dict(), ensure_ascii=False)))
     else:
         for line in render.dispatch_run_lines(final.to_dict()):
             print(line, file=sys.stderr)

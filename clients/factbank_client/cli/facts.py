@@ -23,6 +23,7 @@ from factbank_client.client import (
     new_fact,
     to_import_item,
 )
+from factbank_client.inert import inert_lines
 from factbank_client.schema import ORIGINS, SOURCE_KINDS
 
 
@@ -567,7 +568,7 @@ def cmd_inject_preview(args) -> int:
     if not data["text"]:
         print(f"(nothing would be injected: no facts above the floor; {kind})", file=sys.stderr)
         return 0
-    print(data["text"])
+    print(inert_lines(data["text"]))  # as the hooks print it (hookmain.context_output)
     print(f"\n({kind}: {len(data['facts'])} facts, {data['tokens']} tokens)", file=sys.stderr)
     return 0
 

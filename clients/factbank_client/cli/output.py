@@ -8,6 +8,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from factbank_client.inert import inert, json_inert
+
 
 def _default(value: Any) -> Any:
     if isinstance(value, datetime):
@@ -20,18 +22,19 @@ def _default(value: Any) -> Any:
 
 
 def print_json(data: Any) -> None:
-    json.dump(data, sys.stdout, ensure_ascii=False, indent=2, default=_default)
-    sys.stdout.write("\n")
+    sys.stdout.write(json_inert(json.dumps(data, ensure_ascii=False, indent=2,
+                                           default=_default)) + "\n")
 
 
 def _cell(value: Any) -> str:
+    """A table cell: one inert line (a bank's text cannot add rows or terminal escapes)."""
     if value is None:
         return "-"
     if isinstance(value, datetime):
         return value.strftime("%Y-%m-%d %H:%M")
     if isinstance(value, list | tuple):
-        return ",".join(str(v) for v in value)
-    return str(value)
+        return inert(",".join(str(v) for v in value))
+    return inert(value)
 
 
 def print_table(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> None:

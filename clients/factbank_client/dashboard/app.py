@@ -135,9 +135,11 @@ def page(request: Request, name: str, **context: Any) -> Template:
 
 
 def back(url: str, **params: str) -> Redirect:
+    """A 303 to `url` on this dashboard (never elsewhere: security.local_url), with `params`
+    (a flash message, an error) in its query."""
     query = urlencode({k: v for k, v in params.items() if v})
-    return Redirect(url + (("&" if "?" in url else "?") + query if query else ""),
-                    status_code=303)
+    return Redirect(security.local_url(url + (("&" if "?" in url else "?") + query
+                                              if query else "")), status_code=303)
 
 
 # --- helpers the templates use ----------------------------------------------------------

@@ -29,7 +29,7 @@ import secrets
 from collections.abc import Awaitable, Callable, Iterable
 from http.cookies import SimpleCookie
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 COOKIE = "factbank_dashboard"
 CSRF_FIELD = "csrf"
@@ -50,6 +50,19 @@ class Secrets:
         self.launch = launch or secrets.token_urlsafe(32)
         self.session = secrets.token_urlsafe(32)
         self.csrf = secrets.token_urlsafe(32)
+
+
+def local_url(url: str) -> str:
+    """`url` as a path on this dashboard, for every redirect it sends (issue 21 A10).
+
+    A launch URL `//evil.example/?token=...` gave the path `//evil.example/`, and a redirect
+    to it is protocol-relative: the browser left for evil.example. So the path is
+    percent-encoded (a tab, newline or backslash that a browser drops or reads as `/` becomes
+    `%09`, `%0A`, `%5C`) and its leading slashes collapse to one: whatever the path, the
+    Location starts with one `/` and a character that is not `/`. The query is kept as is."""
+    path, sep, query = url.partition("?")
+    path = "/" + quote(path, safe="/:@!$&'()*+,;=-._~%").lstrip("/")
+    return path + sep + quote(query, safe="/:@!$&'()*+,;=-._~%?")
 
 
 def allowed_hosts(port: int, extra: Iterable[str] = ()) -> frozenset[str]:
@@ -109,7 +122,7 @@ class Gate:
                              "launch. Open the URL <code>factbank dashboard</code> printed."))
                 return
             rest = urlencode({k: v for k, v in query.items() if k != "token"})
-            location = scope.get("path", "/") + (f"?{rest}" if rest else "")
+            location = local_url(scope.get("path", "/") + (f"?{rest}" if rest else ""))
             cookie = (f"{COOKIE}={self.keys.session}; HttpOnly; SameSite=Strict; Path=/")
             await _plain(send, 303, "", [(b"location", location.encode()),
                                          (b"set-cookie", cookie.encode())])

@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 from factbank_client.dispatch.harness import AGENTS, LABELS, DispatchError, argv, find_binary
-from factbank_client.dispatch.redact import redact
 from factbank_client.dispatch.store import (
     Event,
     Run,
@@ -37,6 +36,8 @@ from factbank_client.dispatch.store import (
     new_id,
     now_iso,
 )
+from factbank_client.inert import inert
+from factbank_client.redact import redact
 
 __all__ = ["AGENTS", "LABELS", "DispatchError", "Event", "Run", "RunStore", "make_handoff",
            "start"]
@@ -71,7 +72,7 @@ def start(store: RunStore, agent: str, task: str, repo: Path | str, *,
         project = project_key(repo_path)
     except OSError:
         project = None
-    run = Run(id=new_id(), agent=agent, task=redact(task), repo=str(repo_path),
+    run = Run(id=new_id(), agent=agent, task=task, repo=str(repo_path),  # redacted by create
               started_at=now_iso(), project=project)
     store.create(run)
     spec = {"argv": command, "env": dict(env) if env is not None else None,
@@ -105,17 +106,18 @@ def handoff_text(run: Run) -> str:
     """What the next agent is told about a finished run, within the server's 2,000 chars."""
     label = LABELS.get(run.agent, run.agent)
     outcome = run.status if run.exit_code is None else f"{run.status}, exit {run.exit_code}"
-    head = f"{label} ran headless (dispatch {run.id}, {outcome}) on: {run.task}"
-    parts = [head]
+    head = f"{label} ran headless (dispatch {run.id}, {outcome}) on: {inert(run.task, 600)}"
+    parts = [head]  # one inert line each: the harness's text cannot add lines of its own
     if run.files:
-        listed = ", ".join(run.files[:20]) + (" …" if len(run.files) > 20 else "")
+        listed = ", ".join(inert(f, 300) for f in run.files[:20]) + (
+            " …" if len(run.files) > 20 else "")
         parts.append(f"Edited: {listed}.")
     if run.commands:
         parts.append(f"Ran {run.commands} command(s), {run.failed_commands} failed.")
     if run.error:
-        parts.append(f"Error: {run.error}")
+        parts.append(f"Error: {inert(run.error, 600)}")
     if run.summary:
-        parts.append(f"Its last message: {run.summary}")
+        parts.append(f"Its last message: {inert(run.summary, HANDOFF_CHARS)}")
     parts.append(f"Full log: factbank dispatch show {run.id}")
     text = "\n".join(parts)
     if len(text) > HANDOFF_CHARS:

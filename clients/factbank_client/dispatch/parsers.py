@@ -29,7 +29,6 @@ import os
 import re
 from typing import Any
 
-from factbank_client.dispatch.redact import redact
 from factbank_client.history import relative, repo_root
 
 OUTPUT_CHARS = 1500  # of a command's output kept in its event
@@ -81,22 +80,22 @@ class Parser:
         """A stdout line that is not JSON (a harness that ignored the JSON flag, or a
         warning): kept as a message."""
         line = line.strip()
-        return [{"kind": "message", "text": redact(line)}] if line else []
+        return [{"kind": "message", "text": line}] if line else []
 
     # --- the shared shapes --------------------------------------------------------------
     def message(self, text: str) -> list[Draft]:
         text = text.strip()
         if not text:
             return []
-        self.summary = redact(text)
+        self.summary = text
         return [{"kind": "message", "text": self.summary}]
 
     def command(self, command: str, exit_code: int | None, output: str) -> Draft:
         self.commands += 1
         if exit_code not in (0, None):
             self.failed_commands += 1
-        return {"kind": "command", "command": redact(command), "exit_code": exit_code,
-                "text": redact(_tail(output))}
+        return {"kind": "command", "command": command, "exit_code": exit_code,
+                "text": _tail(output)}
 
     def edit(self, path: str, what: str) -> Draft:
         # Relative to the repository root; outside a repository, to the run's directory.
@@ -109,10 +108,10 @@ class Parser:
         text = f"{name} {_args(args)}".strip()
         base = self.root or os.path.realpath(self.cwd)
         text = text.replace(base.rstrip(os.sep) + os.sep, "")  # paths as the repo names them
-        return {"kind": "tool", "text": redact(text)}
+        return {"kind": "tool", "text": text}
 
     def error(self, text: str) -> Draft:
-        return {"kind": "error", "text": redact(text.strip())}
+        return {"kind": "error", "text": text.strip()}
 
 
 FACT_LINE = re.compile(r"^- #\d+ ")
@@ -167,10 +166,10 @@ class ClaudeParser(Parser):
         lines = [ln.strip() for ln in context.strip().splitlines()]
         facts = [ln for ln in lines if FACT_LINE.match(ln)]  # factbank's "- #12 (trust ..."
         if facts:
-            return [{"kind": "status", "text": redact(
+            return [{"kind": "status", "text": (
                 f"{name} hook added {len(facts)} fact{'' if len(facts) == 1 else 's'} "
                 f"({len(context)} chars of context), first: {_args(facts[0], 160)}")}]
-        return [{"kind": "status", "text": redact(
+        return [{"kind": "status", "text": (
             f"{name} hook added {len(context)} chars of context: {_args(lines[0], 160)}")}]
 
     def _assistant(self, message: dict) -> list[Draft]:
@@ -213,7 +212,7 @@ class ClaudeParser(Parser):
 
     def _result(self, obj: dict) -> list[Draft]:
         if obj.get("result") and not self.summary:
-            self.summary = redact(str(obj["result"]))
+            self.summary = str(obj["result"])
         out = [{"kind": "status", "text": f"result: {obj.get('subtype', '?')} after "
                 f"{obj.get('num_turns', '?')} turns, {obj.get('duration_ms', '?')} ms"}]
         for denied in obj.get("permission_denials") or []:
@@ -221,7 +220,7 @@ class ClaudeParser(Parser):
                 out.append(self.error(f"permission denied: {denied.get('tool_name', '?')} "
                                       f"{_args(denied.get('tool_input') or {})}"))
         if obj.get("is_error"):
-            self.harness_error = redact(str(obj.get("result") or obj.get("subtype") or "error"))
+            self.harness_error = str(obj.get("result") or obj.get("subtype") or "error")
             out.append(self.error(self.harness_error))
         return out
 
@@ -255,7 +254,7 @@ class CodexParser(Parser):
             return self._item(obj.get("item") or {})
         if kind == "turn.failed":
             err = (obj.get("error") or {}).get("message") or "turn failed"
-            self.harness_error = redact(str(err))
+            self.harness_error = str(err)
             return [self.error(self.harness_error)]
         if kind == "error":
             return [self.error(str(obj.get("message") or "error"))]
@@ -310,7 +309,7 @@ class PiParser(Parser):
                 return []
             out = self.message(_text(message.get("content")))
             if message.get("stopReason") == "error":
-                self.harness_error = redact(str(message.get("errorMessage") or "model error"))
+                self.harness_error = str(message.get("errorMessage") or "model error")
                 out.append(self.error(self.harness_error))
             return out
         if kind == "tool_execution_start":

@@ -20,6 +20,12 @@ MAX_LOG_BYTES bytes (then one `error` event says how many were dropped; the fina
 event is always written); each event's text is cut at MAX_TEXT characters; `list()` reads at
 most `limit` (default 100) records; the store keeps the MAX_RUNS newest finished runs and
 deletes older finished ones when a run starts.
+
+Secrets (issue 21 A7): every string this store writes (a record's fields, an event's text,
+command and path) passes `factbank_client.redact.redact` here, the one door to the run files,
+so neither the files nor what reads them (`dispatch show`, the dashboard's dispatch page, a
+handoff) can hold a secret the server would have redacted. Redacted before it is cut, so a
+secret is never halved into something no rule recognises.
 """
 
 from __future__ import annotations
@@ -38,6 +44,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from factbank_client.redact import redact
+
 RunStatus = Literal["running", "done", "failed", "lost", "cancelled"]
 EventKind = Literal["message", "command", "edit", "tool", "status", "error", "stderr"]
 FINISHED = ("done", "failed", "lost", "cancelled")
@@ -53,6 +61,15 @@ START_GRACE = 30.0
 
 def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def _clean(value: Any) -> Any:
+    """A record's or event's value with its strings redacted (lists item by item)."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    return value
 
 
 def cut(text: str, limit: int = MAX_TEXT) -> str:
@@ -211,6 +228,9 @@ class RunStore:
 
     # --- records -----------------------------------------------------------------------
     def create(self, run: Run) -> Run:
+        for f in fields(run):  # the caller's object too: what it shows is what is stored
+            if f.name not in ("id", "agent", "status", "started_at", "repo"):  # ours
+                setattr(run, f.name, _clean(getattr(run, f.name)))
         d = self.run_dir(run.id)
         d.mkdir(mode=0o700)
         self.events_path(run.id).touch(mode=0o600)
@@ -243,7 +263,7 @@ class RunStore:
             for key, value in changes.items():
                 if not hasattr(run, key):
                     raise AttributeError(f"Run has no field {key!r}")
-                setattr(run, key, value)
+                setattr(run, key, _clean(value))
             _write_private(self.run_dir(run_id) / "run.json",
                            json.dumps(run.to_dict(), ensure_ascii=False))
             return run
@@ -345,10 +365,11 @@ class RunStore:
         for d in drafts:
             seq += 1
             lines.append(json.dumps(Event(seq=seq, at=d.get("at") or now_iso(),
-                                          kind=d["kind"], text=cut(d.get("text") or ""),
-                                          command=d.get("command"),
+                                          kind=d["kind"],
+                                          text=cut(redact(str(d.get("text") or ""))),
+                                          command=_clean(d.get("command")),
                                           exit_code=d.get("exit_code"),
-                                          path=d.get("path")).to_dict(),
+                                          path=_clean(d.get("path"))).to_dict(),
                                     ensure_ascii=False) + "\n")
         with path.open("a", encoding="utf-8") as fh:
             fh.write("".join(lines))

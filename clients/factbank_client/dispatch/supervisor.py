@@ -35,7 +35,6 @@ from typing import Any
 
 from factbank_client.dispatch import store as store_mod
 from factbank_client.dispatch.parsers import Parser, parser_for
-from factbank_client.dispatch.redact import redact
 from factbank_client.dispatch.store import RunStore
 
 MAX_STDERR_LINES = 200
@@ -206,7 +205,7 @@ class Supervisor:
             if n <= MAX_STDERR_LINES:
                 line = raw.decode("utf-8", "replace").rstrip()
                 if line:
-                    self.log.add([{"kind": "stderr", "text": redact(line)}])
+                    self.log.add([{"kind": "stderr", "text": line}])
         if n > MAX_STDERR_LINES:
             self.log.add([{"kind": "stderr", "text": f"({n - MAX_STDERR_LINES} more stderr "
                            "lines not kept)"}])

@@ -21,6 +21,7 @@ from factbank.read.tokenizer import cjk_share
 from factbank.store import facts, timeline
 from factbank.trust import DEFAULT as POLICY
 from factbank.write import redaction
+from factbank_client.inert import inert
 
 log = logging.getLogger("factbank.inject")
 
@@ -56,7 +57,9 @@ def line_for(fact: Fact, via_note: str = "") -> str:
         content = content[:MAX_FACT_CHARS].rstrip() + f"… (cut; full text: factbank get {fact.id})"
     flags = ", tentative" if fact.tentative else ""
     scope = f" [{fact.project}]" if fact.project else ""
-    return (
+    # One inert line (issue 21 A6): a content, project or category holding newlines, ANSI
+    # escapes or zero-width characters cannot add lines or instructions to the block.
+    return inert(
         f"- #{fact.id} (trust {fact.effective_trust:.2f}{flags}, {fact.category}{scope}) "
         f"{content}{via_note}"
     )
@@ -215,7 +218,7 @@ def stale_lines(rows, budget: int) -> str:
             why = "stale: " + _clip(row["stale_reason"] or "its source changed")
         else:
             why = "under review: " + _clip(row["review_reason"] or "a fact it cites changed")
-        line = f"- #{row['id']} {why}"
+        line = inert(f"- #{row['id']} {why}")
         if not rest and fits(line):
             lines.append(line)
         else:
@@ -271,6 +274,7 @@ async def _recent(
 
     def fits(line: str) -> bool:
         nonlocal used
+        line = inert(line)
         cost = estimate_tokens(line)
         if used + cost > budget:
             return False
@@ -422,4 +426,4 @@ async def _told_section(r: Recall, bank_id: int, session_id: str, project: str |
         return ""
     if not warnings:
         return ""
-    return "\n".join([CONFLICT_HEADER, *(f"- {w}" for w in warnings)])
+    return "\n".join([CONFLICT_HEADER, *(inert(f"- {w}") for w in warnings)])

@@ -149,7 +149,7 @@ class BearerAuth(AbstractAuthenticationMiddleware):
             raise NotAuthorizedException(
                 "missing bearer token: send 'Authorization: Bearer <token>'"
             )
-        agent = connection.headers.get("x-factbank-agent", "")
+        agent = header_text(connection.scope, b"x-factbank-agent")
         pool = service_of(connection).pool
         assert pool is not None
         async with pool.acquire() as conn:
@@ -182,9 +182,39 @@ def check_value(value: Any, where: str = "body") -> None:
             stack.extend((f"{path}[{i}]", item) for i, item in enumerate(v))
 
 
+def header_text(scope: dict, name: bytes) -> str:
+    """A header's value as the text its sender wrote: HTTP gives bytes, and the ASGI servers'
+    str view decodes them as latin-1, which stored a UTF-8 `X-Factbank-Agent: 小明的 claude`
+    as mojibake (issue 21 A10). Decoded as UTF-8 here; InputGuard has already refused a value
+    that is not UTF-8 (400 naming the header)."""
+    for key, value in scope.get("headers", []):
+        if key.lower() == name:
+            return value.decode("utf-8", "replace")
+    return ""
+
+
+def check_utf8(data: bytes, where: str = "body") -> None:
+    """One rule for every request body, JSON or JSONL (issue 21 A10): bytes that are not
+    UTF-8 are a 400 naming the line (or the body) and the byte, never replaced with U+FFFD
+    (an import did that silently while `/v1/facts` refused the same bytes)."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        head = data[: exc.start]
+        line = len((head + b"x").splitlines())
+        lines = data.rstrip(b"\r\n").splitlines()
+        start = len(b"".join(head.splitlines(keepends=True)[: line - 1]))
+        at = f"line {line}" if len(lines) > 1 else where
+        raise BadInput(f"{at}: not valid UTF-8 (byte {exc.start - start + 1}"
+                       f"{' of the line' if len(lines) > 1 else ''}: "
+                       f"0x{data[exc.start]:02x})") from None
+
+
 def check_json(body: bytes, where: str = "body") -> None:
     """`check_value` over a JSON body, or over each line of JSONL; what does not parse is left
-    to the route, which names it. Nesting deeper than the decoder allows is a BadInput."""
+    to the route, which names it. Nesting deeper than the decoder allows is a BadInput; bytes
+    that are not UTF-8 are one too (`check_utf8`)."""
+    check_utf8(body, where)
     try:
         check_value(msgspec.json.decode(body), where)
         return
@@ -242,6 +272,8 @@ class InputGuard:
         for name, value in scope.get("headers", []):
             if b"\x00" in value:
                 raise BadInput(f"header {name.decode('latin-1')}: the NUL character is not allowed")
+            if name.lower() == b"x-factbank-agent":  # stored text: UTF-8 or refused
+                check_utf8(value, "header X-Factbank-Agent")
         if "\x00" in scope.get("path", ""):
             raise BadInput("path: the NUL character is not allowed")
         for name, value in (scope.get("path_params") or {}).items():

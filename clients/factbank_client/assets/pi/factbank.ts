@@ -338,6 +338,34 @@ function text(t: string) {
   return { content: [{ type: "text", text: t }], details: {} };
 }
 
+// Text from a bank as one inert line (factbank_client/inert.py, the same rule and escapes; a
+// test runs both): LF/CR escaped, tabs as spaces, controls and invisible characters (ANSI
+// escapes, U+2028, zero-width, bidi) as \xNN/\uNNNN, at most `limit` characters.
+const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}\p{Co}\p{Cn}]/u;
+export const INERT_LIMIT = 4000;
+
+export function inert(value: unknown, limit = INERT_LIMIT): string {
+  const s = value === null || value === undefined ? "" : String(value);
+  let out = "";
+  for (const ch of s) {
+    if (ch === "\n") out += "\\n";
+    else if (ch === "\r") out += "\\r";
+    else if (ch === "\t") out += " ";
+    else if (INVISIBLE.test(ch)) {
+      const code = ch.codePointAt(0) ?? 0;
+      const [mark, width] = code < 0x100 ? ["\\x", 2] : code < 0x10000 ? ["\\u", 4] : ["\\U", 8];
+      out += mark + code.toString(16).padStart(width as number, "0");
+    } else out += ch;
+  }
+  const chars = Array.from(out);
+  return chars.length > limit ? chars.slice(0, Math.max(0, limit - 1)).join("") + "…" : out;
+}
+
+/** Each LF-separated line inert (a block of lines the services built). */
+export function inertLines(t: string): string {
+  return t.split("\n").map((line) => inert(line)).join("\n");
+}
+
 /** The writer question a search hit matched best, or null (content, or lexical only). */
 export function matchedQuestion(hit: any): string | null {
   const m = hit?.match;
@@ -350,8 +378,8 @@ export function hitLines(r: any): string[] {
   const match = typeof r.relevance === "number" ? r.relevance : undefined;
   const lines = [factLine(r.fact, r.bank, match, Boolean(r.companion))];
   const q = matchedQuestion(r);
-  if (q) lines.push(`    (matched its question: ${JSON.stringify(q)})`);
-  if (r.via) lines.push(`    (found via outdated #${r.via.superseded}, replaced because: ${r.via.reason ?? "-"})`);
+  if (q) lines.push(`    (matched its question: ${JSON.stringify(inert(q, 500))})`);
+  if (r.via) lines.push(`    (found via outdated #${r.via.superseded}, replaced because: ${inert(r.via.reason ?? "-")})`);
   return lines;
 }
 
@@ -359,14 +387,14 @@ export function hitLines(r: any): string[] {
  * a test runs both on the same facts). */
 export function factLine(f: any, bank?: string, match?: number, companion = false): string {
   const src = f.source ?? {};
-  const where = `${src.kind ?? "?"} ${src.location ?? ""}`.trim();
+  const where = inert(`${src.kind ?? "?"} ${src.location ?? ""}`.trim(), 500);
   const trust = Number(f.effective_trust ?? f.trust ?? 0).toFixed(2);
-  const status = f.status && f.status !== "active" ? ` ${f.status}` : "";
+  const status = f.status && f.status !== "active" ? ` ${inert(f.status, 40)}` : "";
   const tentative = f.tentative ? " tentative" : "";
   const matched = match === undefined ? "" : `, match ${match.toFixed(2)}`;
   const gate = companion ? ", below the gate" : "";
-  return `#${f.id} [${bank ? bank + ", " : ""}trust ${trust}${status}${tentative}${matched}${gate}] ${f.content} ` +
-    `(source: ${where}; tags: ${(f.tags ?? []).join(", ") || "-"})`;
+  return `#${f.id} [${bank ? bank + ", " : ""}trust ${trust}${status}${tentative}${matched}${gate}] ${inert(f.content)} ` +
+    `(source: ${where}; tags: ${inert((f.tags ?? []).join(", ")) || "-"})`;
 }
 
 /** The schema of a fact's fields, described as `tool` describes them. */
@@ -570,13 +598,13 @@ export function buildFact(p: any, cwd: string): any {
 
 export function outcomeText(o: any, bank: string): string {
   const f = o.fact;
-  const lines = [`${o.status === "reinforced" ? "Reinforced existing" : "Stored"} fact #${f.id} in ${bank} (trust ${Number(f.trust).toFixed(2)}).`];
-  for (const r of o.redacted ?? []) lines.push(`Redacted a ${r.kind ?? "secret"} from ${r.field ?? "?"}; never send secrets.`);
+  const lines = [`${o.status === "reinforced" ? "Reinforced existing" : "Stored"} fact #${f.id} in ${inert(bank, 100)} (trust ${Number(f.trust).toFixed(2)}).`];
+  for (const r of o.redacted ?? []) lines.push(`Redacted a ${inert(r.kind ?? "secret", 80)} from ${inert(r.field ?? "?", 80)}; never send secrets.`);
   if (o.possible_duplicate_of?.length) {
     const ids = o.possible_duplicate_of.map(Number);
     lines.push(`Similar but different claim(s) already stored: ${ids.map((i: number) => "#" + i).join(", ")}. ` +
       `If they no longer hold, call ${SHARED.tools.supersede.name} with replaces=[${[...ids, f.id].join(", ")}]; if they still hold, nothing to do.`);
-  } else if (o.note) lines.push(String(o.note));
+  } else if (o.note) lines.push(inert(o.note));
   if (!f.questions?.length) lines.push(SHARED.messages.no_questions);
   return lines.join("\n");
 }
@@ -832,7 +860,7 @@ export default function factbank(pi: any) {
       ]);
       const content = [timeline.takeWarnings(), sessionText, promptText].filter((t) => t).join("\n\n");
       if (!content) return undefined;
-      return { message: { customType: "factbank", content, display: false } };
+      return { message: { customType: "factbank", content: inertLines(content), display: false } };
     } catch (err: any) {
       logError(`before_agent_start: ${err?.message ?? err}`);
       return undefined;
@@ -897,11 +925,11 @@ export default function factbank(pi: any) {
       const bank = await owner(cfg, Number(params.id));
       const data = await call(cfg, "GET", cfg.url, `/v1/facts/${Number(params.id)}`, bank, undefined, TOOL_TIMEOUT_MS);
       const f = data.fact;
-      const lines = [factLine(f, bank), `quote: ${JSON.stringify(f.quote)}`,
-        `questions: ${(f.questions ?? []).join(" | ") || "-"}`,
-        `category: ${f.category}; project: ${f.project || "-"}; origin: ${f.origin}`];
-      for (const e of data.events ?? []) lines.push(`  ${String(e.created_at).slice(0, 16)} ${e.kind}${e.reason ? ": " + e.reason : ""}`);
-      for (const old of data.supersedes ?? []) lines.push(`replaced #${old.id}: ${old.content} (because: ${old.supersede_reason ?? "-"})`);
+      const lines = [factLine(f, bank), `quote: ${JSON.stringify(inert(f.quote))}`,
+        `questions: ${inert((f.questions ?? []).join(" | ")) || "-"}`,
+        `category: ${inert(f.category, 100)}; project: ${inert(f.project || "-", 200)}; origin: ${inert(f.origin, 40)}`];
+      for (const e of data.events ?? []) lines.push(`  ${String(e.created_at).slice(0, 16)} ${inert(e.kind, 40)}${e.reason ? ": " + inert(e.reason) : ""}`);
+      for (const old of data.supersedes ?? []) lines.push(`replaced #${old.id}: ${inert(old.content)} (because: ${inert(old.supersede_reason ?? "-")})`);
       if (data.current && data.current.id !== f.id) lines.push(`OUTDATED; current: ${factLine(data.current)}`);
       return text(lines.join("\n"));
     },
