@@ -13,7 +13,6 @@ from __future__ import annotations
 import atexit
 import functools
 import json
-import os
 import shutil
 import subprocess
 import tempfile
@@ -27,6 +26,7 @@ from factbank_client import config as client_config
 from factbank_client import installer, render
 from factbank_client.project import normalise_remote, project_key
 from factbank_client.tools import texts
+from tests.conftest import git
 from tests.harness.npm import harness_dir
 
 
@@ -249,17 +249,14 @@ def test_pi_fingerprint_matches_the_python_client(tmp_path: Path) -> None:
     factbank_client/fingerprint.py, for a committed file, a dirty one and a commit source."""
     from factbank_client.client import new_fact
 
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e"}
     repo = tmp_path / "repo"
     (repo / "deploy").mkdir(parents=True)
     (repo / "deploy" / "api.yaml").write_text("server:\n  port: 8080   \n  tls: true\n")
     (repo / "notes.md").write_text("第一行\n缓存在 上海\n")
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "init"]):
-        subprocess.run(["git", "-C", str(repo), *args], check=True, env=env)
+        git(repo, *args)
     (repo / "notes.md").write_text("第一行\n缓存在 上海\n新的一行\n")
-    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True,
-                          capture_output=True, text=True).stdout.strip()
+    head = git(repo, "rev-parse", "HEAD")
     cases = [("file", str(repo / "deploy" / "api.yaml") + ":2", "port: 8080"),
              ("file", "deploy/api.yaml", "port:\n 8080 tls: true"),
              ("file", "notes.md:2", "缓存在 上海"),
