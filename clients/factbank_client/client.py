@@ -470,10 +470,11 @@ class Client:
         return {"results": results[:limit], "degraded": degraded or None}
 
     def inject(self, kind: str, session_id: str, *, project: str | None = None,
-               prompt: str | None = None) -> dict:
+               prompt: str | None = None, preview: bool = False) -> dict:
         """The injection block for a session start (`kind="session"`) or a prompt, merged
         across banks (personal first). A bank that fails is skipped (listed under `errors`):
-        injection is optional; only when every bank fails is it an error."""
+        injection is optional; only when every bank fails is it an error. `preview`: the same
+        block, but the server delivers nothing (handoffs stay open, facts unseen)."""
         # Each bank gets its share of the injection budget, so the merged block stays within it.
         body: dict[str, Any] = {"kind": kind, "session_id": session_id,
                                 "banks": max(1, len(self.banks))}
@@ -481,6 +482,8 @@ class Client:
             body["project"] = project
         if prompt is not None:
             body["prompt"] = prompt
+        if preview:
+            body["preview"] = True
         blocks: list[tuple[str, dict]] = []
         errors: dict[str, str] = {}
         for label in self.banks:

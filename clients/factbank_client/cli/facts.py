@@ -150,7 +150,10 @@ def register(sub) -> None:
                             "request (slower; checks near-duplicates by meaning)")
 
     with command(sub, "inject-preview", cmd_inject_preview,
-                 help="exactly what would be injected at session start (or for --prompt)") as p:
+                 help="exactly what would be injected at session start (or for --prompt)",
+                 description="Show the block a session start (or --prompt) would inject, "
+                 "changing nothing: handoffs it names stay open for the real session, "
+                 "conflicts stay untold, facts stay unseen.") as p:
         p.add_argument("--prompt", help="preview the injection for this prompt")
         common.add_project_option(p)
         p.add_argument("--session-id", help="default: a fresh one, so nothing counts as seen")
@@ -485,7 +488,7 @@ def cmd_inject_preview(args) -> int:
     kind = "prompt" if args.prompt is not None else "session"
     with common.client() as client:
         data = call(client.inject, kind, session, project=common.project(args),
-                    prompt=args.prompt)
+                    prompt=args.prompt, preview=True)
     if args.json:
         print_json(data)
         return 0
