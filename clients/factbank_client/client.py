@@ -293,13 +293,13 @@ class Client:
                     results.extend(data["results"])
                     for k in totals:
                         totals[k] += int(data.get(k) or 0)
-                    label = data["bank"]
+                    label, visible = data["bank"], data.get("visible_to")
                 for it, res in zip(part, results, strict=True):
                     if "restore" in it:
                         ids[int(it["restore"]["id"])] = int(res["fact"]["id"])
                 done += len(part)
                 yield {**totals, "results": results, "bank": label, "done": done,
-                       "total": total}
+                       "total": total, "visible_to": visible}
 
     def vectors_pending(self, bank: str) -> int:
         """Facts of `bank` whose vectors the server's embedder worker has yet to fill."""

@@ -60,6 +60,28 @@ def id_list(ids: Iterable[int], sep: str = ", ") -> str:
     return sep.join(f"#{i}" for i in ids)
 
 
+def audience(answer: Mapping, label: str | None = None) -> str:
+    """Where a write went and who can read it, from the answer's `visible_to`
+    ("team bank acme, visible to 3 members (alice, bob, carol)"), with the config's label for
+    the bank when it is not the bank's kind (a team token saved as "personal" said "stored in
+    personal" and was taken for private: issue 21). Without `visible_to` (an older server):
+    the label."""
+    v = answer.get("visible_to")
+    label = label or str(answer.get("bank") or "")
+    if not isinstance(v, Mapping):
+        return label
+    kind, n = str(v.get("kind") or "?"), int(v.get("members") or 0)
+    names = [str(x) for x in v.get("names") or []]
+    text = f"{kind} bank {v.get('bank')}"
+    if label and label != kind:
+        text += f' (configured here as "{label}")'
+    text += f", visible to {n} member{'' if n == 1 else 's'}"
+    if names:
+        more = n - len(names)
+        text += " (" + ", ".join(names) + (f", +{more} more" if more > 0 else "") + ")"
+    return text
+
+
 def matched_question(hit: Mapping) -> str | None:
     """The writer question a search hit matched best, or None (content or lexical only)."""
     match = hit.get("match")
@@ -117,8 +139,7 @@ def outcome_text(outcome: Mapping, name: Names, no_questions: str) -> str:
     none."""
     fact = outcome["fact"]
     verb = "Reinforced existing" if outcome["status"] == "reinforced" else "Stored"
-    lines = [f"{verb} fact #{fact['id']} in {outcome.get('bank', fact.get('bank'))} "
-             f"(trust {fact['trust']:.2f})."]
+    lines = [f"{verb} fact #{fact['id']} in {audience(outcome)} (trust {fact['trust']:.2f})."]
     for item in outcome.get("redacted") or []:
         lines.append(f"Redacted a {item.get('kind', 'secret')} from {item.get('field', '?')}; "
                      "never send secrets.")
@@ -135,7 +156,7 @@ def outcome_text(outcome: Mapping, name: Names, no_questions: str) -> str:
 
 
 def superseded_text(outcome: Mapping, replaces: Sequence[int], reason: str) -> str:
-    return (f"Stored fact #{outcome['fact']['id']} in {outcome['bank']}; it supersedes "
+    return (f"Stored fact #{outcome['fact']['id']} in {audience(outcome)}; it supersedes "
             f"{id_list(replaces)} ({reason}).")
 
 
@@ -185,7 +206,7 @@ def categories_text(data: Mapping[str, list[dict]]) -> str:
 
 def outcome_lines(outcome: Mapping, *, note: bool = True) -> list[str]:
     fact = outcome["fact"]
-    lines = [f"{outcome['status']} fact {fact['id']} in {outcome['bank']} "
+    lines = [f"{outcome['status']} fact {fact['id']} in {audience(outcome)} "
              f"(trust {fact['trust']:.2f})"]
     lines += [f"  redacted: {item.get('kind', item)} in {item.get('field', '?')}"
               for item in outcome.get("redacted") or []]
@@ -377,7 +398,7 @@ def timeline_rows(events: Sequence[Mapping], now: datetime, *,
 
 def handoff_line(handoff: Mapping, project: str) -> str:
     target = handoff.get("to_agent") or handoff.get("to_member") or "the next session"
-    return (f"handoff #{handoff['id']} for {target} in {project} ({handoff['bank']} bank): "
+    return (f"handoff #{handoff['id']} for {target} in {project}, in {audience(handoff)}: "
             "it appears once, in that session's start block")
 
 

@@ -32,7 +32,7 @@ from factbank.models import (
 )
 from factbank.runtime.settings import Settings
 from factbank.runtime.web import create_app, requires, service_of
-from factbank.store import facts, timeline
+from factbank.store import banks, facts, timeline
 from factbank.store.banks import Principal
 from factbank.write import categories, check, lifecycle, redaction, retain, staleness
 from factbank.write import vectors as vector_queue
@@ -87,6 +87,12 @@ class ImportResult(msgspec.Struct, kw_only=True):
     results: list[Outcome]
     # With existing=skip: facts already in the bank, neither stored again nor reinforced.
     present: int = 0
+    visible_to: dict | None = None  # the bank and who can read it (`banks.audience`)
+
+
+async def audience(deps: Deps, user: Principal) -> dict:
+    async with deps.pool.acquire() as conn:
+        return await banks.audience(conn, user)
 
 
 class ImportRestore(Strict):
@@ -171,7 +177,8 @@ async def add_fact(deps: Deps, principal: Principal, data: JSONBody[NewFact]) ->
         user, (item,) = await cleaned(deps, principal, [data])
     except BatchRefused as exc:
         raise Refused(exc.errors[0]["reasons"]) from None
-    return await retain.add(deps, user, item)
+    outcome = await retain.add(deps, user, item)
+    return dataclasses.replace(outcome, visible_to=await audience(deps, user))
 
 
 @post(
@@ -245,6 +252,7 @@ async def import_facts(
         reinforced=sum(o.status == "reinforced" for o in outcomes),
         present=sum(o.status == "present" for o in outcomes),
         results=outcomes,
+        visible_to=await audience(deps, user),
     )
 
 
@@ -269,7 +277,8 @@ async def supersede_facts(deps: Deps, principal: Principal, data: JSONBody[Super
         raise Refused(exc.errors[0]["reasons"]) from None
     # The reason lands in facts.supersede_reason and is injected with the successor.
     why = await lifecycle.clean_reason(deps, user, data.reason)
-    return await retain.supersede(deps, user, item, data.replaces, why)
+    outcome = await retain.supersede(deps, user, item, data.replaces, why)
+    return dataclasses.replace(outcome, visible_to=await audience(deps, user))
 
 
 @post(
@@ -479,7 +488,8 @@ async def add_handoff(
     """Leave a note for the next session in the project (any, or `to_agent`/`to_member`): it
     appears once, in that session's start block, and is marked delivered. Redacted."""
     user, policy = await caller(deps, principal)
-    return await timeline.add_handoff(deps.pool, user, data, policy)
+    out = await timeline.add_handoff(deps.pool, user, data, policy)
+    return {**out, "visible_to": await audience(deps, user)}
 
 
 # Every route that writes, under the one guard they share.

@@ -228,6 +228,15 @@ OUTCOMES = [
      "redacted": [{"kind": "aws-key", "field": "content"}, {"field": "quote"}], "note": "x"},
     {"status": "reinforced", "bank": "team", "fact": FACTS[1], "note": "same claim"},
     {"status": "stored", "bank": "team", "fact": FACTS[1]},
+    # Issue 21 B4: where it went and who reads it, and a team token saved as "personal".
+    {"status": "stored", "bank": "personal", "fact": FACTS[1],
+     "visible_to": {"bank": "acme", "kind": "team", "members": 3,
+                    "names": ["alice", "bob", "carol"]}},
+    {"status": "stored", "bank": "personal", "fact": FACTS[1],
+     "visible_to": {"bank": "alice", "kind": "personal", "members": 1, "names": ["alice"]}},
+    {"status": "stored", "bank": "team", "fact": FACTS[1],
+     "visible_to": {"bank": "acme", "kind": "team", "members": 12,
+                    "names": [f"m{i}" for i in range(10)]}},
 ]
 
 

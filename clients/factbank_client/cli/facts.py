@@ -35,11 +35,11 @@ def register(sub) -> None:
         "type to find it, in everyday words, not the fact's own wording (each becomes an extra "
         "search vector; on realistic zh/en agent facts this took top-5 recall from 0.60 to "
         "0.94, cross-lingual from 0.20 to 0.92). Never store secrets: the server redacts "
-        "them, but do not send them.") as p:
+        "them, but do not send them. The answer names the bank the fact went to and who can "
+        "read it (in a team bank: every member).") as p:
         p.add_argument("content", help="the fact, one atomic claim")
         _fact_options(p, category_required=True)
-        p.add_argument("--bank",
-                       help="bank label (default: personal, or team for team categories)")
+        p.add_argument("--bank", help=common.WRITE_BANK_HELP)
 
     with command(sub, "search", cmd_search, help="search every configured bank",
                  description="Search every configured bank and merge the answers. "
@@ -100,7 +100,8 @@ def register(sub) -> None:
         p.add_argument("--reason", required=True, help="why the old facts no longer hold")
         p.add_argument("--content", required=True, help="the new claim")
         _fact_options(p, category_required=False)
-        p.add_argument("--bank")
+        p.add_argument("--bank", help="which of your configured banks (default: the one "
+                                      "holding the first replaced fact)")
 
     with command(sub, "categories", cmd_categories,
                  help="list categories (or `categories add NAME`)") as p:
@@ -434,6 +435,7 @@ def cmd_import(args) -> int:
     totals = {"stored": 0, "reinforced": 0, "present": 0}
     results: list[dict] = []
     bank = args.bank or "?"
+    visible = None
     # The bar moves when the server has committed a chunk: it tracks the server's work.
     with common.client() as client, tqdm(total=len(items), unit="fact", desc="import",
                                    file=sys.stderr, disable=None) as bar:
@@ -443,7 +445,7 @@ def cmd_import(args) -> int:
                 for k in totals:
                     totals[k] += data[k]
                 results.extend(data["results"])
-                bank = data["bank"]
+                bank, visible = data["bank"], data.get("visible_to")
                 bar.update(data["done"] - bar.n)
         except FactbankError as exc:
             done = getattr(exc, "done", 0)
@@ -456,9 +458,11 @@ def cmd_import(args) -> int:
         with common.client() as client:
             _wait_for_vectors(client, bank)
     if args.json:
-        print_json({**totals, "skipped": skipped, "bank": bank, "results": results})
+        print_json({**totals, "skipped": skipped, "bank": bank, "visible_to": visible,
+                    "results": results})
         return 0
-    print(f"imported {len(items)} facts into {bank}: {totals['stored']} stored, "
+    into = render.audience({"bank": bank, "visible_to": visible})
+    print(f"imported {len(items)} facts into {into}: {totals['stored']} stored, "
           f"{totals['reinforced']} reinforced, {totals['present']} already present"
           + (f"; skipped {skipped} non-active (use --all-statuses)" if skipped else ""))
     return 0

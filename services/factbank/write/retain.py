@@ -49,6 +49,8 @@ class Outcome:
     possible_duplicate_of: list[int] = field(default_factory=list)
     redacted: list[dict[str, str]] = field(default_factory=list)
     note: str = ""
+    # Which bank it went to and who can read it (`banks.audience`), set by the route.
+    visible_to: dict | None = None
 
 
 def _model(deps: Deps) -> str | None:

@@ -538,9 +538,26 @@ export function buildFact(p: any, cwd: string): any {
   return fact;
 }
 
+// Where a write went and who can read it: render.audience in the Python client, word for word.
+export function audience(answer: any, label: string): string {
+  const v = answer?.visible_to;
+  if (!v || typeof v !== "object") return label;
+  const kind = String(v.kind || "?");
+  const n = Number(v.members || 0);
+  const names: string[] = (v.names ?? []).map(String);
+  let out = `${kind} bank ${v.bank}`;
+  if (label && label !== kind) out += ` (configured here as "${label}")`;
+  out += `, visible to ${n} member${n === 1 ? "" : "s"}`;
+  if (names.length) {
+    const more = n - names.length;
+    out += " (" + names.join(", ") + (more > 0 ? `, +${more} more` : "") + ")";
+  }
+  return out;
+}
+
 export function outcomeText(o: any, bank: string): string {
   const f = o.fact;
-  const lines = [`${o.status === "reinforced" ? "Reinforced existing" : "Stored"} fact #${f.id} in ${bank} (trust ${Number(f.trust).toFixed(2)}).`];
+  const lines = [`${o.status === "reinforced" ? "Reinforced existing" : "Stored"} fact #${f.id} in ${audience(o, bank)} (trust ${Number(f.trust).toFixed(2)}).`];
   for (const r of o.redacted ?? []) lines.push(`Redacted a ${r.kind ?? "secret"} from ${r.field ?? "?"}; never send secrets.`);
   if (o.possible_duplicate_of?.length) {
     const ids = o.possible_duplicate_of.map(Number);
@@ -914,7 +931,7 @@ export default function factbank(pi: any) {
       const bank = await owner(cfg, replaces[0]);
       const o = await call(cfg, "POST", cfg.url, "/v1/facts/supersede", bank,
         { fact: buildFact(params, cwd), replaces, reason: params.reason }, TOOL_TIMEOUT_MS);
-      return text(`Stored fact #${o.fact.id} in ${bank}; it supersedes ${replaces.map((i: number) => "#" + i).join(", ")} (${params.reason}).`);
+      return text(`Stored fact #${o.fact.id} in ${audience(o, bank)}; it supersedes ${replaces.map((i: number) => "#" + i).join(", ")} (${params.reason}).`);
     },
   });
 
@@ -947,7 +964,7 @@ export default function factbank(pi: any) {
       if (params.to_member) body.to_member = String(params.to_member);
       const out = await call(cfg, "POST", cfg.url, "/v1/handoffs", bank, body, TOOL_TIMEOUT_MS);
       const target = out.to_agent || out.to_member || "the next session";
-      return text(`handoff #${out.id} for ${target} in ${project} (${bank} bank): it appears once, in that session's start block`);
+      return text(`handoff #${out.id} for ${target} in ${project}, in ${audience(out, bank)}: it appears once, in that session's start block`);
     },
   });
 }
