@@ -170,7 +170,8 @@ def history_text(data: Mapping) -> str:
              f"questions: {questions(fact)}",
              f"category: {fact['category']}; project: {fact.get('project') or '-'}; "
              f"origin: {fact['origin']}; by {who(by.get('member'), by.get('agent'))}"
-             f" at {when(fact['created_at'])}"]
+             f" at {when(fact['created_at'])}",
+             *[line for line in why_not_current(fact) if not line.startswith("superseded")]]
     for e in data.get("events") or []:
         before, after = e.get("trust_before"), e.get("trust_after")
         trust = f"{after}" if before is None else f"{before} -> {after}"
@@ -219,8 +220,37 @@ def outcome_lines(outcome: Mapping, *, note: bool = True) -> list[str]:
     return lines
 
 
+def confirmed(fact: Mapping) -> str | None:
+    """When the fact was last confirmed, or None if it never was: `confirmed_at` starts equal
+    to `created_at` (decay counts from it), so every fact used to say "confirmed <its creation
+    time>" (issue 21)."""
+    at = fact.get("confirmed_at")
+    return when(at) if at and at != fact.get("created_at") else None
+
+
+def why_not_current(fact: Mapping) -> list[str]:
+    """Why a fact is not simply active: stale (with the reason and the text now at its old
+    line), under review (which cited fact changed), superseded (by which, why)."""
+    lines = []
+    stale = fact.get("stale") or {}
+    if fact.get("status") == "stale":
+        lines.append(f"stale since {when(stale.get('since'))}: "
+                     f"{stale.get('reason') or 'its source changed'}")
+        lines += [f"    {line}" for line in str(stale.get("context") or "").splitlines()]
+    review = fact.get("review") or {}
+    if review:
+        lines.append(f"under review since {when(review.get('since'))}: "
+                     f"{review.get('reason') or 'a fact it cites changed'} "
+                     f"(cited fact #{review.get('cause')}); not injected until confirmed")
+    if fact.get("superseded_by"):
+        lines.append(f"superseded by #{fact['superseded_by']}: "
+                     f"{fact.get('supersede_reason') or ''}".rstrip())
+    return lines
+
+
 def fact_lines(fact: Mapping, bank: str | None = None) -> list[str]:
     by = fact.get("created_by") or {}
+    seen = confirmed(fact)
     lines = [
         f"#{fact['id']}  {fact['status']}{' tentative' if fact.get('tentative') else ''}  "
         f"trust {fact['trust']:.2f} (effective {fact['effective_trust']:.2f})  "
@@ -232,11 +262,12 @@ def fact_lines(fact: Mapping, bank: str | None = None) -> list[str]:
         f"  questions: {questions(fact)}",
         f"  project:  {fact.get('project') or '-'}",
         f"  origin:   {fact['origin']}, by {who(by.get('member'), by.get('agent'))} "
-        f"at {when(fact['created_at'])}, confirmed {when(fact['confirmed_at'])}",
+        f"at {when(fact['created_at'])}, " + (f"confirmed {seen}" if seen else "never confirmed"),
+        *(f"  {line}" for line in why_not_current(fact)),
     ]
-    if fact.get("superseded_by"):
-        lines.append(f"  superseded by #{fact['superseded_by']}: "
-                     f"{fact.get('supersede_reason') or ''}")
+    if fact.get("status") == "stale":
+        lines.append(f"  to revive it: factbank confirm {fact['id']} --quote '...' (a fresh "
+                     "quote from its source), or supersede it")
     return lines
 
 
@@ -375,6 +406,9 @@ def timeline_what(e: Mapping) -> str:
         return "session started" + (f" in {e['cwd']}" if e.get("cwd") else "")
     if kind == "session_end":
         return "session ended"
+    if kind == "handoff" and e.get("text"):
+        state = "delivered" if e.get("delivered") else "open"
+        return f"{e.get('detail') or 'handoff'} ({state}): {short(str(e['text']), 100)}"
     return str(e.get("detail") or "")
 
 

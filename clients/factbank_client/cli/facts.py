@@ -43,8 +43,10 @@ def register(sub) -> None:
 
     with command(sub, "search", cmd_search, help="search every configured bank",
                  description="Search every configured bank and merge the answers. "
-                 "Results below the relevance gate are not returned as hits; a query "
-                 "with no good match answers nothing rather than noise.") as p:
+                 "Results below the relevance gate are not hits: a query with no good match "
+                 "answers nothing rather than noise. After a hit, the services also send "
+                 "weaker related matches (below the gate); --related shows them, labelled.") \
+            as p:
         p.add_argument("query", help="what you want to know, in your own words (any language)")
         common.add_project_option(p)
         p.add_argument("--limit", type=int, default=5,
@@ -52,6 +54,9 @@ def register(sub) -> None:
         p.add_argument("--mode", choices=["hybrid", "lexical", "dense"], default="hybrid",
                        help="hybrid: BM25 + embeddings fused (default); lexical: BM25 words "
                             "only; dense: embeddings only")
+        p.add_argument("--related", action="store_true",
+                       help="also show the weaker matches below the gate that came with a hit, "
+                            "labelled \"(below the gate)\"")
 
     for name, func, text in (("get", cmd_get, "show one fact"),
                              ("history", cmd_history, "a fact with its events and successors")):
@@ -242,6 +247,8 @@ def cmd_search(args) -> int:
     with common.client() as client:
         data = call(client.search, args.query, project=common.project(args), limit=args.limit,
                     mode=args.mode)
+    if not args.related:  # below the gate: not hits (the help says so), unless asked for
+        data = {**data, "results": [r for r in data["results"] if not r.get("companion")]}
     if args.json:
         print_json(data)
         return 0
