@@ -1,5 +1,5 @@
-"""Reading changes nothing (issue 21 B2): every read command of the CLI and every GET page of
-the dashboard, run against a bank with facts, a supersede chain, a timeline with a conflict and
+"""Reading changes nothing (issue 21 B2): every `--help`, read command and dry run of the CLI,
+every GET page of the dashboard and the agents' read tools (MCP), run against a bank with facts, a supersede chain, a timeline with a conflict and
 an open handoff, leaves every row of every table as it was.
 
 Found so: `factbank inject-preview` marked the handoff delivered, so the real session start
@@ -18,8 +18,10 @@ from pathlib import Path
 import asyncpg
 import httpx
 import pytest
+from mcp import Client as McpClient
 
 from factbank_client import config as client_config
+from factbank_client import mcp_server
 from factbank_client.cli.main import build_parser, main
 from factbank_client.client import Client
 from tests.browser.stack import PROJECT, Live, live_stack
@@ -56,6 +58,9 @@ async def live(dsn, conn, tmp_path, monkeypatch) -> Iterator[tuple[Live, str]]:
     (repo / ".git").mkdir(parents=True)
     (repo / ".git" / "config").write_text(
         '[remote "origin"]\n\turl = git@github.com:acme/api.git\n', "utf-8")
+    (repo / "CLAUDE.md").write_text(  # for migrate-native --dry-run: one fact line, one rule
+        "# api\n\n- The API listens on port 8443 behind TLS\n- Always run the tests first\n",
+        "utf-8")
     for var in ("FACTBANK_URL", "FACTBANK_RECALL_URL", "FACTBANK_TOKEN", "FACTBANK_TEAM_TOKEN",
                 "FACTBANK_AGENT"):
         monkeypatch.delenv(var, raising=False)
@@ -107,6 +112,7 @@ def read_commands(ids: dict[str, int], out_dir: Path) -> list[tuple[str, ...]]:
          "run the retry tests"),
         ("rules", "candidates"),
         ("import-history", "claude", "--dry-run", "--dir", str(empty)),
+        ("migrate-native", "claude", "--dry-run"),
         ("dispatch", "list"),
     ]
 
@@ -142,6 +148,17 @@ async def test_every_read_leaves_the_bank_as_it_was(live, capsys, tmp_path):
             r = await http.get(path)
             assert r.status_code == 200, (path, r.text[:500])
             ran.append(path)
+
+    # The agent's read tools (MCP; the Pi extension calls the same routes).
+    with Client(running.config, agent="claude-code") as client:
+        server = mcp_server.build_server(lambda _ctx: client, local_files=False)
+        async with McpClient(server) as mcp:
+            for tool, arguments in (("search", {"query": "which port does the API use"}),
+                                    ("get", {"id": ids["port"]}),
+                                    ("get", {"id": ids["team"]}), ("list_categories", {})):
+                result = await mcp.call_tool(tool, arguments)
+                assert not result.is_error, (tool, result.content)
+                ran.append(tool)
 
     after = await dump(dsn)
     assert not changed(before, after), "a read changed the bank:\n" + "\n".join(
