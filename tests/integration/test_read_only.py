@@ -1,6 +1,7 @@
 """Reading changes nothing (issue 21 B2): every `--help`, read command and dry run of the CLI,
-every GET page of the dashboard and the agents' read tools (MCP), run against a bank with facts, a supersede chain, a timeline with a conflict and
-an open handoff, leaves every row of every table as it was.
+every GET page of the dashboard and the agents' read tools (MCP), run against a bank with
+facts, a supersede chain, a timeline with a conflict and an open handoff, leaves every row of
+every table as it was.
 
 Found so: `factbank inject-preview` marked the handoff delivered, so the real session start
 never got it. The dump compares all tables, whole rows (`t::text`), with no column left out.
