@@ -240,6 +240,21 @@ OUTCOMES = [
 ]
 
 
+def test_pi_says_why_a_fact_is_not_current_as_render_does() -> None:
+    """Issue 21 B8: `get` of a stale fact says why, in both the MCP text and Pi's."""
+    stale = {**FACTS[0], "status": "stale", "stale": {
+        "reason": "the quote is gone from deploy/api.yaml:4", "since": "2026-12-01T10:00:00Z",
+        "context": "3:   host: 0.0.0.0\n4:   port: 9090\n"}}
+    review = {**FACTS[1], "review": {"reason": "fact #3 it cites was superseded", "cause": 3,
+                                     "since": "2026-12-01T11:00:00Z"}}
+    cases = [stale, review, FACTS[1]]
+    got = run_ts(f"result = {json.dumps(cases)}.map((f) => m.whyNotCurrent(f));")
+    assert got == [render.why_not_current(f) for f in cases]
+    assert got[0][0] == ("stale since 2026-12-01 10:00: the quote is gone from "
+                         "deploy/api.yaml:4") and got[0][2] == "    4:   port: 9090"
+    assert got[2] == []
+
+
 def test_pi_writes_facts_and_outcomes_as_render_does_for_mcp() -> None:
     cases = [(f, b, m, c) for f in FACTS for b in (None, "team") for m in (None, 0.5049)
              for c in (False, True)]

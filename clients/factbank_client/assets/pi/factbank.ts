@@ -555,6 +555,26 @@ export function audience(answer: any, label: string): string {
   return out;
 }
 
+// Why a fact is not simply active (stale, under review): render.why_not_current in the Python
+// client, word for word, without its superseded line (`get` says OUTDATED with the current fact).
+export function whyNotCurrent(f: any): string[] {
+  const when = (v: any) => String(v || "-").slice(0, 16).replace("T", " ");
+  const lines: string[] = [];
+  const stale = f.stale ?? {};
+  if (f.status === "stale") {
+    lines.push(`stale since ${when(stale.since)}: ${stale.reason || "its source changed"}`);
+    const context = String(stale.context ?? "").split(/\r?\n/);
+    if (context.length && context[context.length - 1] === "") context.pop();
+    for (const line of context) lines.push(`    ${line}`);
+  }
+  const review = f.review;
+  if (review && Object.keys(review).length) {
+    lines.push(`under review since ${when(review.since)}: ${review.reason || "a fact it cites changed"} ` +
+      `(cited fact #${review.cause}); not injected until confirmed`);
+  }
+  return lines;
+}
+
 export function outcomeText(o: any, bank: string): string {
   const f = o.fact;
   const lines = [`${o.status === "reinforced" ? "Reinforced existing" : "Stored"} fact #${f.id} in ${audience(o, bank)} (trust ${Number(f.trust).toFixed(2)}).`];
@@ -886,7 +906,8 @@ export default function factbank(pi: any) {
       const f = data.fact;
       const lines = [factLine(f, bank), `quote: ${JSON.stringify(f.quote)}`,
         `questions: ${(f.questions ?? []).join(" | ") || "-"}`,
-        `category: ${f.category}; project: ${f.project || "-"}; origin: ${f.origin}`];
+        `category: ${f.category}; project: ${f.project || "-"}; origin: ${f.origin}`,
+        ...whyNotCurrent(f)];
       for (const e of data.events ?? []) lines.push(`  ${String(e.created_at).slice(0, 16)} ${e.kind}${e.reason ? ": " + e.reason : ""}`);
       for (const old of data.supersedes ?? []) lines.push(`replaced #${old.id}: ${old.content} (because: ${old.supersede_reason ?? "-"})`);
       if (data.current && data.current.id !== f.id) lines.push(`OUTDATED; current: ${factLine(data.current)}`);
