@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import itertools
 import os
+import subprocess
 import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -54,6 +55,37 @@ def pytest_report_header() -> str:
     shared = os.environ.get("FACTBANK_SHARED_DIR") or str(UPSTREAM_SHARED_DIR)
     kind = "the project's stand-ins" if Path(shared) == STANDIN_DIR else "upstream data"
     return f"factbank: hook/compose schemas from {shared} ({kind})"
+
+
+# --- git ---------------------------------------------------------------------------------------
+# A new user's machine (and CI under a fresh HOME) has no global git identity, and `git commit`
+# then refuses ("Please tell me who you are"): issue 21 found every test of
+# test_cli_staleness.py erroring so. Every test that runs git goes through `git`/`git_env`
+# here, which name an identity in the environment (it wins over any config file), so the suite
+# needs nothing from the user's ~/.gitconfig: run it with HOME=$(mktemp -d).
+GIT_IDENTITY = {"GIT_AUTHOR_NAME": "factbank tests", "GIT_AUTHOR_EMAIL": "tests@factbank.invalid",
+                "GIT_COMMITTER_NAME": "factbank tests",
+                "GIT_COMMITTER_EMAIL": "tests@factbank.invalid"}
+
+
+def git_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """`base` (default: this process's environment) with the tests' git identity."""
+    return {**(os.environ if base is None else base), **GIT_IDENTITY}
+
+
+def git(repo: Path, *args: str, env: Mapping[str, str] | None = None) -> str:
+    """`git -C repo ARGS` with the tests' identity; its stdout, stripped (raises on failure)."""
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                          text=True, env=git_env(env), timeout=60).stdout.strip()
+
+
+@pytest.fixture
+def git_identity(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The tests' git identity in this process's environment, for a test whose code under
+    test commits in-process (`factbank rules propose --branch` runs `git commit-tree`)."""
+    for name, value in GIT_IDENTITY.items():
+        monkeypatch.setenv(name, value)
+    return GIT_IDENTITY
 
 
 def with_database(dsn: str, name: str) -> str:

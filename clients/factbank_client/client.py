@@ -299,13 +299,13 @@ class Client:
                     results.extend(data["results"])
                     for k in totals:
                         totals[k] += int(data.get(k) or 0)
-                    label = data["bank"]
+                    label, visible = data["bank"], data.get("visible_to")
                 for it, res in zip(part, results, strict=True):
                     if "restore" in it:
                         ids[int(it["restore"]["id"])] = int(res["fact"]["id"])
                 done += len(part)
                 yield {**totals, "results": results, "bank": label, "done": done,
-                       "total": total}
+                       "total": total, "visible_to": visible}
 
     def vectors_pending(self, bank: str) -> int:
         """Facts of `bank` whose vectors the server's embedder worker has yet to fill."""
@@ -476,10 +476,11 @@ class Client:
         return {"results": results[:limit], "degraded": degraded or None}
 
     def inject(self, kind: str, session_id: str, *, project: str | None = None,
-               prompt: str | None = None) -> dict:
+               prompt: str | None = None, preview: bool = False) -> dict:
         """The injection block for a session start (`kind="session"`) or a prompt, merged
         across banks (personal first). A bank that fails is skipped (listed under `errors`):
-        injection is optional; only when every bank fails is it an error."""
+        injection is optional; only when every bank fails is it an error. `preview`: the same
+        block, but the server delivers nothing (handoffs stay open, facts unseen)."""
         # Each bank gets its share of the injection budget, so the merged block stays within it.
         body: dict[str, Any] = {"kind": kind, "session_id": session_id,
                                 "banks": max(1, len(self.banks))}
@@ -487,6 +488,8 @@ class Client:
             body["project"] = project
         if prompt is not None:
             body["prompt"] = prompt
+        if preview:
+            body["preview"] = True
         blocks: list[tuple[str, dict]] = []
         errors: dict[str, str] = {}
         for label in self.banks:

@@ -62,6 +62,28 @@ def id_list(ids: Iterable[int], sep: str = ", ") -> str:
     return sep.join(f"#{i}" for i in ids)
 
 
+def audience(answer: Mapping, label: str | None = None) -> str:
+    """Where a write went and who can read it, from the answer's `visible_to`
+    ("team bank acme, visible to 3 members (alice, bob, carol)"), with the config's label for
+    the bank when it is not the bank's kind (a team token saved as "personal" said "stored in
+    personal" and was taken for private: issue 21). Without `visible_to` (an older server):
+    the label."""
+    v = answer.get("visible_to")
+    label = label or str(answer.get("bank") or "")
+    if not isinstance(v, Mapping):
+        return label
+    kind, n = str(v.get("kind") or "?"), int(v.get("members") or 0)
+    names = [str(x) for x in v.get("names") or []]
+    text = f"{kind} bank {v.get('bank')}"
+    if label and label != kind:
+        text += f' (configured here as "{label}")'
+    text += f", visible to {n} member{'' if n == 1 else 's'}"
+    if names:
+        more = n - len(names)
+        text += " (" + ", ".join(names) + (f", +{more} more" if more > 0 else "") + ")"
+    return text
+
+
 def matched_question(hit: Mapping) -> str | None:
     """The writer question a search hit matched best, or None (content or lexical only)."""
     match = hit.get("match")
@@ -126,7 +148,7 @@ def outcome_text(outcome: Mapping, name: Names, no_questions: str) -> str:
                    if successor else "") + ".")
         return "\n".join([head, str(outcome.get("note") or "")]).strip()
     verb = "Reinforced existing" if outcome["status"] == "reinforced" else "Stored"
-    lines = [f"{verb} fact #{fact['id']} in {inert(outcome.get('bank', fact.get('bank')), 100)} "
+    lines = [f"{verb} fact #{fact['id']} in {inert(audience(outcome), 300)} "
              f"(trust {fact['trust']:.2f})."]
     for item in outcome.get("redacted") or []:
         lines.append(f"Redacted a {inert(item.get('kind', 'secret'), 80)} from "
@@ -145,8 +167,8 @@ def outcome_text(outcome: Mapping, name: Names, no_questions: str) -> str:
 
 
 def superseded_text(outcome: Mapping, replaces: Sequence[int], reason: str) -> str:
-    return (f"Stored fact #{outcome['fact']['id']} in {outcome['bank']}; it supersedes "
-            f"{id_list(replaces)} ({inert(reason)}).")
+    return (f"Stored fact #{outcome['fact']['id']} in {inert(audience(outcome), 300)}; "
+            f"it supersedes {id_list(replaces)} ({inert(reason)}).")
 
 
 def history_text(data: Mapping) -> str:
@@ -160,7 +182,9 @@ def history_text(data: Mapping) -> str:
              f"category: {inert(fact['category'], 100)}; "
              f"project: {inert(fact.get('project') or '-', 200)}; "
              f"origin: {inert(fact['origin'], 40)}; by {who(by.get('member'), by.get('agent'))}"
-             f" at {when(fact['created_at'])}"]
+             f" at {when(fact['created_at'])}",
+             *[inert(line) for line in why_not_current(fact)
+               if not line.startswith("superseded")]]
     for e in data.get("events") or []:
         before, after = e.get("trust_before"), e.get("trust_after")
         trust = f"{after}" if before is None else f"{before} -> {after}"
@@ -198,7 +222,7 @@ def categories_text(data: Mapping[str, list[dict]]) -> str:
 
 def outcome_lines(outcome: Mapping, *, note: bool = True) -> list[str]:
     fact = outcome["fact"]
-    lines = [f"{inert(outcome['status'], 40)} fact {fact['id']} in {inert(outcome['bank'], 100)} "
+    lines = [f"{inert(outcome['status'], 40)} fact {fact['id']} in {inert(audience(outcome), 300)} "
              f"(trust {fact['trust']:.2f})"]
     lines += [f"  redacted: {inert(item.get('kind', item), 80)} in "
               f"{inert(item.get('field', '?'), 80)}"
@@ -212,8 +236,37 @@ def outcome_lines(outcome: Mapping, *, note: bool = True) -> list[str]:
     return lines
 
 
+def confirmed(fact: Mapping) -> str | None:
+    """When the fact was last confirmed, or None if it never was: `confirmed_at` starts equal
+    to `created_at` (decay counts from it), so every fact used to say "confirmed <its creation
+    time>" (issue 21)."""
+    at = fact.get("confirmed_at")
+    return when(at) if at and at != fact.get("created_at") else None
+
+
+def why_not_current(fact: Mapping) -> list[str]:
+    """Why a fact is not simply active: stale (with the reason and the text now at its old
+    line), under review (which cited fact changed), superseded (by which, why)."""
+    lines = []
+    stale = fact.get("stale") or {}
+    if fact.get("status") == "stale":
+        lines.append(f"stale since {when(stale.get('since'))}: "
+                     f"{stale.get('reason') or 'its source changed'}")
+        lines += [f"    {line}" for line in str(stale.get("context") or "").splitlines()]
+    review = fact.get("review") or {}
+    if review:
+        lines.append(f"under review since {when(review.get('since'))}: "
+                     f"{review.get('reason') or 'a fact it cites changed'} "
+                     f"(cited fact #{review.get('cause')}); not injected until confirmed")
+    if fact.get("superseded_by"):
+        lines.append(f"superseded by #{fact['superseded_by']}: "
+                     f"{fact.get('supersede_reason') or ''}".rstrip())
+    return lines
+
+
 def fact_lines(fact: Mapping, bank: str | None = None) -> list[str]:
     by = fact.get("created_by") or {}
+    seen = confirmed(fact)
     lines = [
         f"#{fact['id']}  {inert(fact['status'], 40)}"
         f"{' tentative' if fact.get('tentative') else ''}  "
@@ -226,11 +279,12 @@ def fact_lines(fact: Mapping, bank: str | None = None) -> list[str]:
         f"  questions: {questions(fact)}",
         f"  project:  {inert(fact.get('project') or '-', 200)}",
         f"  origin:   {inert(fact['origin'], 40)}, by {who(by.get('member'), by.get('agent'))} "
-        f"at {when(fact['created_at'])}, confirmed {when(fact['confirmed_at'])}",
+        f"at {when(fact['created_at'])}, " + (f"confirmed {seen}" if seen else "never confirmed"),
+        *(f"  {inert(line)}" for line in why_not_current(fact)),
     ]
-    if fact.get("superseded_by"):
-        lines.append(f"  superseded by #{fact['superseded_by']}: "
-                     f"{inert(fact.get('supersede_reason') or '')}")
+    if fact.get("status") == "stale":
+        lines.append(f"  to revive it: factbank confirm {fact['id']} --quote '...' (a fresh "
+                     "quote from its source), or supersede it")
     return lines
 
 
@@ -374,6 +428,9 @@ def timeline_what(e: Mapping) -> str:
         return "session started" + (f" in {inert(e['cwd'], 500)}" if e.get("cwd") else "")
     if kind == "session_end":
         return "session ended"
+    if kind == "handoff" and e.get("text"):
+        state = "delivered" if e.get("delivered") else "open"
+        return f"{inert(e.get('detail') or 'handoff', 200)} ({state}): {short(str(e['text']), 100)}"
     return inert(e.get("detail") or "")
 
 
@@ -398,8 +455,8 @@ def timeline_rows(events: Sequence[Mapping], now: datetime, *,
 
 def handoff_line(handoff: Mapping, project: str) -> str:
     target = inert(handoff.get("to_agent") or handoff.get("to_member") or "the next session", 200)
-    return (f"handoff #{handoff['id']} for {target} in {inert(project, 200)} "
-            f"({inert(handoff['bank'], 100)} bank): "
+    return (f"handoff #{handoff['id']} for {target} in {inert(project, 200)}, "
+            f"in {inert(audience(handoff), 300)}: "
             "it appears once, in that session's start block")
 
 

@@ -161,6 +161,9 @@ class InjectRequest(Strict):
     prompt: Annotated[str, msgspec.Meta(max_length=20000)] | None = None
     # How many banks the caller merges into one block: each gets 1/banks of the budget.
     banks: Annotated[int, msgspec.Meta(ge=1, le=8)] = 1
+    # The same block, changing nothing: no handoff delivered, no conflict marked told, no
+    # fact counted as seen by the session (`factbank inject-preview`, issue 21).
+    preview: bool = False
 
 
 class Injection(msgspec.Struct, kw_only=True):

@@ -31,7 +31,7 @@ from factbank.models import (
 )
 from factbank.runtime.settings import Settings
 from factbank.runtime.web import create_app, requires, service_of
-from factbank.store import audit, facts, timeline
+from factbank.store import audit, banks, facts, timeline
 from factbank.store.banks import Principal
 from factbank.write import categories, check, lifecycle, redaction, retain, staleness
 from factbank.write import vectors as vector_queue
@@ -86,6 +86,12 @@ class ImportResult(msgspec.Struct, kw_only=True):
     results: list[Outcome]
     # With existing=skip: facts already in the bank, neither stored again nor reinforced.
     present: int = 0
+    visible_to: dict | None = None  # the bank and who can read it (`banks.audience`)
+
+
+async def audience(deps: Deps, user: Principal) -> dict:
+    async with deps.pool.acquire() as conn:
+        return await banks.audience(conn, user)
 
 
 class ImportRestore(Strict):
@@ -180,7 +186,9 @@ async def add_fact(
     outcome = await retain.add(deps, user, item)
     # A claim the bank already retired is answered, not stored: 200 with status "retired",
     # its successor and the reason.
-    return Response(outcome, status_code=200) if outcome.status == "retired" else outcome
+    if outcome.status == "retired":
+        return Response(outcome, status_code=200)
+    return dataclasses.replace(outcome, visible_to=await audience(deps, user))
 
 
 @post(
@@ -259,6 +267,7 @@ async def import_facts(
         reinforced=sum(o.status == "reinforced" for o in outcomes),
         present=sum(o.status == "present" for o in outcomes),
         results=outcomes,
+        visible_to=await audience(deps, user),
     )
 
 
@@ -283,7 +292,8 @@ async def supersede_facts(deps: Deps, principal: Principal, data: JSONBody[Super
         raise Refused(exc.errors[0]["reasons"]) from None
     # The reason lands in facts.supersede_reason and is injected with the successor.
     why = await lifecycle.clean_reason(deps, user, data.reason)
-    return await retain.supersede(deps, user, item, data.replaces, why)
+    outcome = await retain.supersede(deps, user, item, data.replaces, why)
+    return dataclasses.replace(outcome, visible_to=await audience(deps, user))
 
 
 @post(
@@ -493,7 +503,8 @@ async def add_handoff(
     """Leave a note for the next session in the project (any, or `to_agent`/`to_member`): it
     appears once, in that session's start block, and is marked delivered. Redacted."""
     user, policy = await caller(deps, principal)
-    return await timeline.add_handoff(deps.pool, user, data, policy)
+    out = await timeline.add_handoff(deps.pool, user, data, policy)
+    return {**out, "visible_to": await audience(deps, user)}
 
 
 # Every route that writes, under the one guard they share.

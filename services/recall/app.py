@@ -126,7 +126,10 @@ async def search_facts(
 async def inject_block(
     request: Request, recall: Recall, principal: Principal, data: JSONBody[InjectRequest]
 ) -> Injection:
-    """The text block an agent sees at session start or with a prompt ("" = inject nothing)."""
+    """The text block an agent sees at session start or with a prompt ("" = inject nothing).
+    Showing it delivers: its open handoffs are marked delivered, its conflicts told, its facts
+    seen by the session. With `preview: true` the same block is computed and nothing is
+    changed."""
     r, user = recall, principal
     if data.kind == "session":
         block = await inject.session_block(
@@ -138,6 +141,7 @@ async def inject_block(
             min_version(request),
             share=data.banks,
             member_id=user.member_id,
+            preview=data.preview,
         )
     else:
         block = await inject.prompt_block(
@@ -149,6 +153,7 @@ async def inject_block(
             (data.prompt or "")[:MAX_QUERY_CHARS],
             min_version(request),
             share=data.banks,
+            preview=data.preview,
         )
     degraded = (
         None

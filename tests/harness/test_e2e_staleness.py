@@ -17,6 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import git as shared_git
+from tests.conftest import git_env
+
 from .fake_model import FakeModel, Text, ToolCall, tool_names
 from .npm import Harnesses
 from .runners import run_claude, run_codex
@@ -31,9 +34,6 @@ from .test_e2e_factbank import (  # noqa: F401 (services is a fixture)
 
 pytestmark = pytest.mark.harness
 
-GIT_ENV = {"GIT_AUTHOR_NAME": "alice", "GIT_AUTHOR_EMAIL": "alice@acme.dev",
-           "GIT_COMMITTER_NAME": "alice", "GIT_COMMITTER_EMAIL": "alice@acme.dev"}
-
 
 def user_env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
@@ -41,12 +41,11 @@ def user_env(home: Path) -> dict[str, str]:
                         "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME",
                         "FACTBANK_CONFIG", "FACTBANK_URL", "FACTBANK_RECALL_URL",
                         "FACTBANK_TOKEN", "FACTBANK_TEAM_TOKEN")}
-    return {**env, **GIT_ENV, "HOME": str(home)}
+    return git_env({**env, "HOME": str(home)})
 
 
 def git(repo: Path, home: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
-                          text=True, env=user_env(home)).stdout.strip()
+    return shared_git(repo, *args, env=user_env(home))
 
 
 def test_a_fact_codex_saved_from_a_file_turns_stale_at_a_commit_and_claude_is_told(

@@ -31,6 +31,8 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.conftest import git_env
+
 from .fake_model import FakeModel, Text, ToolCall
 from .npm import Harnesses
 from .runners import claude_settings_path, read_json, run_claude, run_codex, run_pi, write_json
@@ -47,9 +49,8 @@ PATCH = ("*** Begin Patch\n*** Update File: src/app.py\n@@\n-print('hello')\n"
 
 
 def git(*args: str, cwd: Path | None = None) -> None:
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/nonexistent",
-           "GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e"}
+    env = git_env({"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/nonexistent",
+                   "GIT_CONFIG_NOSYSTEM": "1"})
     subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True,
                    timeout=60)
 

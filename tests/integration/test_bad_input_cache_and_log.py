@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import subprocess
+import sys
 
 from factbank.read.cache import digest
 from factbank.runtime.observability import JsonFormatter
@@ -18,7 +21,17 @@ def test_digest_keeps_types_and_boundaries():
     assert digest("a\x1fb") != digest("a", "b")
     assert digest("a", "") != digest("a")
     assert digest(["a", "b"]) != digest("a", "b")
-    assert digest("q", None) == digest("q", None)
+
+
+
+def test_digest_is_the_same_in_every_process():
+    """Recall replicas share Redis: a key must not depend on the process (hash seed)."""
+    code = "from factbank.read.cache import digest; print(digest('q', None, 1, ['a']))"
+    for seed in ("1", "2"):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env={**os.environ, "PYTHONHASHSEED": seed}, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == digest("q", None, 1, ["a"]), f"PYTHONHASHSEED={seed}"
 
 
 async def test_category_none_string_does_not_blank_the_owners_results(stack, two_banks):

@@ -115,7 +115,14 @@ async def test_query_without_usable_terms_returns_nothing(bank, conn):
 async def test_user_text_is_never_query_syntax(bank, conn):
     bank_id = await conn.fetchval("SELECT id FROM banks WHERE name = 'alpha'")
     for query in ["billing' OR 1=1 --", "port & | ! :*", "$1 %s ${x}", "\\x00 ' \""]:
-        await lexicon.bm25(conn, bank_id, tokenize(query))  # never raises
+        got = await lexicon.bm25(conn, bank_id, tokenize(query), limit=100)  # never raises
+        # Only the query's words match, scored as the oracle scores them: syntax adds nothing.
+        _, q, corpus, want = await oracle(conn, query)
+        for fid, score, _ in got:
+            assert set(q) & set(corpus[fid]), (query, fid)
+            assert score == pytest.approx(want[fid], rel=1e-9, abs=1e-12)
+        if "billing" in q:
+            assert got, query  # the words around the syntax still find their facts
 
 
 async def test_index_statistics_match_postings(bank, conn):

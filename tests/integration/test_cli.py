@@ -432,7 +432,8 @@ def test_export_import_round_trip_between_banks(env, capsys, tmp_path):
     assert ok(capsys, "export").strip().splitlines() == dump.read_text().strip().splitlines()
 
     out = ok(capsys, "import", str(dump), "--bank", "team")
-    assert "imported 1 facts into team: 1 stored" in out and "skipped 1 non-active" in out
+    assert "imported 1 facts into team bank acme, visible to 1 member (alice): 1 stored" in out
+    assert "skipped 1 non-active" in out
     team = list(Client(env.config()).list_facts(bank="team"))
     assert [f["content"] for f in team] == [a["content"]]
     assert team[0]["source"] == a["source"] and team[0]["tags"] == a["tags"]

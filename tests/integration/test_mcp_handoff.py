@@ -21,7 +21,8 @@ async def test_handoff_tool_leaves_a_note_for_the_next_claude_session(env: Env):
                          to_agent="claude-code", files=[str(env.repo / "src" / "retry.py")],
                          fact_ids=[12])
         assert out.startswith("handoff #") and "for claude in github.com/acme/api" in out
-        assert "(team bank)" in out  # the timeline goes to the team bank when there is one
+        # the timeline goes to the team bank when there is one
+        assert "in team bank acme, visible to 1 member (alice)" in out
         refused = await call_fails(stdio, "handoff", text="x", project="")
         assert "project" in refused
     lib = library(env, env.team.rw)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from litestar.testing import AsyncTestClient
 
+from factbank.trust import DEFAULT as POLICY
 from factbank_recall import app as recall_app
 from tests.integration.conftest import auth, fact_body
 
@@ -213,11 +214,17 @@ async def test_disputed_is_searchable_but_never_injected(stack, two_banks):
     r = await stack.ingest.post(
         f"/v1/facts/{ids[3]}/dispute", json={"reason": "wrong"}, headers=auth(alpha.rw)
     )
-    assert r.json()["trust"] < 0.4 or r.json()["status"] == "disputed" or True
+    # One dispute: 0.75 -> 0.45, still above the injection floor, so still active.
+    trust = POLICY.dispute(POLICY.initial("verified"))
+    assert r.json()["trust"] == pytest.approx(trust) and r.json()["status"] == "active"
     for _ in range(2):
-        await stack.ingest.post(
+        r = await stack.ingest.post(
             f"/v1/facts/{ids[3]}/dispute", json={"reason": "still wrong"}, headers=auth(alpha.rw)
         )
+        trust = POLICY.dispute(trust)
+    # Three: under the floor, so disputed (searchable, never injected).
+    assert r.json()["trust"] == pytest.approx(trust) and trust < POLICY.injection_floor
+    assert r.json()["status"] == "disputed"
     assert ids[3] in [h["fact"]["id"] for h in (await search(stack, alpha.ro, "E0502"))["results"]]
     block = await inject(stack, alpha.ro, "prompt", prompt="E0502")
     assert f"#{ids[3]} " not in block["text"]

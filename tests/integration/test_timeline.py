@@ -466,7 +466,8 @@ async def test_cli_handoff_and_timeline(cli_env, capsys):  # noqa: F811
     out = ok(capsys, "handoff", "Retry refactor half done; tests fail", "--to", "claude-code",
              "--file", "src/retry.py", "--fact", "7")
     # `claude-code` is Claude Code's MCP name; its sessions (named by the hooks) are `claude`
-    assert "handoff #1 for claude in github.com/acme/api (team bank)" in out
+    assert "handoff #1 for claude in github.com/acme/api, in team bank acme, visible to " \
+           "1 member (alice)" in out
     out = ok(capsys, "timeline", "--since", "2h")
     lines = out.splitlines()
     assert lines[0].split() == ["WHEN", "WHO", "MACHINE", "BRANCH", "KIND", "WHAT"]

@@ -512,9 +512,11 @@ def test_docker_context_has_what_the_dockerfile_copies_and_no_secrets() -> None:
 
 
 def test_readme_for_the_image_build() -> None:
-    """pyproject.toml names README.md as the readme, so `pip install .` in the image needs it."""
-    if not (ROOT / "README.md").exists():
-        pytest.skip("README.md is missing: the Docker build (COPY README.md) would fail")
+    """pyproject.toml names README.md as the readme, so `pip install .` in the image needs it:
+    it is there, and not left out of the build context."""
+    assert 'readme = "README.md"' in (ROOT / "pyproject.toml").read_text("utf-8")
+    assert (ROOT / "README.md").is_file(), "README.md is missing: COPY README.md would fail"
+    assert not dockerignore_excludes("README.md")
 
 
 # --- scaled out: compose.scale.yaml, the replica and the workers ---------------------------------

@@ -14,15 +14,8 @@ import pytest
 
 from factbank_client import gitinstall
 from factbank_client.cli.main import main
+from tests.conftest import git
 from tests.unit.test_hooks import HookEnv, StandIn, parse, standin  # noqa: F401 (fixture)
-
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
-                          text=True, env={**os.environ, **GIT_ENV}).stdout.strip()
 
 
 @pytest.fixture

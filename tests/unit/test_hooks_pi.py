@@ -13,7 +13,6 @@ from __future__ import annotations
 import atexit
 import functools
 import json
-import os
 import shutil
 import subprocess
 import tempfile
@@ -28,6 +27,7 @@ from factbank_client import installer, render
 from factbank_client.inert import inert
 from factbank_client.project import normalise_remote, project_key
 from factbank_client.tools import texts
+from tests.conftest import git
 from tests.harness.npm import harness_dir
 from tests.unit.hostile_text import HOSTILE
 
@@ -230,7 +230,31 @@ OUTCOMES = [
      "redacted": [{"kind": "aws-key", "field": "content"}, {"field": "quote"}], "note": "x"},
     {"status": "reinforced", "bank": "team", "fact": FACTS[1], "note": "same claim"},
     {"status": "stored", "bank": "team", "fact": FACTS[1]},
+    # Issue 21 B4: where it went and who reads it, and a team token saved as "personal".
+    {"status": "stored", "bank": "personal", "fact": FACTS[1],
+     "visible_to": {"bank": "acme", "kind": "team", "members": 3,
+                    "names": ["alice", "bob", "carol"]}},
+    {"status": "stored", "bank": "personal", "fact": FACTS[1],
+     "visible_to": {"bank": "alice", "kind": "personal", "members": 1, "names": ["alice"]}},
+    {"status": "stored", "bank": "team", "fact": FACTS[1],
+     "visible_to": {"bank": "acme", "kind": "team", "members": 12,
+                    "names": [f"m{i}" for i in range(10)]}},
 ]
+
+
+def test_pi_says_why_a_fact_is_not_current_as_render_does() -> None:
+    """Issue 21 B8: `get` of a stale fact says why, in both the MCP text and Pi's."""
+    stale = {**FACTS[0], "status": "stale", "stale": {
+        "reason": "the quote is gone from deploy/api.yaml:4", "since": "2026-12-01T10:00:00Z",
+        "context": "3:   host: 0.0.0.0\n4:   port: 9090\n"}}
+    review = {**FACTS[1], "review": {"reason": "fact #3 it cites was superseded", "cause": 3,
+                                     "since": "2026-12-01T11:00:00Z"}}
+    cases = [stale, review, FACTS[1]]
+    got = run_ts(f"result = {json.dumps(cases)}.map((f) => m.whyNotCurrent(f));")
+    assert got == [render.why_not_current(f) for f in cases]
+    assert got[0][0] == ("stale since 2026-12-01 10:00: the quote is gone from "
+                         "deploy/api.yaml:4") and got[0][2] == "    4:   port: 9090"
+    assert got[2] == []
 
 
 def test_pi_writes_facts_and_outcomes_as_render_does_for_mcp() -> None:
@@ -251,17 +275,14 @@ def test_pi_fingerprint_matches_the_python_client(tmp_path: Path) -> None:
     factbank_client/fingerprint.py, for a committed file, a dirty one and a commit source."""
     from factbank_client.client import new_fact
 
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e"}
     repo = tmp_path / "repo"
     (repo / "deploy").mkdir(parents=True)
     (repo / "deploy" / "api.yaml").write_text("server:\n  port: 8080   \n  tls: true\n")
     (repo / "notes.md").write_text("第一行\n缓存在 上海\n")
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "init"]):
-        subprocess.run(["git", "-C", str(repo), *args], check=True, env=env)
+        git(repo, *args)
     (repo / "notes.md").write_text("第一行\n缓存在 上海\n新的一行\n")
-    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True,
-                          capture_output=True, text=True).stdout.strip()
+    head = git(repo, "rev-parse", "HEAD")
     cases = [("file", str(repo / "deploy" / "api.yaml") + ":2", "port: 8080"),
              ("file", "deploy/api.yaml", "port:\n 8080 tls: true"),
              ("file", "notes.md:2", "缓存在 上海"),

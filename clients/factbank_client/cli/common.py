@@ -21,6 +21,11 @@ from factbank_client.project import project_key
 T = TypeVar("T")
 
 PROJECT_HELP = "project key (default: this repository's)"
+# What `config.write_bank` does, said once for every command that writes a new fact.
+WRITE_BANK_HELP = (
+    "which of your configured banks (personal or team, as `factbank login --bank` saved "
+    "them). Default: personal; a category listed in `team_categories` in the config goes to "
+    "team (none is, unless you list it). The answer names the bank and who can read it")
 
 
 def add_handoff_to_option(p) -> None:

@@ -36,16 +36,18 @@ def register(sub) -> None:
         "type to find it, in everyday words, not the fact's own wording (each becomes an extra "
         "search vector; on realistic zh/en agent facts this took top-5 recall from 0.60 to "
         "0.94, cross-lingual from 0.20 to 0.92). Never store secrets: the server redacts "
-        "them, but do not send them.") as p:
+        "them, but do not send them. The answer names the bank the fact went to and who can "
+        "read it (in a team bank: every member).") as p:
         p.add_argument("content", help="the fact, one atomic claim")
         _fact_options(p, category_required=True)
-        p.add_argument("--bank",
-                       help="bank label (default: personal, or team for team categories)")
+        p.add_argument("--bank", help=common.WRITE_BANK_HELP)
 
     with command(sub, "search", cmd_search, help="search every configured bank",
                  description="Search every configured bank and merge the answers. "
-                 "Results below the relevance gate are not returned as hits; a query "
-                 "with no good match answers nothing rather than noise.") as p:
+                 "Results below the relevance gate are not hits: a query with no good match "
+                 "answers nothing rather than noise. After a hit, the services also send "
+                 "weaker related matches (below the gate); --related shows them, labelled.") \
+            as p:
         p.add_argument("query", help="what you want to know, in your own words (any language)")
         common.add_project_option(p)
         p.add_argument("--limit", type=int, default=5,
@@ -53,6 +55,9 @@ def register(sub) -> None:
         p.add_argument("--mode", choices=["hybrid", "lexical", "dense"], default="hybrid",
                        help="hybrid: BM25 + embeddings fused (default); lexical: BM25 words "
                             "only; dense: embeddings only")
+        p.add_argument("--related", action="store_true",
+                       help="also show the weaker matches below the gate that came with a hit, "
+                            "labelled \"(below the gate)\"")
 
     for name, func, text, about in (
         ("get", cmd_get, "show one fact",
@@ -123,7 +128,8 @@ def register(sub) -> None:
         p.add_argument("--content", dest="content_option", help=argparse.SUPPRESS)
         p.add_argument("--reason", required=True, help="why the old facts no longer hold")
         _fact_options(p, category_required=False)
-        p.add_argument("--bank")
+        p.add_argument("--bank", help="which of your configured banks (default: the one "
+                                      "holding the first replaced fact)")
 
     with command(sub, "categories", cmd_categories,
                  help="list categories (or `categories add NAME`)",
@@ -184,8 +190,9 @@ def register(sub) -> None:
                  help="exactly what would be injected at session start (or for --prompt)",
                  description="Print exactly the block an agent's hook would inject at session "
                  "start in this project (or, with --prompt, for that prompt), and its size in "
-                 "facts and tokens. It uses a fresh session id unless --session-id, so nothing "
-                 "counts as already seen.") as p:
+                 "facts and tokens, changing nothing: handoffs it names stay open for the real "
+                 "session, conflicts stay untold, facts stay unseen. It uses a fresh session id "
+                 "unless --session-id.") as p:
         p.add_argument("--prompt", help="preview the injection for this prompt")
         common.add_project_option(p)
         p.add_argument("--session-id", help="default: a fresh one, so nothing counts as seen")
@@ -276,6 +283,8 @@ def cmd_search(args) -> int:
     with common.client() as client:
         data = call(client.search, args.query, project=common.project(args), limit=args.limit,
                     mode=args.mode)
+    if not args.related:  # below the gate: not hits (the help says so), unless asked for
+        data = {**data, "results": [r for r in data["results"] if not r.get("companion")]}
     if args.json:
         print_json(data)
         return 0
@@ -506,6 +515,7 @@ def cmd_import(args) -> int:
     totals = {"stored": 0, "reinforced": 0, "present": 0}
     results: list[dict] = []
     bank = args.bank or "?"
+    visible = None
     # The bar moves when the server has committed a chunk: it tracks the server's work.
     with common.client() as client, tqdm(total=len(items), unit="fact", desc="import",
                                    file=sys.stderr, disable=None) as bar:
@@ -515,7 +525,7 @@ def cmd_import(args) -> int:
                 for k in totals:
                     totals[k] += data[k]
                 results.extend(data["results"])
-                bank = data["bank"]
+                bank, visible = data["bank"], data.get("visible_to")
                 bar.update(data["done"] - bar.n)
         except FactbankError as exc:
             done = getattr(exc, "done", 0)
@@ -528,9 +538,11 @@ def cmd_import(args) -> int:
         with common.client() as client:
             _wait_for_vectors(client, bank)
     if args.json:
-        print_json({**totals, "skipped": skipped, "bank": bank, "results": results})
+        print_json({**totals, "skipped": skipped, "bank": bank, "visible_to": visible,
+                    "results": results})
         return 0
-    print(f"imported {len(items)} facts into {bank}: {totals['stored']} stored, "
+    into = render.audience({"bank": bank, "visible_to": visible})
+    print(f"imported {len(items)} facts into {into}: {totals['stored']} stored, "
           f"{totals['reinforced']} reinforced, {totals['present']} already present"
           + (f"; skipped {skipped} non-active (use --all-statuses)" if skipped else ""))
     return 0
@@ -560,7 +572,7 @@ def cmd_inject_preview(args) -> int:
     kind = "prompt" if args.prompt is not None else "session"
     with common.client() as client:
         data = call(client.inject, kind, session, project=common.project(args),
-                    prompt=args.prompt)
+                    prompt=args.prompt, preview=True)
     if args.json:
         print_json(data)
         return 0

@@ -77,6 +77,25 @@ class Dash:
         self._cache: dict[tuple, tuple[float, Any]] = {}
         self._lock = threading.Lock()
         self.runs: dict[str, EvalRun] = {}
+        self._stamp = _stamp(config.path)
+
+    def refresh(self) -> None:
+        """Read the config file again when it changed since the last request: a bank logged in
+        after the dashboard started answered 404 (issue 21). One stat per request; a config
+        that no longer parses keeps the last good one."""
+        stamp = _stamp(self.config.path)
+        if stamp == self._stamp or self.config.path is None:
+            return
+        from factbank_client import config as client_config
+
+        try:
+            config = client_config.load(self.config.path)
+        except (OSError, ValueError):
+            return
+        with self._lock:
+            self.config, self._stamp = config, stamp
+            self.client = Client(config, agent="dashboard", http=self.http)
+            self._cache.clear()  # scopes and categories were the old tokens'
 
     @property
     def banks(self) -> list[str]:
@@ -111,8 +130,18 @@ class Dash:
         return self.cached(("categories", bank), CATEGORIES_TTL, ask)
 
 
+def _stamp(path: Path | None) -> tuple[int, int] | None:
+    try:
+        st = path.stat() if path is not None else None
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size) if st else None
+
+
 def dash_of(request: Request) -> Dash:
-    return request.app.state.dash
+    dash = request.app.state.dash
+    dash.refresh()
+    return dash
 
 
 def _bank(dash: Dash, bank: str | None) -> str:
@@ -189,6 +218,7 @@ def age(at: Any) -> str:
 def _globals() -> dict[str, Any]:
     return {"trust_class": trust_class, "source_href": source_href, "age": age,
             "when": render.when, "matched_question": render.matched_question,
+            "confirmed": render.confirmed,
             "timeline_what": render.timeline_what, "short": render.short,
             "sparkline": sparkline, "STATUSES": STATUSES, "SOURCE_KINDS": SOURCE_KINDS}
 

@@ -11,7 +11,8 @@ characters is cut with a pointer to the full text. When nothing qualifies the te
 from __future__ import annotations
 
 import logging
-from collections.abc import Container, Sequence
+from collections.abc import AsyncIterator, Container, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -108,6 +109,7 @@ async def session_block(
     min_version: int | None = None,
     share: int = 1,
     member_id: int | None = None,
+    preview: bool = False,
 ) -> Block:
     pool = await r.pool_for(bank_id, min_version)
     async with pool.acquire() as conn:
@@ -132,10 +134,13 @@ async def session_block(
     stale = await _stale_section(
         pool, bank_id, session_id, project, member_id, STALE_BUDGET // share
     )
-    recent = await _recent_section(r, bank_id, session_id, project, RECENT_BUDGET // share)
+    recent = await _recent_section(
+        r, bank_id, session_id, project, RECENT_BUDGET // share, preview
+    )
     spent = sum(estimate_tokens(t) for t in (stale, recent) if t)
     block = assemble([(f.id, line_for(f)) for f in candidates], budget - spent, bank)
-    await r.cache.mark_seen(bank_id, session_id, block.facts)
+    if not preview:
+        await r.cache.mark_seen(bank_id, session_id, block.facts)
     if stale or recent:
         block = Block(
             text="\n".join(t for t in (block.text, stale, recent) if t),
@@ -253,19 +258,38 @@ HANDOFF_CHARS = 300
 
 
 async def _recent_section(
-    r: Recall, bank_id: int, session_id: str, project: str | None, budget: int
+    r: Recall, bank_id: int, session_id: str, project: str | None, budget: int,
+    preview: bool = False,
 ) -> str:
     if not project:
         return ""
     try:
-        return await _recent(r, bank_id, session_id, project, budget)
+        return await _recent(r, bank_id, session_id, project, budget, preview)
     except Exception:  # the briefing is optional: a timeline failure never costs the facts
         log.exception("the timeline section of the session block failed")
         return ""
 
 
+class _Preview(Exception):
+    """Raised inside a transaction to roll back what a preview did (`delivering`)."""
+
+
+@asynccontextmanager
+async def delivering(conn, preview: bool) -> AsyncIterator[None]:
+    """A transaction that commits, or for a preview rolls back: a preview runs exactly the
+    statements that deliver (so it shows exactly what would be delivered, locks and all) and
+    keeps none of their effects."""
+    try:
+        async with conn.transaction():
+            yield
+            if preview:
+                raise _Preview
+    except _Preview:
+        pass
+
+
 async def _recent(
-    r: Recall, bank_id: int, session_id: str, project: str, budget: int
+    r: Recall, bank_id: int, session_id: str, project: str, budget: int, preview: bool = False
 ) -> str:
     now = datetime.now(UTC)
     pool = r.primary or r.pool  # delivering a handoff is a write; the session row is fresh
@@ -289,7 +313,7 @@ async def _recent(
             session_id,
         )
         agent, member = (me["agent"], me["member"]) if me else ("", "")
-        async with conn.transaction():
+        async with delivering(conn, preview):
             taken = await timeline.take_handoffs(
                 conn, bank_id, project, session_id, agent=agent, member=member
             )
@@ -379,6 +403,7 @@ async def prompt_block(
     prompt: str,
     min_version: int | None = None,
     share: int = 1,
+    preview: bool = False,
 ) -> Block:
     # The query's best hit must clear the gate; the others it brings need only be within
     # PROMPT_MARGIN of it on the ranking score (and above the companion floor).
@@ -392,14 +417,15 @@ async def prompt_block(
     )
     seen = await r.cache.seen(bank_id, session_id)
     hits = prompt_hits(result.results, seen)
-    told = await _told_section(r, bank_id, session_id, project)
+    told = await _told_section(r, bank_id, session_id, project, preview)
     spent = estimate_tokens(told) if told else 0
     block = assemble(
         [(h.fact.id, line_for(h.fact, _via_note(h))) for h in hits[:PROMPT_TOP]],
         PROMPT_BUDGET // share - spent,
         bank,
     )
-    await r.cache.mark_seen(bank_id, session_id, block.facts)
+    if not preview:
+        await r.cache.mark_seen(bank_id, session_id, block.facts)
     if told:
         block = Block(text="\n".join(t for t in (told, block.text) if t), facts=block.facts,
                       tokens=block.tokens + spent, skipped=block.skipped)
@@ -413,11 +439,13 @@ async def prompt_block(
 CONFLICT_HEADER = "[factbank] Possible edit conflict (timeline, not facts):"
 
 
-async def _told_section(r: Recall, bank_id: int, session_id: str, project: str | None) -> str:
+async def _told_section(
+    r: Recall, bank_id: int, session_id: str, project: str | None, preview: bool = False
+) -> str:
     if not project:
         return ""
     try:
-        async with (r.primary or r.pool).acquire() as conn:
+        async with (r.primary or r.pool).acquire() as conn, delivering(conn, preview):
             warnings = await timeline.tell_conflicts(
                 conn, bank_id, session_id, window_minutes=timeline.configured_window()
             )

@@ -11,6 +11,7 @@ import hashlib
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import asyncpg
 
@@ -225,6 +226,26 @@ async def list_tokens(conn: asyncpg.Connection, bank: str | None = None) -> list
         await get_bank(conn, bank)
         rows = await conn.fetch(_TOKEN_SELECT + " WHERE b.name = $1 ORDER BY t.id", bank)
     return [_token_info(r) for r in rows]
+
+
+AUDIENCE_NAMES = 10
+
+
+async def audience(conn: asyncpg.Connection, principal: Principal) -> dict[str, Any]:
+    """Who can read what was just written to the caller's bank (issue 21: a member whose team
+    token was saved as "personal" read "stored fact 6 in personal" and took it for private):
+    the bank's name and kind, how many members hold a live token that reads, and up to
+    AUDIENCE_NAMES of their names. Every write's answer carries it."""
+    names = await conn.fetch(
+        """SELECT m.name FROM members m
+           WHERE m.bank_id = $1 AND EXISTS (
+               SELECT 1 FROM tokens t WHERE t.member_id = m.id AND t.revoked_at IS NULL
+                 AND 'read' = ANY(t.scopes))
+           ORDER BY m.name""",
+        principal.bank_id,
+    )
+    return {"bank": principal.bank_name, "kind": principal.bank_kind, "members": len(names),
+            "names": [r["name"] for r in names[:AUDIENCE_NAMES]]}
 
 
 async def list_members(conn: asyncpg.Connection, bank_id: int) -> list[dict]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import hashlib
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
@@ -508,7 +509,38 @@ async def list_timeline(
         since,
         limit,
     )
-    return [{k: v for k, v in dict(r).items() if v is not None} for r in rows]
+    events = [{k: v for k, v in dict(r).items() if v is not None} for r in rows]
+    await _with_handoff_text(conn, bank_id, events)
+    return events
+
+
+HANDOFF_DETAIL = re.compile(r"handoff #(\d+)\b")
+
+
+async def _with_handoff_text(
+    conn: asyncpg.Connection, bank_id: int, events: list[dict[str, Any]]
+) -> None:
+    """A handoff event says "handoff #1" (its detail): give it the handoff's text and whether
+    it was delivered, so the timeline shows what was handed over (issue 21), from the one
+    stored (redacted) copy."""
+    wanted = {}
+    for e in events:
+        m = HANDOFF_DETAIL.match(e.get("detail") or "") if e["kind"] == "handoff" else None
+        if m:
+            wanted[id(e)] = int(m.group(1))
+    if not wanted:
+        return
+    rows = await conn.fetch(
+        "SELECT id, text, delivered_at FROM handoffs WHERE bank_id = $1 AND id = ANY($2)",
+        bank_id,
+        list(set(wanted.values())),
+    )
+    found = {r["id"]: r for r in rows}
+    for e in events:
+        row = found.get(wanted.get(id(e), 0))
+        if row is not None:
+            e["text"] = row["text"]
+            e["delivered"] = row["delivered_at"] is not None
 
 
 async def live_conflicts(

@@ -32,6 +32,22 @@ async def _locked(w: ceremony.Write, fact_id: int) -> asyncpg.Record:
     return row
 
 
+async def current_of(conn: asyncpg.Connection, bank_id: int, fact_id: int) -> asyncpg.Record:
+    """The end of `fact_id`'s supersede chain (itself when it is current): id and content."""
+    return await conn.fetchrow(
+        """WITH RECURSIVE chain(id, next, depth) AS (
+               SELECT id, superseded_by, 0 FROM facts WHERE bank_id = $1 AND id = $2
+               UNION ALL
+               SELECT f.id, f.superseded_by, c.depth + 1 FROM facts f JOIN chain c
+                      ON f.id = c.next AND f.bank_id = $1
+               WHERE c.depth < 1000)
+           SELECT f.id, f.content FROM chain c JOIN facts f ON f.id = c.id
+           ORDER BY c.depth DESC LIMIT 1""",
+        bank_id,
+        fact_id,
+    )
+
+
 async def policy_of(pool: asyncpg.Pool, bank_id: int) -> str:
     async with pool.acquire() as conn:
         return await banks.redaction_policy(conn, bank_id)
@@ -61,6 +77,17 @@ async def confirm(
     where, refresh = await _evidence(deps, principal, fact_id, evidence)
     async with ceremony.write(deps.pool, principal) as w:
         row = await _locked(w, fact_id)
+        if row["status"] == "superseded":
+            # Confirming a retired claim raised its trust while nothing pointed at what
+            # replaced it (issue 21): name the successor instead.
+            now = await current_of(w.conn, w.bank_id, fact_id)
+            why = f" ({row['supersede_reason']})" if row["supersede_reason"] else ""
+            raise Refused.one(
+                "id",
+                f"fact #{fact_id} is superseded by #{row['superseded_by']}{why}; the current "
+                f"fact is #{now['id']}: {now['content']!r}. Confirm #{now['id']} if it holds, "
+                f"or supersede #{now['id']} if #{fact_id}'s claim holds again",
+            )
         if row["status"] == "stale" and refresh is None:
             raise Refused.one(
                 "quote",

@@ -56,6 +56,8 @@ class Outcome:
     # link with its reason, as recall answers a retired hit. Nothing was stored.
     successor: Fact | None = None
     via: Via | None = None
+    # Which bank it went to and who can read it (`banks.audience`), set by the route.
+    visible_to: dict | None = None
 
 
 def _model(deps: Deps) -> str | None:

@@ -596,9 +596,46 @@ export function buildFact(p: any, cwd: string): any {
   return fact;
 }
 
+// Where a write went and who can read it: render.audience in the Python client, word for word.
+export function audience(answer: any, label: string): string {
+  const v = answer?.visible_to;
+  if (!v || typeof v !== "object") return label;
+  const kind = String(v.kind || "?");
+  const n = Number(v.members || 0);
+  const names: string[] = (v.names ?? []).map(String);
+  let out = `${kind} bank ${v.bank}`;
+  if (label && label !== kind) out += ` (configured here as "${label}")`;
+  out += `, visible to ${n} member${n === 1 ? "" : "s"}`;
+  if (names.length) {
+    const more = n - names.length;
+    out += " (" + names.join(", ") + (more > 0 ? `, +${more} more` : "") + ")";
+  }
+  return out;
+}
+
+// Why a fact is not simply active (stale, under review): render.why_not_current in the Python
+// client, word for word, without its superseded line (`get` says OUTDATED with the current fact).
+export function whyNotCurrent(f: any): string[] {
+  const when = (v: any) => String(v || "-").slice(0, 16).replace("T", " ");
+  const lines: string[] = [];
+  const stale = f.stale ?? {};
+  if (f.status === "stale") {
+    lines.push(`stale since ${when(stale.since)}: ${stale.reason || "its source changed"}`);
+    const context = String(stale.context ?? "").split(/\r?\n/);
+    if (context.length && context[context.length - 1] === "") context.pop();
+    for (const line of context) lines.push(`    ${line}`);
+  }
+  const review = f.review;
+  if (review && Object.keys(review).length) {
+    lines.push(`under review since ${when(review.since)}: ${review.reason || "a fact it cites changed"} ` +
+      `(cited fact #${review.cause}); not injected until confirmed`);
+  }
+  return lines;
+}
+
 export function outcomeText(o: any, bank: string): string {
   const f = o.fact;
-  const lines = [`${o.status === "reinforced" ? "Reinforced existing" : "Stored"} fact #${f.id} in ${inert(bank, 100)} (trust ${Number(f.trust).toFixed(2)}).`];
+  const lines = [`${o.status === "reinforced" ? "Reinforced existing" : "Stored"} fact #${f.id} in ${inert(audience(o, bank), 300)} (trust ${Number(f.trust).toFixed(2)}).`];
   for (const r of o.redacted ?? []) lines.push(`Redacted a ${inert(r.kind ?? "secret", 80)} from ${inert(r.field ?? "?", 80)}; never send secrets.`);
   if (o.possible_duplicate_of?.length) {
     const ids = o.possible_duplicate_of.map(Number);
@@ -927,7 +964,8 @@ export default function factbank(pi: any) {
       const f = data.fact;
       const lines = [factLine(f, bank), `quote: ${JSON.stringify(inert(f.quote))}`,
         `questions: ${inert((f.questions ?? []).join(" | ")) || "-"}`,
-        `category: ${inert(f.category, 100)}; project: ${inert(f.project || "-", 200)}; origin: ${inert(f.origin, 40)}`];
+        `category: ${inert(f.category, 100)}; project: ${inert(f.project || "-", 200)}; origin: ${inert(f.origin, 40)}`,
+        ...whyNotCurrent(f).map((l) => inert(l))];
       for (const e of data.events ?? []) lines.push(`  ${String(e.created_at).slice(0, 16)} ${inert(e.kind, 40)}${e.reason ? ": " + inert(e.reason) : ""}`);
       for (const old of data.supersedes ?? []) lines.push(`replaced #${old.id}: ${inert(old.content)} (because: ${inert(old.supersede_reason ?? "-")})`);
       if (data.current && data.current.id !== f.id) lines.push(`OUTDATED; current: ${factLine(data.current)}`);
@@ -972,7 +1010,7 @@ export default function factbank(pi: any) {
       const bank = await owner(cfg, replaces[0]);
       const o = await call(cfg, "POST", cfg.url, "/v1/facts/supersede", bank,
         { fact: buildFact(params, cwd), replaces, reason: params.reason }, TOOL_TIMEOUT_MS);
-      return text(`Stored fact #${o.fact.id} in ${bank}; it supersedes ${replaces.map((i: number) => "#" + i).join(", ")} (${params.reason}).`);
+      return text(`Stored fact #${o.fact.id} in ${audience(o, bank)}; it supersedes ${replaces.map((i: number) => "#" + i).join(", ")} (${params.reason}).`);
     },
   });
 
@@ -1005,7 +1043,7 @@ export default function factbank(pi: any) {
       if (params.to_member) body.to_member = String(params.to_member);
       const out = await call(cfg, "POST", cfg.url, "/v1/handoffs", bank, body, TOOL_TIMEOUT_MS);
       const target = out.to_agent || out.to_member || "the next session";
-      return text(`handoff #${out.id} for ${target} in ${project} (${bank} bank): it appears once, in that session's start block`);
+      return text(`handoff #${out.id} for ${target} in ${project}, in ${audience(out, bank)}: it appears once, in that session's start block`);
     },
   });
 }
