@@ -50,7 +50,10 @@ def test_kustomization_lists_every_file_and_nothing_else():
 @pytest.mark.parametrize("obj", [o for _, o in OBJECTS], ids=[_name(o) for _, o in OBJECTS])
 def test_every_object_is_valid_against_the_kubernetes_schema(obj, version):
     kubernetes_validate = pytest.importorskip("kubernetes_validate")
-    kubernetes_validate.validate(obj, version, strict=True)
+    try:
+        kubernetes_validate.validate(obj, version, strict=True)
+    except kubernetes_validate.ValidationError as exc:
+        pytest.fail(f"{_name(obj)} against Kubernetes {version}: {exc}")
 
 
 def test_the_schema_check_can_fail():
