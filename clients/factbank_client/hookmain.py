@@ -66,7 +66,9 @@ REMINDER = (
 # `"name":"add","namespace":"mcp__factbank"`. Compiled only by the Stop hook.
 SAVE_TOOL = r"(?:add|supersede)(?![A-Za-z0-9_])"
 SAVE_REGEXES = (
-    rb"mcp__factbank__" + SAVE_TOOL.encode(),
+    # Claude Code and Qwen Code `mcp__factbank__add`, Gemini CLI `mcp_factbank_add`,
+    # Copilot CLI `factbank-add`, OpenCode and Pi `factbank_add`.
+    rb"(?:mcp__?factbank__?|factbank[-_])" + SAVE_TOOL.encode(),
     rb'"name"\s*:\s*"' + SAVE_TOOL.encode() + rb'"[^\n]{0,400}?mcp__factbank',
     rb'mcp__factbank"[^\n]{0,400}?"name"\s*:\s*"' + SAVE_TOOL.encode() + rb'"',
 )
@@ -186,6 +188,10 @@ def on_session_start(data: dict, deadline: float) -> dict | None:
     if not session_id:
         return None
     _state().prune()
+    if "factbank_agent" in data:  # a harness whose prompt hook may have to start it (above)
+        state = _state().load(session_id)
+        state["started"] = True
+        _state().save(session_id, state)
     if os.environ.get("FACTBANK_TIMELINE", "1") != "0":
         from factbank_client import hookrecord
 
@@ -206,18 +212,30 @@ def on_user_prompt_submit(data: dict, deadline: float) -> dict | None:
     if not session_id or not isinstance(prompt, str):
         return None
     state = _state().load(session_id)
-    state["prompts"] = int(state.get("prompts") or 0) + 1
+    # Qwen Code fires this again with an empty prompt after every tool round: not a prompt.
+    late_start = "factbank_agent" in data and not state.get("started")
+    if prompt.strip():
+        state["prompts"] = int(state.get("prompts") or 0) + 1
+    if late_start:
+        state["started"] = True
     _state().save(session_id, state)
     from factbank_client import hookrecord
 
     told = hookrecord.take_warnings(session_id)  # left by this session's last edit
     if hookrecord.buffered():  # the service was down: send it now, in the background
         AFTER.append(("Flush", b""))
+    start = ""
+    if late_start:
+        # No SessionStart came first (Qwen Code fires none in `-p` mode): its block (and
+        # handoffs) come with the first prompt instead.
+        started = on_session_start(data, deadline)
+        start = ((started or {}).get("hookSpecificOutput") or {}).get("additionalContext", "")
     if not prompt.strip():
-        return context_output("UserPromptSubmit", told)
+        return context_output("UserPromptSubmit", "\n\n".join(t for t in (start, told) if t))
     text = inject("prompt", session_id, project_of(data), prompt[:MAX_PROMPT_CHARS],
                   agent_name(data), deadline)
-    return context_output("UserPromptSubmit", "\n\n".join(t for t in (told, text) if t))
+    return context_output("UserPromptSubmit",
+                          "\n\n".join(t for t in (start, told, text) if t))
 
 
 def saved_since(state: dict, transcript_path: Any) -> bool:
@@ -271,12 +289,19 @@ HANDLERS = {
 }
 
 
-def run(event: str, raw: bytes, deadline: float) -> dict | None:
-    """The output object for one event, or None. Raises on garbage (the caller logs it)."""
+def run(event: str, raw: bytes, deadline: float, harness: str | None = None) -> dict | None:
+    """The output object for one event, or None. Raises on garbage (the caller logs it).
+    `harness` (Gemini CLI, Qwen Code, Copilot CLI): its payload and output are translated
+    (hookadapt)."""
     data = json.loads(raw.decode("utf-8"))
     if not isinstance(data, dict):
         raise ValueError(f"hook input is {type(data).__name__}, not an object")
-    return HANDLERS[event](data, deadline)
+    if harness is None:
+        return HANDLERS[event](data, deadline)
+    from factbank_client import hookadapt
+
+    event, data = hookadapt.normalize(harness, event, data)
+    return hookadapt.render(harness, event, HANDLERS[event](data, deadline))
 
 
 _armed = False
@@ -292,6 +317,11 @@ def main(argv: list[str] | None = None) -> int:
     global _armed
     argv = sys.argv[1:] if argv is None else argv
     event = event_name(argv[0]) if argv else None
+    harness = None
+    if len(argv) > 1:
+        from factbank_client.hookadapt import harness_of
+
+        harness = harness_of(argv)
     limit = budget()
     deadline = STARTED - process_age() + limit
     # `threading` is not imported for this: a hook always runs on its main thread.
@@ -304,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
             signal.setitimer(signal.ITIMER_REAL, max(0.01, deadline - time.monotonic()))
         if event is None:
             raise ValueError(f"unknown hook event {argv[:1]!r}")
-        out = run(event, sys.stdin.buffer.read(), deadline)
+        out = run(event, sys.stdin.buffer.read(), deadline, harness)
     except Deadline:
         _log(f"{event}: gave up after {limit:.2f}s")
         out = None

@@ -46,7 +46,10 @@ from factbank_client import installer_toml as toml
 from factbank_client import tools
 from factbank_client.config import create_private_temp
 
-HARNESSES = ("claude", "codex", "pi")
+HARNESSES = ("claude", "codex", "pi", "gemini", "qwen", "opencode", "copilot")
+# `install all` takes these only when they are present (their config directory exists, or
+# their binary is on PATH): installing into a harness nobody uses would create its files.
+OPTIONAL = {"gemini": "gemini", "qwen": "qwen", "opencode": "opencode", "copilot": "copilot"}
 HOOK_EVENTS = {"SessionStart": "session-start", "UserPromptSubmit": "user-prompt-submit",
                "Stop": "stop", "PostToolUse": "post-tool-use",
                "PostToolUseFailure": "post-tool-use-failure", "SessionEnd": "session-end"}
@@ -564,6 +567,33 @@ INSTALL = {"claude": install_claude, "codex": install_codex, "pi": install_pi}
 UNINSTALL = {"claude": uninstall_claude, "codex": uninstall_codex, "pi": uninstall_pi}
 
 
+def _register_next() -> dict:
+    """Gemini CLI, Qwen Code (installer_gemini), OpenCode, Copilot CLI: their own modules."""
+    from functools import partial
+
+    from factbank_client import installer_copilot, installer_gemini, installer_opencode
+
+    for h in ("gemini", "qwen"):
+        INSTALL[h] = partial(installer_gemini.install, h)
+        UNINSTALL[h] = partial(installer_gemini.uninstall, h)
+    INSTALL["opencode"], UNINSTALL["opencode"] = installer_opencode.install, \
+        installer_opencode.uninstall
+    INSTALL["copilot"], UNINSTALL["copilot"] = installer_copilot.install, \
+        installer_copilot.uninstall
+    return {"gemini": lambda p: installer_gemini.present(p, "gemini"),
+            "qwen": lambda p: installer_gemini.present(p, "qwen"),
+            "opencode": installer_opencode.present, "copilot": installer_copilot.present}
+
+
+def present(harness: str, paths: Paths) -> bool:
+    """Is `harness` on this machine: its config directory exists or its binary is on PATH."""
+    import shutil
+
+    if harness not in OPTIONAL:
+        return True
+    return PRESENT[harness](paths) or shutil.which(OPTIONAL[harness]) is not None
+
+
 # --- plans --------------------------------------------------------------------------------------
 
 
@@ -597,12 +627,17 @@ def _manifest_change(paths: Paths, manifest: dict) -> Change | None:
     return None if old == new else Change(paths.manifest, old, new)
 
 
-def expand(names: list[str] | tuple[str, ...]) -> list[str]:
+def expand(names: list[str] | tuple[str, ...], paths: Paths | None = None) -> list[str]:
+    """The harnesses `names` stand for. `all` is Claude Code, Codex, Pi and, given `paths`,
+    each optional harness that is present (`present`); without `paths` (uninstall) every
+    harness, since removing what is not there changes nothing."""
     chosen: list[str] = []
     for name in names:
-        for h in (HARNESSES if name == "all" else (name,)):
+        every = [h for h in HARNESSES if paths is None or present(h, paths)]
+        for h in (every if name == "all" else (name,)):
             if h not in HARNESSES:
-                raise InstallError(f"unknown harness {h!r} (choose from claude, codex, pi, all)")
+                raise InstallError(f"unknown harness {h!r} (choose from "
+                                   f"{', '.join(HARNESSES)}, all)")
             if h not in chosen:
                 chosen.append(h)
     return chosen
@@ -613,13 +648,14 @@ def plan_install(names: list[str] | tuple[str, ...], paths: Paths,
     launcher = launcher or Launcher.current()
     manifest = load_manifest(paths)
     edits, notes = Edits(), []
-    for h in expand(names):
+    chosen = expand(names, paths)
+    for h in chosen:
         entry = manifest["harnesses"].setdefault(h, {})
         INSTALL[h](edits, entry, paths, launcher, notes)
     changes = edits.changes()
     for c in changes:
         if c.old is None and c.new is not None:
-            for h in expand(names):
+            for h in chosen:
                 entry = manifest["harnesses"][h]
                 if str(c.path) in entry.get("files", {}):
                     _record(entry, c.path, dirs=_missing_dirs(c.path))
@@ -698,3 +734,6 @@ def apply(plan: Plan) -> None:
         else:
             # Private: it keeps the original text of the files it changed.
             write_text(plan.manifest.path, plan.manifest.new, private=True)
+
+
+PRESENT = _register_next()

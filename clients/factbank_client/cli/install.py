@@ -8,7 +8,7 @@ import sys
 
 from factbank_client.cli.main import CommandError
 
-CHOICES = ("claude", "codex", "pi", "all", "git")
+CHOICES = ("claude", "codex", "pi", "gemini", "qwen", "opencode", "copilot", "all", "git")
 CODEX_TRUST_HELP = (
     "Codex runs hooks only after you trust them: start `codex`, type /hooks and trust the "
     "three factbank hooks, or run `factbank install codex --trust`. Re-installing from the "
@@ -22,7 +22,8 @@ def register(sub) -> None:
                        "block (Claude Code, Codex) or its extension and instruction block "
                        "(Pi) in your home directory. Re-running replaces them in place.")
     p.add_argument("harness", nargs="+", choices=CHOICES,
-                   help="claude, codex, pi, or all")
+                   help="claude, codex, pi, gemini, qwen, opencode, copilot, or all (the "
+                        "last four only where present)")
     p.add_argument("--dry-run", action="store_true", help="show the diff, write nothing")
     p.add_argument("--trust", action="store_true",
                    help="Codex: mark factbank's hooks trusted (asks `codex app-server`)")
@@ -74,7 +75,7 @@ def cmd_install(args) -> int:
         if not args.harness:
             return 0
     paths = installer.Paths.from_env()
-    harnesses = installer.expand(args.harness)
+    harnesses = installer.expand(args.harness, paths)
     try:
         plan = installer.plan_install(harnesses, paths)
     except installer.InstallError as exc:
