@@ -627,14 +627,16 @@ def _manifest_change(paths: Paths, manifest: dict) -> Change | None:
     return None if old == new else Change(paths.manifest, old, new)
 
 
-def expand(names: list[str] | tuple[str, ...], paths: Paths | None = None) -> list[str]:
-    """The harnesses `names` stand for. `all` is Claude Code, Codex, Pi and, given `paths`,
-    each optional harness that is present (`present`); without `paths` (uninstall) every
-    harness, since removing what is not there changes nothing."""
+def expand(names: list[str] | tuple[str, ...], paths: Paths | None = None, *,
+           every: bool = False) -> list[str]:
+    """The harnesses `names` stand for. `all` is Claude Code, Codex, Pi and each optional
+    harness that is present under `paths` (`present`); with `every` (uninstall) all of them,
+    since removing what is not there changes nothing."""
     chosen: list[str] = []
     for name in names:
-        every = [h for h in HARNESSES if paths is None or present(h, paths)]
-        for h in (every if name == "all" else (name,)):
+        group = [h for h in HARNESSES if h not in OPTIONAL or every
+                 or (paths is not None and present(h, paths))]
+        for h in (group if name == "all" else (name,)):
             if h not in HARNESSES:
                 raise InstallError(f"unknown harness {h!r} (choose from "
                                    f"{', '.join(HARNESSES)}, all)")
@@ -665,7 +667,7 @@ def plan_install(names: list[str] | tuple[str, ...], paths: Paths,
 def plan_uninstall(names: list[str] | tuple[str, ...], paths: Paths) -> Plan:
     manifest = load_manifest(paths)
     edits, notes = Edits(), []
-    for h in expand(names):
+    for h in expand(names, every=True):
         entry = manifest["harnesses"].get(h, {})
         UNINSTALL[h](edits, entry, paths)
         manifest["harnesses"].pop(h, None)

@@ -112,7 +112,7 @@ def cmd_uninstall(args) -> int:
             return 0
     paths = installer.Paths.from_env()
     try:
-        plan = installer.plan_uninstall(installer.expand(args.harness), paths)
+        plan = installer.plan_uninstall(installer.expand(args.harness, every=True), paths)
     except installer.InstallError as exc:
         raise CommandError(str(exc)) from None
     _show(plan, args.dry_run, "uninstall")
