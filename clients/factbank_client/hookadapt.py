@@ -10,7 +10,8 @@ that harness accepts. The payloads below were captured from the real binaries
 
 * Gemini CLI: Claude-like snake_case payloads under its own event names (BeforeAgent = the
   prompt, AfterAgent = the stop, AfterTool); tools `write_file`, `replace`,
-  `run_shell_command`; output `hookSpecificOutput` with its own `hookEventName`.
+  `run_shell_command`; output `hookSpecificOutput` with its own `hookEventName`. In `-p`
+  mode the session block arrives inside BeforeAgent's `prompt` (HOOK_CONTEXT): cut off.
 * Qwen Code: Claude's event names and output; tools `write_file`, `edit`,
   `run_shell_command` (`Exit Code: N` in the result). Two traps seen: its prompt hook fires
   again with `prompt: ""` after every tool round (not a prompt: nothing is injected, nothing
@@ -49,6 +50,10 @@ FILE_TOOLS = {
 SHELL_TOOLS = {"gemini": "run_shell_command", "qwen": "run_shell_command", "copilot": "bash",
                "opencode": "bash"}
 EXIT_CODE = re.compile(r"exit code:?\s*(-?\d+)", re.I)
+# Gemini CLI in `-p` mode prepends the SessionStart context to the prompt itself, so its
+# BeforeAgent hook gets `<hook_context>[factbank] ...</hook_context>\n\n<the prompt>`: asked
+# with that, the recall matched the session block, not the question (seen: no prompt fact).
+HOOK_CONTEXT = re.compile(r"^\s*(?:<hook_context>.*?</hook_context>\s*)+", re.S)
 
 
 def harness_of(argv: list) -> str | None:
@@ -117,6 +122,8 @@ def normalize(harness: str, event: str, data: dict) -> tuple[str, dict]:
             data.get("tool_response")
         if harness == "qwen":
             out["stop_hook_active"] = False  # true on ordinary stops here (module docstring)
+        if harness == "gemini" and isinstance(out.get("prompt"), str):
+            out["prompt"] = HOOK_CONTEXT.sub("", out["prompt"])
     out["factbank_agent"] = harness
     if event in ("PostToolUse", "PostToolUseFailure") and isinstance(name, str):
         return _tool(harness, event, out, name, args, result)

@@ -76,6 +76,14 @@ def test_shell_exit_codes(harness: str, name: str, args: dict, result: object,
     assert (event, data.get("error")) == want and data["tool_name"] == "Bash"
 
 
+def test_gemini_prompt_without_the_session_block_it_prepended() -> None:
+    prompt = ("<hook_context>[factbank] Remembered facts: ...\n- #1 build with just"
+              "</hook_context>\n\nWhy does port 8443 fail?")
+    _, data = hookadapt.normalize("gemini", "UserPromptSubmit",
+                                  {"session_id": "s", "cwd": "/r", "prompt": prompt})
+    assert data["prompt"] == "Why does port 8443 fail?"
+
+
 def test_output_in_each_harness_terms() -> None:
     ctx = hookmain.context_output("UserPromptSubmit", "facts")
     assert hookadapt.render("gemini", "UserPromptSubmit", ctx) == {
