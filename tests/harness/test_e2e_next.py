@@ -66,11 +66,14 @@ def test_session_and_prompt_facts_reach_the_model(
         assert model_saw(fake_model, 0, marker), (
             f"{marker} never reached {harness}'s model\n{result.describe()}\n"
             + hook_log(harness_home))
-    # The instruction block (the user-level context file) reached it too.
-    assert model_saw(fake_model, 0, "factbank:begin") or model_saw(
-        fake_model, 0, "factbank"), result.describe()
+    # The instruction block (the user-level context file) and the MCP tools reached it too.
+    assert model_saw(fake_model, 0, "factbank:begin"), result.describe()
+    assert model_saw(fake_model, 0, MCP_ADD[harness]), result.describe()
 
 
+# factbank's `add` as each harness names MCP tools (Qwen lists them by name only, deferred).
+MCP_ADD = {"gemini": "mcp_factbank_add", "qwen": "mcp__factbank__add",
+           "copilot": "factbank-add", "opencode": "factbank_add"}
 SAVERS: dict[str, Callable[[dict], list[ToolCall]]] = {
     # Gemini names MCP tools mcp_<server>_<tool>; Qwen defers them behind tool_search.
     "gemini": lambda fact: [ToolCall("mcp_factbank_add", fact)],
@@ -81,7 +84,7 @@ SAVERS: dict[str, Callable[[dict], list[ToolCall]]] = {
 }
 
 
-@pytest.mark.parametrize(("saver", "reader"), [("gemini", "qwen"), ("qwen", "copilot")])
+@pytest.mark.parametrize(("saver", "reader"), [("gemini", "qwen"), ("qwen", "copilot"), ("copilot", "opencode"), ("opencode", "gemini")])
 def test_a_fact_saved_in_one_harness_reaches_another_in_the_same_repo_only(
     saver: str, reader: str, next_harnesses: NextHarnesses, fake_model: FakeModel,
     harness_home: Path, tmp_path: Path, services: Services,
