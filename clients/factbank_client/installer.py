@@ -585,6 +585,33 @@ def _register_next() -> dict:
             "opencode": installer_opencode.present, "copilot": installer_copilot.present}
 
 
+def registered(harness: str, paths: Paths) -> int:
+    """How many factbank hooks `harness`'s own files hold now (for the dashboard's health
+    page: the manifest says what was installed, this says what is still there). Pi and
+    OpenCode have an extension/plugin file instead: 1 when it is there."""
+    from factbank_client import installer_copilot, installer_gemini, installer_opencode
+
+    def handlers(path: Path) -> int:
+        try:
+            data = files.load_json(path.read_bytes().decode("utf-8"))[0]
+        except (OSError, ValueError):
+            return 0
+        if harness == "copilot":
+            return sum(installer_copilot.is_ours(h) for hs in (data.get("hooks") or {}).values()
+                       if isinstance(hs, list) for h in hs)
+        return len(files.our_handlers(data))
+
+    if harness in ("gemini", "qwen"):
+        return handlers(installer_gemini.settings_path(paths, harness))
+    if harness == "copilot":
+        return handlers(installer_copilot.copilot_dir(paths) / "settings.json")
+    if harness == "opencode":
+        return int(installer_opencode.plugin_path(paths).exists())
+    if harness == "pi":
+        return int(paths.pi_extension().exists())
+    return handlers(paths.claude_settings() if harness == "claude" else paths.codex_hooks())
+
+
 def present(harness: str, paths: Paths) -> bool:
     """Is `harness` on this machine: its config directory exists or its binary is on PATH."""
     import shutil

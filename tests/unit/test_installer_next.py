@@ -159,3 +159,27 @@ def test_install_all_touches_only_the_harnesses_that_are_present(
     assert "copilot" in installer.expand(["all"], paths)
     installer.apply(installer.plan_uninstall(installer.expand(["all"], every=True), paths))
     assert not (home / ".qwen" / "settings.json").exists()
+
+
+def test_the_health_page_shows_each_harness_and_its_registered_hooks(tmp_path: Path) -> None:
+    from jinja2 import Environment, FileSystemLoader
+
+    from factbank_client.dashboard import app
+
+    home = tmp_path / "home"
+    paths = paths_for(home)
+    installer.apply(installer.plan_install(list(NEXT), paths))
+    # The user deletes Copilot's hooks by hand: the page says so (0), the manifest does not.
+    settings = config_file(home, "copilot")
+    data = json.loads(settings.read_text())
+    data["hooks"] = {}
+    settings.write_text(json.dumps(data))
+    wired = app.harnesses(home)
+    assert wired["hooks"] == {"gemini": 5, "qwen": 5, "opencode": 1, "copilot": 0}
+    env = Environment(loader=FileSystemLoader(str(app.HERE / "templates")), autoescape=True)
+    env.globals.update(app._globals())
+    html = env.get_template("health.html").render(
+        services=[], bank_health=[], wired=wired, banks=[], csrf="c", nav="health")
+    for name in NEXT:
+        assert f"<strong>{name}</strong>" in html
+    assert "plugin loaded at start" in html and '<span class="chip t-low">0</span>' in html
