@@ -8,15 +8,23 @@ Chat Completions for the others).
   (Qwen Code, Copilot CLI) in the same repository, and not in another repository.
 * A handoff left through one harness's MCP tool (Copilot CLI) is given to another (Gemini CLI)
   at its next session start.
+* Each harness's file writes and shell commands reach the timeline (hooks, or OpenCode's
+  plugin), named by that harness.
+* With the service down, every hook stays silent and the run is no slower than without
+  factbank.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import pytest
+
+from factbank.runtime.runner import free_port
 
 from .fake_model import FakeModel, Text, ToolCall
 from .npm import HarnessUnavailable, NextHarnesses, ensure_next_harnesses
@@ -84,7 +92,8 @@ SAVERS: dict[str, Callable[[dict], list[ToolCall]]] = {
 }
 
 
-@pytest.mark.parametrize(("saver", "reader"), [("gemini", "qwen"), ("qwen", "copilot"), ("copilot", "opencode"), ("opencode", "gemini")])
+@pytest.mark.parametrize(("saver", "reader"), [
+    ("gemini", "qwen"), ("qwen", "copilot"), ("copilot", "opencode"), ("opencode", "gemini")])
 def test_a_fact_saved_in_one_harness_reaches_another_in_the_same_repo_only(
     saver: str, reader: str, next_harnesses: NextHarnesses, fake_model: FakeModel,
     harness_home: Path, tmp_path: Path, services: Services,
@@ -145,3 +154,83 @@ def test_a_handoff_crosses_harnesses(
     assert got and "Handoff #" in got[0].dumps(), hook_log(harness_home)
 
 
+
+
+# --- the timeline: each harness's file edits and commands ---------------------------------------
+# (tool, arguments) of a file write and a shell command, as each harness's model calls them.
+WRITES = {
+    "gemini": lambda p: [ToolCall("write_file", {"file_path": p, "content": "x = 1\n"}),
+                         ToolCall("run_shell_command", {"command": "ls src"})],
+    "qwen": lambda p: [ToolCall("write_file", {"file_path": p, "content": "x = 1\n"}),
+                       ToolCall("run_shell_command", {"command": "ls src"})],
+    "copilot": lambda p: [ToolCall("create", {"path": p, "file_text": "x = 1\n"}),
+                          ToolCall("bash", {"command": "ls src", "description": "list"})],
+    "opencode": lambda p: [ToolCall("write", {"filePath": p, "content": "x = 1\n"}),
+                           ToolCall("bash", {"command": "ls src", "description": "list"})],
+}
+
+
+def timeline(svc: Services, project: str) -> list[dict]:
+    r = httpx.get(f"{svc.recall}/v1/timeline", params={"project": project, "limit": 500},
+                  headers=svc.headers(), timeout=30)
+    assert r.status_code == 200, r.text
+    return r.json()["events"]
+
+
+@pytest.mark.parametrize("harness", ["gemini", "qwen", "copilot", "opencode"])
+def test_file_edits_and_commands_reach_the_timeline(
+    harness: str, next_harnesses: NextHarnesses, fake_model: FakeModel, harness_home: Path,
+    tmp_path: Path, services: Services,
+) -> None:
+    project = f"github.com/acme/tl26-{harness}"
+    repo = make_repo(tmp_path, "repo", f"git@github.com:acme/tl26-{harness}.git")
+    (repo / "src").mkdir()
+    login(harness_home, services)
+    install_for(harness_home, harness)
+    target = str(repo / "src" / f"new_{harness}.py")
+    fake_model.script(*WRITES[harness](target), Text("Done."))
+    result = RUNNERS[harness](harness_home, repo, "create the module and list src",
+                              fake_model, harnesses=next_harnesses)
+    assert_ok(result, harness_home)
+    assert Path(target).exists(), result.describe()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        events = [e for e in timeline(services, project) if e.get("agent") == harness]
+        kinds = {e["kind"] for e in events}
+        if {"file", "command"} <= kinds:
+            break
+        time.sleep(0.5)
+    assert {"file", "command"} <= kinds, (events, hook_log(harness_home))
+    assert any(f"new_{harness}.py" in json.dumps(e) for e in events if e["kind"] == "file")
+    assert any("ls src" in json.dumps(e) for e in events if e["kind"] == "command")
+
+
+# --- the service down: silent, and no slower ----------------------------------------------------
+
+
+@pytest.mark.parametrize("harness", ["gemini", "qwen", "copilot", "opencode"])
+def test_hooks_are_silent_and_fast_when_the_service_is_down(
+    harness: str, next_harnesses: NextHarnesses, fake_model: FakeModel, tmp_path: Path,
+) -> None:
+    repo = make_repo(tmp_path, "repo", f"git@github.com:acme/down26-{harness}.git")
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    baseline = RUNNERS[harness](bare, repo, "hello", fake_model, harnesses=next_harnesses)
+    assert baseline.returncode == 0, baseline.describe()
+
+    home = tmp_path / "home"
+    down = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    cfg = home / ".config" / "factbank" / "config.toml"
+    cfg.parent.mkdir(parents=True)
+    cfg.write_text(f'url = "{down}"\nrecall_url = "{down}"\n\n[banks.personal]\n'
+                   'token = "fb_down"\n')
+    install_for(home, harness)
+    before = len(fake_model.requests)
+    result = RUNNERS[harness](home, repo, "hello", fake_model, harnesses=next_harnesses)
+    assert_ok(result, home)
+    # Nothing from the hooks reached the model or the terminal...
+    assert not any("[factbank]" in r.dumps() for r in fake_model.requests[before:])
+    assert "factbank" not in result.stderr.lower() and "Traceback" not in result.stdout
+    # ... and the run is not slower than one without factbank, beyond noise (each hook gives
+    # up at once on a refused connection; hooks.log says why).
+    assert result.seconds < baseline.seconds + 5.0, (baseline.seconds, result.seconds)
