@@ -66,11 +66,14 @@ REMINDER = (
 # `"name":"add","namespace":"mcp__factbank"`. Compiled only by the Stop hook.
 SAVE_TOOL = r"(?:add|supersede)(?![A-Za-z0-9_])"
 SAVE_REGEXES = (
-    # Claude Code and Qwen Code `mcp__factbank__add`, Gemini CLI `mcp_factbank_add`,
-    # Copilot CLI `factbank-add`, OpenCode and Pi `factbank_add`.
-    rb"(?:mcp__?factbank__?|factbank[-_])" + SAVE_TOOL.encode(),
+    rb"mcp__factbank__" + SAVE_TOOL.encode(),  # Claude Code, Qwen Code
     rb'"name"\s*:\s*"' + SAVE_TOOL.encode() + rb'"[^\n]{0,400}?mcp__factbank',
     rb'mcp__factbank"[^\n]{0,400}?"name"\s*:\s*"' + SAVE_TOOL.encode() + rb'"',
+    # Gemini CLI's chat file (`functionCall` name) and Copilot CLI's events.jsonl
+    # (`tool.execution_start` toolName). Calls only: Copilot's transcript also holds the
+    # system prompt, whose tool list names `factbank-add` (seen: the reminder never came).
+    rb'"name"\s*:\s*"mcp_factbank_' + SAVE_TOOL.encode() + rb'"',
+    rb'"toolName"\s*:\s*"factbank-' + SAVE_TOOL.encode() + rb'"',
 )
 
 

@@ -254,3 +254,32 @@ def test_hooks_are_silent_and_fast_when_the_service_is_down(
     assert result.seconds < baseline.seconds * 1.25 + 5 * 0.9, (baseline.seconds,
                                                                 result.seconds)
     assert "Connection refused" in hook_log(home) or "gave up" in hook_log(home)
+
+
+# --- the stop reminder: once after five prompts, never a loop ------------------------------------
+RESUME = {"gemini": ["--resume", "latest"], "copilot": ["--continue"]}
+
+
+@pytest.mark.parametrize("harness", ["gemini", "copilot"])
+def test_the_stop_reminder_comes_once_after_five_prompts(
+    harness: str, next_harnesses: NextHarnesses, fake_model: FakeModel, harness_home: Path,
+    tmp_path: Path, services: Services,
+) -> None:
+    """Gemini's AfterAgent and Copilot's agentStop take `decision: block` + `reason` as the
+    next prompt: the turn goes on once with the reminder, then stops."""
+    repo = make_repo(tmp_path, "repo", f"git@github.com:acme/stop26-{harness}.git")
+    login(harness_home, services)
+    install_for(harness_home, harness)
+    for n in range(1, 6):
+        before = len(fake_model.requests)
+        result = RUNNERS[harness](harness_home, repo, f"prompt number {n}", fake_model,
+                                  harnesses=next_harnesses,
+                                  extra_args=[] if n == 1 else RESUME[harness])
+        assert_ok(result, harness_home)
+        gen = [r for r in fake_model.requests[before:] if r.api is not None]
+        reminded = [r for r in gen if "factbank reminder" in r.dumps()]
+        if n < 5:
+            assert not reminded, f"reminded after {n} prompts"
+        else:
+            # One more turn carried the reminder, then the harness stopped (no loop).
+            assert len(reminded) == 1, (len(gen), result.describe(), hook_log(harness_home))

@@ -137,3 +137,20 @@ def test_qwen_empty_prompt_after_a_tool_round_is_not_a_prompt(tmp_path: Path) ->
         run_hook(home, "user-prompt-submit", "qwen", {**payload, "prompt": "real"})
     rc, out, _ = run_hook(home, "stop", "qwen", stop)  # Qwen's `true` is ignored: reminds
     assert rc == 0 and json.loads(out)["decision"] == "block"
+
+
+@pytest.mark.parametrize(("line", "save"), [
+    # Copilot CLI's events.jsonl: the system prompt lists the tool; only a call is a save.
+    ('{"type": "system.message", "data": {"content": "tools: factbank-add, factbank-search"}}',
+     False),
+    ('{"type": "tool.execution_start", "data": {"toolCallId": "c1", "toolName": '
+     '"factbank-add", "arguments": {"content": "x"}}}', True),
+    ('{"type": "tool.execution_start", "data": {"toolName": "factbank-search"}}', False),
+    # Gemini CLI's chat file: a functionCall of mcp_factbank_add / _supersede.
+    ('{"type": "gemini", "toolCalls": [{"name": "mcp_factbank_supersede", "args": {}}]}', True),
+    ('{"type": "gemini", "toolCalls": [{"name": "mcp_factbank_search", "args": {}}]}', False),
+    # Claude Code and Qwen Code (unchanged).
+    ('{"type": "tool_use", "name": "mcp__factbank__add"}', True),
+])
+def test_a_save_in_each_harness_transcript(line: str, save: bool) -> None:
+    assert any(p.search(line.encode()) for p in hookmain.save_patterns()) is save
