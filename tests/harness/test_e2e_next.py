@@ -257,10 +257,10 @@ def test_hooks_are_silent_and_fast_when_the_service_is_down(
 
 
 # --- the stop reminder: once after five prompts, never a loop ------------------------------------
-RESUME = {"gemini": ["--resume", "latest"], "copilot": ["--continue"]}
+RESUME = {"gemini": ["--resume", "latest"], "copilot": ["--continue"], "qwen": ["--continue"]}
 
 
-@pytest.mark.parametrize("harness", ["gemini", "copilot"])
+@pytest.mark.parametrize("harness", ["gemini", "copilot", "qwen"])
 def test_the_stop_reminder_comes_once_after_five_prompts(
     harness: str, next_harnesses: NextHarnesses, fake_model: FakeModel, harness_home: Path,
     tmp_path: Path, services: Services,
