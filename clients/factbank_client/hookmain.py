@@ -217,6 +217,7 @@ def on_user_prompt_submit(data: dict, deadline: float) -> dict | None:
     state = _state().load(session_id)
     # Qwen Code fires this again with an empty prompt after every tool round: not a prompt.
     late_start = "factbank_agent" in data and not state.get("started")
+    carried = str(state.pop("carry", "") or "")  # a reminder OpenCode could not show at stop
     if prompt.strip():
         state["prompts"] = int(state.get("prompts") or 0) + 1
     if late_start:
@@ -234,11 +235,12 @@ def on_user_prompt_submit(data: dict, deadline: float) -> dict | None:
         started = on_session_start(data, deadline)
         start = ((started or {}).get("hookSpecificOutput") or {}).get("additionalContext", "")
     if not prompt.strip():
-        return context_output("UserPromptSubmit", "\n\n".join(t for t in (start, told) if t))
+        return context_output("UserPromptSubmit",
+                              "\n\n".join(t for t in (start, told, carried) if t))
     text = inject("prompt", session_id, project_of(data), prompt[:MAX_PROMPT_CHARS],
                   agent_name(data), deadline)
     return context_output("UserPromptSubmit",
-                          "\n\n".join(t for t in (start, told, text) if t))
+                          "\n\n".join(t for t in (start, told, text, carried) if t))
 
 
 def saved_since(state: dict, transcript_path: Any) -> bool:
@@ -275,6 +277,9 @@ def on_stop(data: dict, deadline: float) -> dict | None:
         state["prompts"] = 0
         state["reminders"] = int(state.get("reminders") or 0) + 1
         reminder = {"decision": "block", "reason": REMINDER}
+        if data.get("factbank_agent") == "opencode":
+            # Its plugin cannot block the stop: the session's next prompt carries it.
+            state["carry"], reminder = REMINDER, None
     _state().save(session_id, state)
     if agent_name(data) == "codex" and isinstance(data.get("transcript_path"), str):
         AFTER.append(("Stop", json.dumps(data).encode("utf-8")))  # its edits fire no hook

@@ -154,3 +154,17 @@ def test_qwen_empty_prompt_after_a_tool_round_is_not_a_prompt(tmp_path: Path) ->
 ])
 def test_a_save_in_each_harness_transcript(line: str, save: bool) -> None:
     assert any(p.search(line.encode()) for p in hookmain.save_patterns()) is save
+
+
+def test_opencode_reminder_rides_on_the_next_prompt(tmp_path: Path) -> None:
+    """OpenCode's plugin cannot block a stop: the due reminder is kept and the session's next
+    prompt carries it, once."""
+    home = tmp_path / "home"
+    prompt = {"session_id": "o1", "cwd": str(tmp_path), "prompt": "work"}
+    for _ in range(5):
+        run_hook(home, "user-prompt-submit", "opencode", prompt)
+    stop = {"session_id": "o1", "cwd": str(tmp_path), "stop_hook_active": False}
+    assert run_hook(home, "stop", "opencode", stop)[:2] == (0, "")
+    rc, out, _ = run_hook(home, "user-prompt-submit", "opencode", prompt)
+    assert "factbank reminder" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert run_hook(home, "user-prompt-submit", "opencode", prompt)[1] == ""

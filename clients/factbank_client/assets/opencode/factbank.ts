@@ -49,7 +49,6 @@ function context(out: any): string {
 export const FactbankPlugin = async (ctx: any) => {
   const cwd: string = ctx?.directory || ctx?.worktree || process.cwd();
   const args = new Map<string, unknown>(); // callID -> the tool's arguments
-  const reminders = new Map<string, string>(); // sessionID -> the stop reminder, for the next prompt
   return {
     "chat.message": async (input: any, output: any) => {
       const sessionID = String(input?.sessionID || output?.message?.sessionID || "");
@@ -58,10 +57,9 @@ export const FactbankPlugin = async (ctx: any) => {
       if (!sessionID || !first) return;
       const prompt = parts.filter((p) => p?.type === "text" && !p.synthetic).map((p) => p.text).join("\n");
       const out = await runHook("user-prompt-submit", { session_id: sessionID, cwd, prompt });
-      const texts = [reminders.get(sessionID) || "", context(out)].filter((t) => t);
-      reminders.delete(sessionID);
-      if (!texts.length) return;
-      parts.push({ ...first, id: `${first.id}fb`, type: "text", synthetic: true, text: texts.join("\n\n") });
+      const text = context(out);
+      if (!text) return;
+      parts.push({ ...first, id: `${first.id}fb`, type: "text", synthetic: true, text });
     },
     "tool.execute.before": async (input: any, output: any) => {
       if (input?.callID) args.set(String(input.callID), output?.args ?? {});
@@ -81,9 +79,9 @@ export const FactbankPlugin = async (ctx: any) => {
       if (event?.type !== "session.idle") return;
       const sessionID = String(event?.properties?.sessionID || "");
       if (!sessionID) return;
-      // OpenCode cannot hold a turn open from a plugin: the reminder rides on the next prompt.
-      const out = await runHook("stop", { session_id: sessionID, cwd, stop_hook_active: false });
-      if (out?.decision === "block" && typeof out.reason === "string") reminders.set(sessionID, out.reason);
+      // A plugin cannot hold OpenCode's turn open: the hook keeps a due reminder in the
+      // session's state and the session's next prompt carries it (hookmain).
+      await runHook("stop", { session_id: sessionID, cwd, stop_hook_active: false });
     },
   };
 };
