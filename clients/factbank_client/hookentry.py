@@ -36,6 +36,7 @@ import sys
 
 RECORDING = {"post-tool-use": "PostToolUse", "post-tool-use-failure": "PostToolUseFailure",
              "session-end": "SessionEnd"}
+NEXT_HARNESSES = ("gemini", "qwen", "copilot", "opencode")  # hookadapt.HARNESSES, unimported
 READ_DEADLINE = 5.0  # seconds: a harness that never closes stdin costs no more
 
 
@@ -188,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
             _signal.setitimer(_signal.ITIMER_REAL, 0)
         # Gemini CLI, Qwen Code, Copilot CLI: `hooks.py <event> <harness>` (hookadapt).
         harness = argv[1].strip().lower() if len(argv) > 1 else ""
+        if harness not in NEXT_HARNESSES:
+            harness = ""
         if event == "PostToolUse":
             out = take_pending(session_of(raw))
             if out and harness:

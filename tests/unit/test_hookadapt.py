@@ -29,6 +29,12 @@ def captured(harness: str) -> list[tuple[str, dict]]:
     return [(d["event"], d["payload"]) for d in map(json.loads, lines) if d["event"] in EVENT]
 
 
+def test_the_hook_entry_knows_the_same_harnesses() -> None:
+    from factbank_client import hookentry
+
+    assert hookentry.NEXT_HARNESSES == hookadapt.HARNESSES
+
+
 @pytest.mark.parametrize("harness", ["gemini", "qwen", "copilot"])
 def test_every_captured_payload_reads_as_claudes(harness: str,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
