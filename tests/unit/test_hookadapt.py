@@ -172,5 +172,6 @@ def test_opencode_reminder_rides_on_the_next_prompt(tmp_path: Path) -> None:
     stop = {"session_id": "o1", "cwd": str(tmp_path), "stop_hook_active": False}
     assert run_hook(home, "stop", "opencode", stop)[:2] == (0, "")
     rc, out, _ = run_hook(home, "user-prompt-submit", "opencode", prompt)
+    assert rc == 0
     assert "factbank reminder" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
     assert run_hook(home, "user-prompt-submit", "opencode", prompt)[1] == ""
