@@ -1,6 +1,6 @@
 """Hook wall time, measured the way the harnesses pay it: one new process per event.
 
-    python -m factbank_evals.bench_hooks [--n 40] [--json]
+    python -m factbank_evals.bench_hooks [--n 40] [--json] [--harness gemini,qwen,copilot,opencode]
 
 Starts the real services (factbank_evals.stack), stores a realistic set of facts (project
 facts injected at session start, gotchas recalled by prompts), and runs the exact command
@@ -13,6 +13,11 @@ recording PostToolUse hook (issue 15), which hands its event to a detached child
 its row is what the harness waits for; the "recording child" row is that child's own work
 (run inline here: parse, buffer, send, conflicts left for the next hook), which nobody waits
 for but which the machine pays.
+
+`--harness` adds the same rows for Gemini CLI, Qwen Code, Copilot CLI and OpenCode (issue 26):
+the command those installs register (`hooks.py <event> <harness>`) with that harness's own
+payload shape (as captured in tests/fixtures/harness-payloads), so the translation
+(factbank_client/hookadapt) is inside the measured time, against the same targets.
 """
 
 from __future__ import annotations
@@ -115,6 +120,39 @@ def payload(event: str, session: str, repo: Path, prompt: str = "") -> bytes:
     return json.dumps(data).encode()
 
 
+NEXT = ("gemini", "qwen", "copilot", "opencode")
+NEXT_WRITE = {"gemini": ("write_file", "file_path"), "qwen": ("write_file", "file_path"),
+              "copilot": ("create", "path"), "opencode": ("write", "filePath")}
+
+
+def next_payload(harness: str, event: str, session: str, repo: Path, prompt: str = "",
+                 n: int = 0) -> bytes:
+    """The payload `harness` sends for `event` (our name), shaped as captured from it."""
+    data: dict = {"session_id": session, "transcript_path": None, "cwd": str(repo),
+                  "hook_event_name": event, "timestamp": "2026-12-02T06:06:49.357Z"}
+    if event == "SessionStart":
+        data["source"] = "startup"
+    if event == "UserPromptSubmit":
+        data["prompt"] = prompt
+    if event == "Stop":
+        data.update(stop_hook_active=False, prompt_response="ok")
+    if event == "PostToolUse":
+        tool, key = NEXT_WRITE[harness]
+        data.update(tool_name=tool, tool_input={key: str(repo / "src" / f"m{n % 7}.py"),
+                                                "content": "x\n"},
+                    tool_response={"llmContent": "Successfully wrote the file."})
+    if harness == "copilot":
+        data = {"sessionId": session, "timestamp": 1796191695517, "cwd": str(repo),
+                **{k: v for k, v in data.items() if k in ("prompt", "source")}}
+        if event == "Stop":
+            data.update(stopReason="end_turn", stop_hook_active=False)
+        if event == "PostToolUse":
+            tool, key = NEXT_WRITE[harness]
+            data.update(toolName=tool, toolArgs={key: str(repo / "src" / f"m{n % 7}.py")},
+                        toolResult={"resultType": "success", "textResultForLlm": "Created"})
+    return json.dumps(data).encode()
+
+
 def _child_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -132,7 +170,7 @@ def timed(argv: list[str], stdin: bytes, env: dict, cwd: Path) -> tuple[float, f
     return ms, (_child_cpu() - cpu) * 1000, proc.stdout
 
 
-def measure(n: int) -> dict:
+def measure(n: int, harnesses: tuple[str, ...] = ()) -> dict:
     rows: dict[str, dict] = {}
     with running_stack() as stack, tempfile.TemporaryDirectory() as tmp:
         with httpx.Client(headers=stack.headers(), timeout=120) as http:
@@ -195,12 +233,38 @@ def measure(n: int) -> dict:
                [([*HOOK, "user-prompt-submit"],
                  payload("UserPromptSubmit", str(uuid.uuid4()), repo, PROMPTS[0]), down_env)
                 for _ in range(max(5, n // 4))])
-    hooks = [v for k, v in rows.items() if k in ("session-start", "user-prompt-submit")]
-    record = rows["post-tool-use (Edit; what the harness waits for)"]
+        for h in harnesses:
+            for _ in range(2):  # warm
+                sid = str(uuid.uuid4())
+                timed([*HOOK, "session-start", h], next_payload(h, "SessionStart", sid, repo),
+                      env, repo)
+            series(f"{h}: session-start",
+                   [([*HOOK, "session-start", h],
+                     next_payload(h, "SessionStart", str(uuid.uuid4()), repo), env)
+                    for _ in range(n)])
+            series(f"{h}: user-prompt-submit",
+                   [([*HOOK, "user-prompt-submit", h],
+                     next_payload(h, "UserPromptSubmit", str(uuid.uuid4()), repo,
+                                  PROMPTS[i % len(PROMPTS)]), env) for i in range(n)])
+            series(f"{h}: stop", [([*HOOK, "stop", h],
+                                   next_payload(h, "Stop", str(uuid.uuid4()), repo), env)
+                                  for _ in range(n)])
+            series(f"{h}: post-tool-use (write)",
+                   [([*HOOK, "post-tool-use", h],
+                     next_payload(h, "PostToolUse", f"bench-{h}", repo, n=i), env)
+                    for i in range(n)])
+            series(f"{h}: user-prompt-submit, service down",
+                   [([*HOOK, "user-prompt-submit", h],
+                     next_payload(h, "UserPromptSubmit", str(uuid.uuid4()), repo, PROMPTS[0]),
+                     down_env) for _ in range(max(5, n // 4))])
+    blocks = ("session-start", "user-prompt-submit")
+    hooks = [v for k, v in rows.items() if k.rsplit(": ", 1)[-1] in blocks]
+    records = [rows["post-tool-use (Edit; what the harness waits for)"]] + [
+        rows[f"{h}: post-tool-use (write)"] for h in harnesses]
     return {"rows": rows, "target_p50_ms": TARGET_P50_MS,
             "meets_target": all(r["p50_ms"] < TARGET_P50_MS for r in hooks),
             "record_target_p50_ms": RECORD_TARGET_P50_MS,
-            "record_meets_target": record["p50_ms"] <= RECORD_TARGET_P50_MS,
+            "record_meets_target": all(r["p50_ms"] <= RECORD_TARGET_P50_MS for r in records),
             "cpus": os.cpu_count(), "load_avg": list(os.getloadavg())}
 
 
@@ -213,7 +277,7 @@ def table(result: dict) -> str:
                      f"| {r['cpu_p50_ms']} | {r['printed']} |")
     verdict = "meets" if result["meets_target"] else "MISSES"
     lines.append("")
-    lines.append(f"target: session-start and user-prompt-submit p50 < "
+    lines.append(f"target: session-start and user-prompt-submit p50 < "  # every harness
                  f"{result['target_p50_ms']:.0f} ms: {verdict} "
                  f"({result['cpus']} CPUs, load {result['load_avg'][0]:.2f})")
     verdict = "meets" if result["record_meets_target"] else "MISSES"
@@ -227,8 +291,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=40, help="runs per event")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--harness", default="",
+                        help=f"also these (comma-separated: {', '.join(NEXT)}, or all)")
     args = parser.parse_args(argv)
-    result = measure(args.n)
+    chosen = NEXT if args.harness == "all" else tuple(h for h in args.harness.split(",") if h)
+    unknown = [h for h in chosen if h not in NEXT]
+    if unknown:
+        parser.error(f"--harness: unknown {', '.join(unknown)} (choose from {', '.join(NEXT)})")
+    result = measure(args.n, chosen)
     print(json.dumps(result, indent=2) if args.json else table(result))
     return 0
 

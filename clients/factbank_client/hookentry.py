@@ -36,6 +36,7 @@ import sys
 
 RECORDING = {"post-tool-use": "PostToolUse", "post-tool-use-failure": "PostToolUseFailure",
              "session-end": "SessionEnd"}
+NEXT_HARNESSES = ("gemini", "qwen", "copilot", "opencode")  # hookadapt.HARNESSES, unimported
 READ_DEADLINE = 5.0  # seconds: a harness that never closes stdin costs no more
 
 
@@ -57,7 +58,8 @@ def session_of(raw: bytes) -> str:
     harnesses send `"session_id":"<uuid>"` (first, in the payloads seen). "" if not found."""
     sid = os.environ.get("CLAUDE_CODE_SESSION_ID", "")
     if not sid:
-        for marker in (b'"session_id":"', b'"session_id": "'):
+        for marker in (b'"session_id":"', b'"session_id": "', b'"sessionId":"',
+                       b'"sessionId": "'):
             at = raw.find(marker)
             if at >= 0:
                 start = at + len(marker)
@@ -105,9 +107,11 @@ def take_pending(session: str) -> bytes:
             pass
 
 
-def detach(event: str, raw: bytes) -> None:
+def detach(event: str, raw: bytes, harness: str = "") -> None:
     """Record `event` in a forked child that outlives this process; returns at once (in the
     parent), which then has nothing left to do but exit. Without fork, the work is done here.
+    `harness` (Gemini CLI, Qwen Code, Copilot CLI) has the child read the payload in that
+    harness's terms first (hookadapt).
 
     The hook's stdin, stdout and stderr go to /dev/null first, in this process, before the
     fork: the harness waits for EOF on the hook's pipes, and a child holding them until it is
@@ -142,6 +146,10 @@ def detach(event: str, raw: bytes) -> None:
                 else:
                     from factbank_client import hookrecord
 
+                    if harness:
+                        from factbank_client import hookadapt
+
+                        event, raw = hookadapt.adapt_raw(harness, event, raw)
                     hookrecord.process(event, raw, at)
             except BaseException as exc:
                 try:
@@ -156,6 +164,10 @@ def detach(event: str, raw: bytes) -> None:
         return  # cannot fork: a verify never runs inside the hook
     from factbank_client import hookrecord
 
+    if harness:
+        from factbank_client import hookadapt
+
+        event, raw = hookadapt.adapt_raw(harness, event, raw)
     hookrecord.process(event, raw, at)
 
 
@@ -179,12 +191,20 @@ def main(argv: list[str] | None = None) -> int:
             raw = sys.stdin.buffer.read()
         finally:
             _signal.setitimer(_signal.ITIMER_REAL, 0)
+        # Gemini CLI, Qwen Code, Copilot CLI: `hooks.py <event> <harness>` (hookadapt).
+        harness = argv[1].strip().lower() if len(argv) > 1 else ""
+        if harness not in NEXT_HARNESSES:
+            harness = ""
         if event == "PostToolUse":
             out = take_pending(session_of(raw))
+            if out and harness:
+                from factbank_client import hookadapt
+
+                out = hookadapt.render_pending(harness, out)
             if out:
                 sys.stdout.buffer.write(out)
                 sys.stdout.flush()
-        detach(event, raw)
+        detach(event, raw, harness)
     except BaseException as exc:  # a hook never fails the session
         try:
             from factbank_client import hookstate

@@ -66,9 +66,14 @@ REMINDER = (
 # `"name":"add","namespace":"mcp__factbank"`. Compiled only by the Stop hook.
 SAVE_TOOL = r"(?:add|supersede)(?![A-Za-z0-9_])"
 SAVE_REGEXES = (
-    rb"mcp__factbank__" + SAVE_TOOL.encode(),
+    rb"mcp__factbank__" + SAVE_TOOL.encode(),  # Claude Code, Qwen Code
     rb'"name"\s*:\s*"' + SAVE_TOOL.encode() + rb'"[^\n]{0,400}?mcp__factbank',
     rb'mcp__factbank"[^\n]{0,400}?"name"\s*:\s*"' + SAVE_TOOL.encode() + rb'"',
+    # Gemini CLI's chat file (`functionCall` name) and Copilot CLI's events.jsonl
+    # (`tool.execution_start` toolName). Calls only: Copilot's transcript also holds the
+    # system prompt, whose tool list names `factbank-add` (seen: the reminder never came).
+    rb'"name"\s*:\s*"mcp_factbank_' + SAVE_TOOL.encode() + rb'"',
+    rb'"toolName"\s*:\s*"factbank-' + SAVE_TOOL.encode() + rb'"',
 )
 
 
@@ -195,6 +200,10 @@ def on_session_start(data: dict, deadline: float) -> dict | None:
     if not session_id:
         return None
     _state().prune()
+    if "factbank_agent" in data:  # a harness whose prompt hook may have to start it (above)
+        state = _state().load(session_id)
+        state["started"] = True
+        _state().save(session_id, state)
     if os.environ.get("FACTBANK_TIMELINE", "1") != "0":
         from factbank_client import hookrecord
 
@@ -215,18 +224,32 @@ def on_user_prompt_submit(data: dict, deadline: float) -> dict | None:
     if not session_id or not isinstance(prompt, str):
         return None
     state = _state().load(session_id)
-    state["prompts"] = int(state.get("prompts") or 0) + 1
+    # Qwen Code fires this again with an empty prompt after every tool round: not a prompt.
+    late_start = "factbank_agent" in data and not state.get("started")
+    carried = str(state.pop("carry", "") or "")  # a reminder OpenCode could not show at stop
+    if prompt.strip():
+        state["prompts"] = int(state.get("prompts") or 0) + 1
+    if late_start:
+        state["started"] = True
     _state().save(session_id, state)
     from factbank_client import hookrecord
 
     told = hookrecord.take_warnings(session_id)  # left by this session's last edit
     if hookrecord.buffered():  # the service was down: send it now, in the background
         AFTER.append(("Flush", b""))
+    start = ""
+    if late_start:
+        # No SessionStart came first (Qwen Code fires none in `-p` mode): its block (and
+        # handoffs) come with the first prompt instead.
+        started = on_session_start(data, deadline)
+        start = ((started or {}).get("hookSpecificOutput") or {}).get("additionalContext", "")
     if not prompt.strip():
-        return context_output("UserPromptSubmit", told)
+        return context_output("UserPromptSubmit",
+                              "\n\n".join(t for t in (start, told, carried) if t))
     text = inject("prompt", session_id, project_of(data), prompt[:MAX_PROMPT_CHARS],
                   agent_name(data), deadline)
-    return context_output("UserPromptSubmit", "\n\n".join(t for t in (told, text) if t))
+    return context_output("UserPromptSubmit",
+                          "\n\n".join(t for t in (start, told, text, carried) if t))
 
 
 def saved_since(state: dict, transcript_path: Any) -> bool:
@@ -263,6 +286,9 @@ def on_stop(data: dict, deadline: float) -> dict | None:
         state["prompts"] = 0
         state["reminders"] = int(state.get("reminders") or 0) + 1
         reminder = {"decision": "block", "reason": REMINDER}
+        if data.get("factbank_agent") == "opencode":
+            # Its plugin cannot block the stop: the session's next prompt carries it.
+            state["carry"], reminder = REMINDER, None
     _state().save(session_id, state)
     if agent_name(data) == "codex" and isinstance(data.get("transcript_path"), str):
         AFTER.append(("Stop", json.dumps(data).encode("utf-8")))  # its edits fire no hook
@@ -280,12 +306,19 @@ HANDLERS = {
 }
 
 
-def run(event: str, raw: bytes, deadline: float) -> dict | None:
-    """The output object for one event, or None. Raises on garbage (the caller logs it)."""
+def run(event: str, raw: bytes, deadline: float, harness: str | None = None) -> dict | None:
+    """The output object for one event, or None. Raises on garbage (the caller logs it).
+    `harness` (Gemini CLI, Qwen Code, Copilot CLI): its payload and output are translated
+    (hookadapt)."""
     data = json.loads(raw.decode("utf-8"))
     if not isinstance(data, dict):
         raise ValueError(f"hook input is {type(data).__name__}, not an object")
-    return HANDLERS[event](data, deadline)
+    if harness is None:
+        return HANDLERS[event](data, deadline)
+    from factbank_client import hookadapt
+
+    event, data = hookadapt.normalize(harness, event, data)
+    return hookadapt.render(harness, event, HANDLERS[event](data, deadline))
 
 
 _armed = False
@@ -301,6 +334,11 @@ def main(argv: list[str] | None = None) -> int:
     global _armed
     argv = sys.argv[1:] if argv is None else argv
     event = event_name(argv[0]) if argv else None
+    harness = None
+    if len(argv) > 1:
+        from factbank_client.hookadapt import harness_of
+
+        harness = harness_of(argv)
     limit = budget()
     deadline = STARTED - process_age() + limit
     # `threading` is not imported for this: a hook always runs on its main thread.
@@ -313,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
             signal.setitimer(signal.ITIMER_REAL, max(0.01, deadline - time.monotonic()))
         if event is None:
             raise ValueError(f"unknown hook event {argv[:1]!r}")
-        out = run(event, sys.stdin.buffer.read(), deadline)
+        out = run(event, sys.stdin.buffer.read(), deadline, harness)
     except Deadline:
         _log(f"{event}: gave up after {limit:.2f}s")
         out = None

@@ -53,7 +53,11 @@ CODEX_SHELLS = {"Bash", "shell", "exec_command", "local_shell"}
 def agent_name(data: dict) -> str:
     """`claude` or `codex` (the name a handoff's `--to` uses), from what each harness sends:
     Claude Code sets CLAUDECODE; Codex's payloads carry `turn_id`/`model`, and its
-    SessionEnd, which has neither, names a rollout under `.codex/`."""
+    SessionEnd, which has neither, names a rollout under `.codex/`. Gemini CLI, Qwen Code
+    and Copilot CLI set CLAUDE_PROJECT_DIR too: their payloads are named by hookadapt."""
+    forced = data.get("factbank_agent")
+    if isinstance(forced, str) and forced:
+        return forced
     if os.environ.get("CLAUDECODE") or os.environ.get("CLAUDE_PROJECT_DIR"):
         return "claude"
     transcript = data.get("transcript_path")

@@ -46,7 +46,10 @@ from factbank_client import installer_files as files
 from factbank_client import installer_toml as toml
 from factbank_client import safefs, tools
 
-HARNESSES = ("claude", "codex", "pi")
+HARNESSES = ("claude", "codex", "pi", "gemini", "qwen", "opencode", "copilot")
+# `install all` takes these only when they are present (their config directory exists, or
+# their binary is on PATH): installing into a harness nobody uses would create its files.
+OPTIONAL = {"gemini": "gemini", "qwen": "qwen", "opencode": "opencode", "copilot": "copilot"}
 HOOK_EVENTS = {"SessionStart": "session-start", "UserPromptSubmit": "user-prompt-submit",
                "Stop": "stop", "PostToolUse": "post-tool-use",
                "PostToolUseFailure": "post-tool-use-failure", "SessionEnd": "session-end"}
@@ -582,6 +585,51 @@ INSTALL = {"claude": install_claude, "codex": install_codex, "pi": install_pi}
 UNINSTALL = {"claude": uninstall_claude, "codex": uninstall_codex, "pi": uninstall_pi}
 
 
+def _register_next() -> dict:
+    """Gemini CLI, Qwen Code (installer_gemini), OpenCode, Copilot CLI: their own modules."""
+    from functools import partial
+
+    from factbank_client import installer_copilot, installer_gemini, installer_opencode
+
+    for h in ("gemini", "qwen"):
+        INSTALL[h] = partial(installer_gemini.install, h)
+        UNINSTALL[h] = partial(installer_gemini.uninstall, h)
+    INSTALL["opencode"], UNINSTALL["opencode"] = installer_opencode.install, \
+        installer_opencode.uninstall
+    INSTALL["copilot"], UNINSTALL["copilot"] = installer_copilot.install, \
+        installer_copilot.uninstall
+    return {"gemini": lambda p: installer_gemini.present(p, "gemini"),
+            "qwen": lambda p: installer_gemini.present(p, "qwen"),
+            "opencode": installer_opencode.present, "copilot": installer_copilot.present}
+
+
+def registered(harness: str, paths: Paths) -> int:
+    """How many factbank hooks `harness`'s own files hold now (for the dashboard's health
+    page: the manifest says what was installed, this says what is still there). Pi and
+    OpenCode have an extension/plugin file instead: 1 when it is there."""
+    from factbank_client import installer_copilot, installer_gemini, installer_opencode
+
+    def handlers(path: Path) -> int:
+        try:
+            data = files.load_json(path.read_bytes().decode("utf-8"))[0]
+        except (OSError, ValueError):
+            return 0
+        if harness == "copilot":
+            return sum(installer_copilot.is_ours(h) for hs in (data.get("hooks") or {}).values()
+                       if isinstance(hs, list) for h in hs)
+        return len(files.our_handlers(data))
+
+    if harness in ("gemini", "qwen"):
+        return handlers(installer_gemini.settings_path(paths, harness))
+    if harness == "copilot":
+        return handlers(installer_copilot.copilot_dir(paths) / "settings.json")
+    if harness == "opencode":
+        return int(installer_opencode.plugin_path(paths).exists())
+    if harness == "pi":
+        return int(paths.pi_extension().exists())
+    return handlers(paths.claude_settings() if harness == "claude" else paths.codex_hooks())
+
+
 # --- plans --------------------------------------------------------------------------------------
 
 
@@ -620,25 +668,36 @@ def _manifest_change(paths: Paths, manifest: dict) -> Change | None:
 
 
 # The program each harness runs as, looked up on PATH by `present`.
-HARNESS_BIN = {"claude": "claude", "codex": "codex", "pi": "pi"}
+HARNESS_BIN = {"claude": "claude", "codex": "codex", "pi": "pi", **OPTIONAL}
 
 
 def present(harness: str, paths: Paths) -> bool:
     """Whether `harness` is on this machine: its own directory exists (it ran once, or the
-    user made it) or its program is on PATH. `install all` writes only for these (issue 21
-    B6: it created ~/.pi/agent and ~/.codex for harnesses the user never had)."""
+    user made it) or its program is on PATH. `install all` writes only for these (it used to
+    create ~/.pi/agent and ~/.codex for harnesses the user never had)."""
     import shutil
 
-    home = {"claude": paths.claude_dir, "codex": paths.codex_dir, "pi": paths.pi_dir}[harness]
-    return home.is_dir() or shutil.which(HARNESS_BIN[harness]) is not None
+    if harness in OPTIONAL:
+        found = PRESENT[harness](paths)
+    else:
+        found = {"claude": paths.claude_dir, "codex": paths.codex_dir,
+                 "pi": paths.pi_dir}[harness].is_dir()
+    return found or shutil.which(HARNESS_BIN[harness]) is not None
 
 
-def expand(names: list[str] | tuple[str, ...]) -> list[str]:
+def expand(names: list[str] | tuple[str, ...], paths: Paths | None = None, *,
+           every: bool = False) -> list[str]:
+    """The harnesses `names` stand for. `all` is every harness present under `paths`
+    (`present`); with `every` (uninstall) all of them, since removing what is not there
+    changes nothing; without `paths`, Claude Code, Codex and Pi."""
     chosen: list[str] = []
     for name in names:
-        for h in (HARNESSES if name == "all" else (name,)):
+        group = [h for h in HARNESSES if every
+                 or (present(h, paths) if paths is not None else h not in OPTIONAL)]
+        for h in (group if name == "all" else (name,)):
             if h not in HARNESSES:
-                raise InstallError(f"unknown harness {h!r} (choose from claude, codex, pi, all)")
+                raise InstallError(f"unknown harness {h!r} (choose from "
+                                   f"{', '.join(HARNESSES)}, all)")
             if h not in chosen:
                 chosen.append(h)
     return chosen
@@ -649,13 +708,14 @@ def plan_install(names: list[str] | tuple[str, ...], paths: Paths,
     launcher = launcher or Launcher.current()
     manifest = load_manifest(paths)
     edits, notes = Edits(), []
-    for h in expand(names):
+    chosen = expand(names, paths)
+    for h in chosen:
         entry = manifest["harnesses"].setdefault(h, {})
         INSTALL[h](edits, entry, paths, launcher, notes)
     changes = edits.changes()
     for c in changes:
         if c.old is None and c.new is not None:
-            for h in expand(names):
+            for h in chosen:
                 entry = manifest["harnesses"][h]
                 if str(c.path) in entry.get("files", {}):
                     _record(entry, c.path, dirs=_missing_dirs(c.path))
@@ -665,7 +725,7 @@ def plan_install(names: list[str] | tuple[str, ...], paths: Paths,
 def plan_uninstall(names: list[str] | tuple[str, ...], paths: Paths) -> Plan:
     manifest = load_manifest(paths)
     edits, notes = Edits(), []
-    for h in expand(names):
+    for h in expand(names, every=True):
         entry = manifest["harnesses"].get(h, {})
         UNINSTALL[h](edits, entry, paths)
         manifest["harnesses"].pop(h, None)
@@ -733,3 +793,6 @@ def apply(plan: Plan) -> None:
         else:
             # Private: it keeps the original text of the files it changed.
             write_text(plan.manifest.path, plan.manifest.new, private=True)
+
+
+PRESENT = _register_next()

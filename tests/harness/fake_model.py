@@ -8,6 +8,10 @@ protocols the harnesses use:
 * OpenAI Responses (Codex): ``POST /v1/responses`` (SSE);
 * OpenAI Chat Completions (Pi with ``api: openai-completions``): ``POST /v1/chat/completions``
   (SSE ending in ``data: [DONE]``, or JSON);
+* Gemini API (Gemini CLI): ``POST /v1beta/models/M:streamGenerateContent?alt=sse`` (SSE, one
+  whole ``GenerateContentResponse`` per event), ``:generateContent`` (JSON; a request for JSON
+  output, e.g. Gemini CLI's next-speaker check, gets ``{"next_speaker": "user"}``),
+  ``:countTokens``;
 * ``GET /v1/models``.
 
 Every request is logged (thread-safe). Replies follow a script of :class:`Rule` objects: the
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import sys
 import threading
 import time
@@ -35,7 +40,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-Api = Literal["anthropic", "responses", "chat"]
+Api = Literal["anthropic", "responses", "chat", "gemini"]
 
 MODEL_ID = "stub-model"
 
@@ -124,6 +129,9 @@ def tool_names(body: Any) -> list[str]:
     for tool in body.get("tools") or []:
         if not isinstance(tool, dict):
             continue
+        for decl in tool.get("functionDeclarations") or []:  # Gemini
+            if isinstance(decl, dict) and "name" in decl:
+                names.append(str(decl["name"]))
         if isinstance(tool.get("function"), dict) and "name" in tool["function"]:
             names.append(str(tool["function"]["name"]))
         elif tool.get("type") == "namespace":
@@ -532,6 +540,33 @@ def _chat(fake: FakeModel, body: dict[str, Any], reply: Reply) -> tuple[bytes, s
     return b"".join(chunks), "text/event-stream"
 
 
+def _gemini(fake: FakeModel, body: dict[str, Any], reply: Reply,
+            method: str = "streamGenerateContent") -> tuple[bytes, str]:
+    n = fake._next_id()
+    if isinstance(reply, ToolCall):
+        parts: list[dict[str, Any]] = [{"functionCall": {"name": reply.name,
+                                                         "args": reply.args}}]
+        if reply.text:
+            parts.insert(0, {"text": reply.text})
+    else:
+        parts = [{"text": reply.text}]
+    config = body.get("generationConfig") or {}
+    if method == "generateContent" and (config.get("responseMimeType") == "application/json"
+                                        or config.get("responseJsonSchema")
+                                        or config.get("responseSchema")):
+        parts = [{"text": json.dumps({"reasoning": "fake", "next_speaker": "user"})}]
+    out = {"candidates": [{"content": {"role": "model", "parts": parts},
+                           "finishReason": "STOP", "index": 0}],
+           "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5,
+                             "totalTokenCount": 15},
+           "modelVersion": MODEL_ID, "responseId": f"fake{n:04d}"}
+    if method == "streamGenerateContent":
+        return _sse(None, out), "text/event-stream"
+    return json.dumps(out).encode(), "application/json"
+
+
+_GEMINI_PATH = re.compile(r"/models/[^/:]+:(streamGenerateContent|generateContent|countTokens)$")
+
 _ROUTES: dict[str, tuple[Api, Callable[[FakeModel, dict[str, Any], Reply], tuple[bytes, str]]]] = {
     "/v1/messages": ("anthropic", _anthropic),
     "/v1/responses": ("responses", _responses),
@@ -579,6 +614,15 @@ def _make_handler(fake: FakeModel) -> type[BaseHTTPRequestHandler]:
             elif self.command == "POST" and path == "/v1/messages/count_tokens":
                 tokens = max(1, len(raw) // 4)
                 status, payload = 200, json.dumps({"input_tokens": tokens}).encode()
+            elif self.command == "POST" and (m := _GEMINI_PATH.search(path)):
+                req_body = body if isinstance(body, dict) else {}
+                if m.group(1) == "countTokens":
+                    status, payload = 200, b'{"totalTokens": 10}'
+                else:
+                    api = "gemini"
+                    reply = fake._choose(api, req_body)
+                    payload, ctype = _gemini(fake, req_body, reply, m.group(1))
+                    status = 200
             elif self.command == "POST" and path in _ROUTES:
                 api, render = _ROUTES[path]
                 req_body = body if isinstance(body, dict) else {}

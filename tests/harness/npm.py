@@ -25,6 +25,17 @@ PACKAGES: tuple[str, ...] = (
     "@mariozechner/pi-coding-agent@0.73.1",
 )
 BINARIES = {"claude": "claude", "codex": "codex", "pi": "pi"}
+# The next four (issue 26), in their own directory (``<harness dir>-next``) so neither set's
+# install invalidates the other's cache. Copilot unpacks ~235 MB more into the run's HOME on
+# its first start (``runners_next`` keeps one shared copy).
+NEXT_PACKAGES: tuple[str, ...] = (
+    "@google/gemini-cli@0.61.0",
+    "@qwen-code/qwen-code@0.15.10",
+    "opencode-ai@1.18.33",
+    "@github/copilot@1.0.102",
+)
+NEXT_BINARIES = {"gemini": "gemini", "qwen": "qwen", "opencode": "opencode",
+                 "copilot": "copilot"}
 INSTALL_TIMEOUT = 900.0
 STAMP = ".factbank-harness-stamp.json"
 
@@ -71,22 +82,24 @@ def _locked(root: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _binaries(root: Path) -> dict[str, Path]:
+def _binaries(root: Path, binaries: dict[str, str] | None = None) -> dict[str, Path]:
     bin_dir = root / "node_modules" / ".bin"
-    return {key: bin_dir / name for key, name in BINARIES.items()}
+    return {key: bin_dir / name for key, name in (binaries or BINARIES).items()}
 
 
-def _installed(root: Path, packages: tuple[str, ...]) -> bool:
+def _installed(root: Path, packages: tuple[str, ...],
+               binaries: dict[str, str] | None = None) -> bool:
     try:
         stamp = json.loads((root / STAMP).read_text())
     except (OSError, ValueError):
         return False
     return stamp.get("packages") == list(packages) and all(
-        p.exists() for p in _binaries(root).values()
+        p.exists() for p in _binaries(root, binaries).values()
     )
 
 
-def _install(root: Path, packages: tuple[str, ...], npm: str) -> None:
+def _install(root: Path, packages: tuple[str, ...], npm: str,
+             binaries: dict[str, str] | None = None) -> None:
     (root / STAMP).unlink(missing_ok=True)
     pkg_json = root / "package.json"
     if not pkg_json.exists():
@@ -117,7 +130,7 @@ def _install(root: Path, packages: tuple[str, ...], npm: str) -> None:
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip()[-1500:]
         raise HarnessUnavailable(f"npm install failed (exit {proc.returncode}): {tail}")
-    missing = [str(p) for p in _binaries(root).values() if not p.exists()]
+    missing = [str(p) for p in _binaries(root, binaries).values() if not p.exists()]
     if missing:
         raise HarnessUnavailable(f"npm install finished but binaries are missing: {missing}")
     (root / STAMP).write_text(json.dumps({"packages": list(packages)}, indent=1) + "\n")
@@ -145,3 +158,30 @@ def ensure_harnesses(root: Path | None = None) -> Harnesses:
         node_bin_dir=Path(node).parent,
         packages=packages,
     )
+
+
+@dataclass(frozen=True)
+class NextHarnesses:
+    root: Path
+    bins: dict[str, Path]
+    node_bin_dir: Path
+
+    def path_env(self) -> str:
+        dirs = [str(self.node_bin_dir), "/usr/local/bin", "/usr/bin", "/bin"]
+        return os.pathsep.join(dict.fromkeys(dirs))
+
+
+def ensure_next_harnesses(root: Path | None = None) -> NextHarnesses:
+    """Gemini CLI, Qwen Code, OpenCode and Copilot CLI, installed once (as
+    :func:`ensure_harnesses`). Raises :class:`HarnessUnavailable`."""
+    root = (root or harness_dir().with_name(harness_dir().name + "-next")).resolve()
+    node = shutil.which("node")
+    if node is None:
+        raise HarnessUnavailable("node is not on PATH (the harnesses need Node.js >= 20)")
+    with _locked(root):
+        if not _installed(root, NEXT_PACKAGES, NEXT_BINARIES):
+            npm = shutil.which("npm")
+            if npm is None:
+                raise HarnessUnavailable("npm is not on PATH; cannot install the harnesses")
+            _install(root, NEXT_PACKAGES, npm, NEXT_BINARIES)
+    return NextHarnesses(root, _binaries(root, NEXT_BINARIES), Path(node).parent)

@@ -9,9 +9,9 @@ import sys
 from factbank_client.cli.main import CommandError
 from factbank_client.cli.output import add_json_flag, dry_run_line, file_line, print_json
 
-CHOICES = ("claude", "codex", "pi", "all", "git")
-HARNESS_HELP = ("claude, codex, pi, all (those three), or git (this repository's post-commit "
-                "hook)")
+CHOICES = ("claude", "codex", "pi", "gemini", "qwen", "opencode", "copilot", "all", "git")
+HARNESS_HELP = ("claude, codex, pi, gemini, qwen, opencode, copilot, all (each of those that "
+                "is on this machine), or git (this repository's post-commit hook)")
 CODEX_TRUST_HELP = (
     "Codex runs hooks only after you trust them: start `codex`, type /hooks and trust the "
     "three factbank hooks, or run `factbank install codex --trust`. Re-installing from the "
@@ -24,7 +24,9 @@ def register(sub) -> None:
                        "this repository's git hook",
                        description="Registers factbank's hooks, MCP server and instruction "
                        "block (Claude Code, Codex) or its extension and instruction block "
-                       "(Pi) in your home directory. Re-running replaces them in place. `git` "
+                       "(Pi) in your home directory (and the same for Gemini CLI, Qwen Code, "
+                       "OpenCode and Copilot CLI: docs/harnesses.md). Re-running replaces them "
+                       "in place. `git` "
                        "adds a post-commit hook to this repository that re-checks its facts "
                        "after each commit (`factbank verify`); it is not part of `all`. "
                        "--dry-run shows the diff and writes nothing.")
@@ -130,11 +132,12 @@ def cmd_install(args) -> int:
     harnesses, skipped = _present(args.harness, paths)
     say = (lambda text: None) if args.json else print
     for h in skipped:
-        say(f"skipped {h}: not on this machine (no {getattr(paths, f'{h}_dir')}, no "
+        say(f"skipped {h}: not on this machine (no config directory of its own, no "
             f"`{installer.HARNESS_BIN[h]}` on PATH); `factbank install {h}` installs it anyway")
     if not harnesses:
-        raise CommandError("no harness found on this machine (Claude Code, Codex, Pi); name "
-                           "one to install it anyway, e.g. `factbank install claude`")
+        raise CommandError("no harness found on this machine (Claude Code, Codex, Pi, Gemini "
+                           "CLI, Qwen Code, OpenCode, Copilot CLI); name one to install it "
+                           "anyway, e.g. `factbank install claude`")
     try:
         plan = installer.plan_install(harnesses, paths)
     except installer.InstallError as exc:
@@ -174,7 +177,7 @@ def cmd_uninstall(args) -> int:
             return 0
     paths = installer.Paths.from_env()
     try:
-        plan = installer.plan_uninstall(installer.expand(args.harness), paths)
+        plan = installer.plan_uninstall(installer.expand(args.harness, every=True), paths)
     except installer.InstallError as exc:
         raise CommandError(str(exc)) from None
     _show(plan, args, "uninstall")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from factbank_client.cli.main import CommandError
 
-AGENTS = ("claude-code", "codex", "pi")
+AGENTS = ("claude-code", "codex", "pi", "gemini", "qwen", "opencode", "copilot")
 
 
 def register(sub) -> None:

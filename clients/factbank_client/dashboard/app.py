@@ -452,7 +452,8 @@ def _readyz(url: str, http: httpx.Client) -> dict:
 
 
 def harnesses(home: Path | None = None) -> dict:
-    """What `factbank install` wired on this machine (its manifest), and whether Codex trusts
+    """What `factbank install` wired on this machine (its manifest), how many factbank hooks
+    each harness's files still hold (`installer.registered`), and whether Codex trusts
     factbank's hooks (`codex_trust.status`, which asks the codex binary when one is on PATH)."""
     from factbank_client import installer
 
@@ -466,8 +467,11 @@ def harnesses(home: Path | None = None) -> dict:
             codex = codex_trust.status(paths)
         except Exception as exc:  # codex missing or failing: say so, never fail the page
             codex = {"error": str(exc) or type(exc).__name__}
-    return {"manifest_path": str(paths.manifest), "harnesses": manifest.get("harnesses", {}),
-            "codex": codex}
+    wired = manifest.get("harnesses", {})
+    hooks = {name: installer.registered(name, paths) for name in wired
+             if name in installer.HARNESSES}
+    return {"manifest_path": str(paths.manifest), "harnesses": wired, "codex": codex,
+            "hooks": hooks}
 
 
 @get("/health", sync_to_thread=True)
