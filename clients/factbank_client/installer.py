@@ -687,13 +687,14 @@ def present(harness: str, paths: Paths) -> bool:
 
 def expand(names: list[str] | tuple[str, ...], paths: Paths | None = None, *,
            every: bool = False) -> list[str]:
-    """The harnesses `names` stand for. `all` is every harness present under `paths`
-    (`present`); with `every` (uninstall) all of them, since removing what is not there
-    changes nothing; without `paths`, Claude Code, Codex and Pi."""
+    """The harnesses `names` stand for, for the library: `all` is Claude Code, Codex, Pi and
+    each optional harness present under `paths`; with `every` (uninstall) all of them, since
+    removing what is not there changes nothing. `factbank install all` is stricter: it asks
+    `present` for every harness, the first three included (cli/install.py)."""
     chosen: list[str] = []
     for name in names:
-        group = [h for h in HARNESSES if every
-                 or (present(h, paths) if paths is not None else h not in OPTIONAL)]
+        group = [h for h in HARNESSES if h not in OPTIONAL or every
+                 or (paths is not None and present(h, paths))]
         for h in (group if name == "all" else (name,)):
             if h not in HARNESSES:
                 raise InstallError(f"unknown harness {h!r} (choose from "

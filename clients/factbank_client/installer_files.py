@@ -101,13 +101,16 @@ def prune_created(obj: dict, created: Iterable[Sequence[str]]) -> None:
 _EVENT = re.compile(r"^[a-z]+(?:-[a-z]+)*$")
 _PYTHON = re.compile(r"^(?:python|pypy)[0-9.]*(?:\.exe)?$", re.I)  # the interpreter runs it
 _PY_FLAGS = frozenset({"-I", "-S", "-E", "-s", "-B"})
+# The harnesses whose hook command names them after the event (their payloads need
+# translating, and all of them set CLAUDE_PROJECT_DIR: installer_gemini, installer_copilot).
+_HARNESS_ARG = frozenset({"gemini", "qwen", "copilot", "opencode"})
 
 
 def is_our_handler(handler: Any) -> bool:
     """A handler whose command *runs* factbank's hook (`PYTHON [-I -S] .../factbank_client/
-    hooks.py EVENT`, or `PYTHON -m factbank_client.hooks EVENT` from older installs), not one
-    that merely mentions it (`echo factbank_client/hooks.py`): only those are replaced or
-    removed (issue 21)."""
+    hooks.py EVENT [HARNESS]`, or `PYTHON -m factbank_client.hooks EVENT` from older
+    installs), not one that merely mentions it (`echo factbank_client/hooks.py`): only those
+    are replaced or removed (issue 21)."""
     if not isinstance(handler, dict):
         return False
     command = str(handler.get("command", "")).replace("\\", "/")
@@ -115,6 +118,8 @@ def is_our_handler(handler: Any) -> bool:
         argv = shlex.split(command)
     except ValueError:
         return False
+    if len(argv) >= 4 and argv[-1] in _HARNESS_ARG and _EVENT.match(argv[-2]):
+        argv = argv[:-1]  # `hooks.py EVENT gemini`: the harness named after the event
     if len(argv) < 3 or not _EVENT.match(argv[-1]) or not _PYTHON.match(argv[0].rsplit("/")[-1]):
         return False
     middle = argv[1:-1]
