@@ -151,7 +151,10 @@ def _hook_checks() -> list[Check]:
             checks.append(Check(f"hooks {harness}", "fail", "not installed, or not as this "
                                 "factbank would write them", f"factbank install {harness}"))
             continue
-        checks.append(Check(f"hooks {harness}", "ok", "installed and current"))
+        n = installer.registered(harness, paths)
+        checks.append(Check(f"hooks {harness}", "ok",
+                            f"installed and current ({n} hook{'s' if n != 1 else ''} "
+                            "or extension registered)"))
         if harness == "codex":
             checks.append(_codex_trust(paths))
     return checks
