@@ -18,8 +18,11 @@ Per fact, in this order:
   commit to the working tree, or the renames in HEAD's history when the fact has no commit)
   and the quote is in the new file: **moved** there ("relocated when the rename is clean");
   renamed but the quote is not in it, or deleted: **stale** with the reason.
-* a `commit` source whose commit is no longer reachable from any branch or tag (a rebase or
-  a force-push dropped it), or is not in this repository at all: **stale**.
+* a `commit` source whose commit is here but no longer reachable from any branch, tag or
+  remote-tracking ref (a rebase or a force-push dropped it): **stale**. A commit that is not
+  in this repository at all is a teammate's this machine has not fetched: **unknown**,
+  skipped and listed, never stale (stale needs evidence, and a checkout that is behind has
+  none).
 
 A fact this checkout cannot judge (a commit source outside git) is skipped locally and
 listed, never guessed. A location is a teammate's text, so it is read only through
@@ -305,9 +308,13 @@ def check_commit(fact: dict, repo: Repo) -> Verdict | Skip:
         return Skip(fid, "a commit source without a commit")
     if repo.reachable(commit):
         return Verdict(fid, "fresh", loc)
-    why = "is no longer reachable from any branch or tag" if repo.exists(commit) \
-        else "is not in this repository (history rewritten, or not fetched)"
-    return Verdict(fid, "stale", loc, reason=f"commit {commit[:12]} {why}", context="")
+    if not repo.exists(commit):
+        # A teammate's commit this machine has not fetched yet is unknown here, not stale:
+        # stale needs evidence, and a checkout that is behind has none.
+        return Skip(fid, f"commit {commit[:12]} is not in this repository here (not fetched "
+                         "yet?): unknown, left as it is")
+    return Verdict(fid, "stale", loc, context="",
+                   reason=f"commit {commit[:12]} is no longer reachable from any branch or tag")
 
 
 def check(fact: dict, repo: Repo) -> Verdict | Skip:
