@@ -56,22 +56,9 @@ def _bank(zh: beir.BeirSet, en: beir.BeirSet, lang_of) -> tuple[list[str], list[
     return ids, texts, langs
 
 
-def _runs(corpus: fs.Corpus, langs: list[str], qids, qtexts, bg) -> list[fs.QueryRun]:
+def _runs(corpus: fs.Corpus, qids, qtexts, bg) -> list[fs.QueryRun]:
     """Both legs per query, the dense leg taking its candidates per language group."""
-    from factbank.read.fusion import LegHit
-
-    runs = fs.run_legs(corpus, qids, qtexts, bg, k=CANDIDATES)
-    qvecs = fs.embed_cached(list(qtexts), "query")
-    groups = [np.where(np.array(langs) == "zh")[0], np.where(np.array(langs) != "zh")[0]]
-    out = []
-    for qi, run in enumerate(runs):
-        cos = corpus.vecs @ qvecs[qi]
-        dense = []
-        for idx in groups:
-            top = idx[np.argsort(-cos[idx], kind="stable")[:CANDIDATES]]
-            dense += [LegHit(int(d), float(cos[d]), 0) for d in top]
-        out.append(replace(run, dense=sorted(dense, key=lambda h: (-h.score, h.fact_id))))
-    return out
+    return fs.run_legs(corpus, qids, qtexts, bg, k=CANDIDATES)
 
 
 def _r5(corpus: fs.Corpus, runs, qlang, qrels, gold_lang, method) -> dict[str, float]:
@@ -125,7 +112,7 @@ def measure(data: Path) -> dict:
     for qlang, (qids, qtexts, qrels) in queries.items():
         for name, (ids, texts, langs) in banks.items():
             corpus = fs.index_corpus(ids, texts, langs=langs)
-            runs = _runs(corpus, langs, qids, qtexts, bg)
+            runs = _runs(corpus, qids, qtexts, bg)
 
             def gold_lang(gold, bank=name):
                 return mixed_lang(_article(next(iter(gold)))) if bank == "mixed" else bank
