@@ -162,7 +162,7 @@ def rankings(bank: Bank, queries: Sequence[Query], successor: dict[int, int], *,
                         en_share=None if labels else float(shares[v])) for v in top]
         background = Background.for_query(qvecs[qi], bg)
 
-        cohort = cohort_means(dense, doc_lang)
+        cohort = cohort_means(dense, doc_lang, params)
         for method, lex in (("dense", []), ("hybrid", lexical)):
             c = Candidates(lex, dense, len(set(qtoks)), language(q.text), doc_lang,
                            doc_tagged, background)
@@ -188,7 +188,7 @@ def r5_by_kind(queries: Sequence[Query], ranked: dict[str, list[list[int]]]) -> 
 
 
 def measure(data: Path | None, configs: Sequence[str], *, labels: bool = False,
-            sets: Sequence[str] | None = None) -> dict:
+            sets: Sequence[str] | None = None, params=None) -> dict:
     loaders: list[tuple[str, Callable]] = []
     if data is not None:
         for folder in sorted(p for p in data.iterdir() if p.is_dir() and beir.is_beir(p)):
@@ -198,7 +198,8 @@ def measure(data: Path | None, configs: Sequence[str], *, labels: bool = False,
     result = {}
     for name, load in loaders:
         bank, queries, successor = load()
-        result[name] = r5_by_kind(queries, rankings(bank, queries, successor, labels=labels))
+        result[name] = r5_by_kind(queries, rankings(bank, queries, successor, labels=labels,
+                                                             params=params))
     return {"labels": labels, "sets": result}
 
 

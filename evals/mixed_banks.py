@@ -71,21 +71,22 @@ def _r5(corpus: fs.Corpus, runs, qlang, qrels, gold_lang, method) -> dict[str, f
     return {p: round(float(np.mean(v)), 3) for p, v in scores.items()}
 
 
-def _ranked(run: fs.QueryRun, corpus: fs.Corpus) -> list[int]:
+def _ranked(run: fs.QueryRun, corpus: fs.Corpus, params=None) -> list[int]:
     """The recall service's ranking score (`fusion.raw_scores` with the language cohorts)."""
     from factbank.read.fusion import DEFAULT, Candidates, cohort_means, raw_scores
 
+    params = params or DEFAULT
     langs = dict(enumerate(corpus.langs))
     scored = raw_scores(
         Candidates(run.lexical, run.dense, run.query_terms, run.query_lang, langs,
                    dict(enumerate(corpus.tagged)), run.background),
-        DEFAULT,
-        cohort=cohort_means(run.dense, langs) if run.dense else None,
+        params,
+        cohort=cohort_means(run.dense, langs, params) if run.dense else None,
     )
     return [f for f, _ in scored]
 
 
-def measure(data: Path) -> dict:
+def measure(data: Path, params=None) -> dict:
     """R@5 per pair: single-language bank (hybrid), mixed bank (hybrid, dense, plain cosine)."""
     zh = beir.load(data / "xquad-r-zh2zh")
     en = beir.load(data / "xquad-r-zh2en")
@@ -100,10 +101,10 @@ def measure(data: Path) -> dict:
                "en": (en_q.query_ids, en_q.query_texts, en_q.qrels)}
 
     def hybrid(run, corpus):
-        return _ranked(run, corpus)
+        return _ranked(run, corpus, params)
 
     def dense(run, corpus):
-        return _ranked(replace(run, lexical=[]), corpus)
+        return _ranked(replace(run, lexical=[]), corpus, params)
 
     def cosine(run, corpus):
         return [h.fact_id for h in sorted(run.dense, key=lambda h: (-h.score, h.fact_id))]
