@@ -28,7 +28,7 @@ ACCURACY_POINTS = 15.0
 EQUAL_POINTS = 2.0
 RATIO = 1 / 3
 HYBRID = "hybrid+floor"
-METHOD_ORDER = ("grep", "bm25", "dense", "hybrid", "hybrid+floor", "inject")
+METHOD_ORDER = ("grep", "bm25", "cosine", "rrf", "dense", "hybrid", "hybrid+floor", "inject")
 
 
 def _f(v, digits: int = 3) -> str:
