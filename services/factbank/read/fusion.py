@@ -46,6 +46,11 @@ the reason for each constant (`FusionParams`).
    own cohort per language group into each hit's level (`bank_share`, `cohort_means`), and
    ranks by confidence, not relevance (relevance saturates at 1.0 a few hundredths above the
    gate). Why: fusion-notes.md#writer-questions-and-mixed-language-banks.
+9. Which language a dense hit is centred as is the embedder's, not its letters': its vector's
+   `en_share` on the background's language axis (`LANGUAGE_TAIL_PERCENTILE`) mixes the
+   Chinese and English levels of steps 3, 4 and 8. An id, a command or a line of dashes is
+   "en" by its letters and neither language to the embedder; centred as English it took the
+   whole cross-language lift (issue 22, evals/reports/2026-12-02/native-zh.md).
 
 Calibration (`python -m factbank_evals.fusion_sweep --data /work/shared/evaldata`): the gate is
 the highest confidence costing <= 2 points of R@5 on each zh>zh dev set, companions included;
