@@ -46,9 +46,10 @@ the reason for each constant (`FusionParams`).
    own cohort per language group into each hit's level (`bank_share`, `cohort_means`), and
    ranks by confidence, not relevance (relevance saturates at 1.0 a few hundredths above the
    gate). Why: fusion-notes.md#writer-questions-and-mixed-language-banks.
-9. Which language a dense hit is centred as is the embedder's, not its letters': its vector's
+9. Which language a dense hit is ranked as is the embedder's, not its letters': its vector's
    `en_share` on the background's language axis (`LANGUAGE_TAIL_PERCENTILE`) mixes the
-   Chinese and English levels of steps 3, 4 and 8. An id, a command or a line of dashes is
+   Chinese and English levels of steps 3, 4 and 8 in the ranking score (the gate keeps the
+   labels its offsets were calibrated on). An id, a command or a line of dashes is
    "en" by its letters and neither language to the embedder; centred as English it took the
    whole cross-language lift (issue 22, evals/reports/2026-12-02/native-zh.md).
 
@@ -449,9 +450,13 @@ def raw_scores(c: Candidates, params: FusionParams = DEFAULT, *,
               en_share: float | None = None) -> float:
         """What this query scores against unrelated text of this language and form: the
         background mean less the pair offset, blended with the bank's cohort when ranking.
-        With `en_share` (where the embedder places the vector), the Chinese and English
-        levels in that proportion, whatever the text's label."""
-        if en_share is not None:
+        With `en_share` (where the embedder places the vector), when ranking: the Chinese
+        and English levels in that proportion, whatever the text's label. The gate keeps the
+        labels its offsets were calibrated on: with the share on the gate's scale too, the
+        zh>en offset must rise from 0.0134 to 0.021 to keep xquad-r-zh2en within 2 points at
+        the gate (0.801 against 0.818), and the offsets feed the ranking as well, where 0.021
+        cost native Chinese 0.8 point (mlqa-r-zh-dev dense 0.815 -> 0.807)."""
+        if en_share is not None and cohort is not None:
             return ((1 - en_share) * level("zh", tagged, question)
                     + en_share * level("en", tagged, question))
         base = base_level(lang, tagged)
