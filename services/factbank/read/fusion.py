@@ -48,10 +48,11 @@ the reason for each constant (`FusionParams`).
    gate). Why: fusion-notes.md#writer-questions-and-mixed-language-banks.
 9. Which language a dense hit is ranked as is the embedder's, not its letters': its vector's
    `en_share` on the background's language axis (`LANGUAGE_TAIL_PERCENTILE`) mixes the
-   Chinese and English levels of steps 3, 4 and 8 in the ranking score (the gate keeps the
-   labels its offsets were calibrated on). An id, a command or a line of dashes is
-   "en" by its letters and neither language to the embedder; centred as English it took the
-   whole cross-language lift (issue 22, evals/reports/2026-12-02/native-zh.md).
+   Chinese and English levels of steps 3, 4 and 8, on the gate's scale (recalibrated
+   offsets) and in the ranking score (`rank_offset_*`, the offsets it was measured with).
+   An id, a command or a line of dashes is "en" by its letters and neither language to the
+   embedder; centred as English it took the whole cross-language lift (issue 22,
+   evals/reports/2026-12-02/native-zh.md).
 
 Calibration (`python -m factbank_evals.fusion_sweep --data /work/shared/evaldata`): the gate is
 the highest confidence costing <= 2 points of R@5 on each zh>zh dev set, companions included;
@@ -289,8 +290,8 @@ class FusionParams:
     # of its pair within 2 points of R@5 at the gate (zh>en: tatoeba-zh2en, xquad-r-zh2en;
     # en>zh: xquad-r-en2zh; en>en: xquad-r-en2en, where answers score higher, hence < 0),
     # rounded up (fusion-notes.md#calibration). A mixed side gets none.
-    offset_zh_en: float = 0.0134
-    offset_en_zh: float = 0.0235
+    offset_zh_en: float = 0.0210
+    offset_en_zh: float = 0.0251
     offset_en_en: float = -0.0416
     offset_mixed: float = 0.0
     # Facts saved with tags are embedded with them and centred on the tagged background; this
@@ -299,7 +300,7 @@ class FusionParams:
     # the gate itself, which leaves the tagged gate at 0.0471, where the fact-by-fact floor
     # was (fusion-notes.md#the-tagged-offset-why-6-points). Its cross-lingual answers need no
     # pair offset: tags bridge.
-    offset_tagged: float = 0.0303
+    offset_tagged: float = 0.0321
     # The confidence (cosine + lexical - background mean + offset) that is the gate: the
     # highest that costs <= 2 points of R@5 on each zh>zh dev set with companions down to
     # gate - companion_drop, rounded down (fusion-notes.md#calibration).
@@ -344,6 +345,16 @@ class FusionParams:
     # back the refusals of the bank before questions existed). Gate only: the ranking is
     # unaffected (fusion-notes.md#question-vectors-offset_question).
     offset_question: float = -0.03
+    # The gate's offsets above were recalibrated (`fusion_sweep`, issue 22) once the gate read
+    # each vector's language from the embedder (`en_share`): English sentences whose share is
+    # under 1 lost part of their lift on the gate's scale (xquad-r-zh2en with the gate 0.818
+    # -> 0.801 at the old zh>en offset), while stray non-Chinese lines stopped opening it
+    # (cmrc questions against the xquad-r zh bank refused 0.31 -> 0.88). The ranking keeps
+    # the offsets it was measured with: the recalibrated zh>en offset in the ranking cost
+    # native Chinese 0.8 point (mlqa-r-zh-dev dense 0.815 -> 0.807).
+    rank_offset_zh_en: float = 0.0134
+    rank_offset_en_zh: float = 0.0235
+    rank_offset_tagged: float = 0.0303
 
 
 DEFAULT = FusionParams()
@@ -362,16 +373,17 @@ def language_pair(query_lang: str, doc_lang: str | None) -> str:
     return "mixed"
 
 
-def _offset(query_lang: str, doc_lang: str | None, tagged: bool, params: FusionParams) -> float:
+def _offset(query_lang: str, doc_lang: str | None, tagged: bool, params: FusionParams,
+            ranking: bool = False) -> float:
     if tagged:
-        return params.offset_tagged
+        return params.rank_offset_tagged if ranking else params.offset_tagged
     pair = language_pair(query_lang, doc_lang)
     if pair == "same":
         return params.offset_en_en if query_lang == "en" else 0.0
     if pair == "zh>en":
-        return params.offset_zh_en
+        return params.rank_offset_zh_en if ranking else params.offset_zh_en
     if pair == "en>zh":
-        return params.offset_en_zh
+        return params.rank_offset_en_zh if ranking else params.offset_en_zh
     return params.offset_mixed
 
 
@@ -444,19 +456,16 @@ def raw_scores(c: Candidates, params: FusionParams = DEFAULT, *,
     def base_level(lang: str | None, tagged: bool) -> float:
         mean = (background.mean(lang, tagged) if background is not None
                 else _fallback_mean(query_lang, lang, tagged, params))
-        return mean - _offset(query_lang, lang, tagged, params)
+        return mean - _offset(query_lang, lang, tagged, params, ranking=cohort is not None)
 
     def level(lang: str | None, tagged: bool, question: bool = False,
               en_share: float | None = None) -> float:
         """What this query scores against unrelated text of this language and form: the
         background mean less the pair offset, blended with the bank's cohort when ranking.
-        With `en_share` (where the embedder places the vector), when ranking: the Chinese
-        and English levels in that proportion, whatever the text's label. The gate keeps the
-        labels its offsets were calibrated on: with the share on the gate's scale too, the
-        zh>en offset must rise from 0.0134 to 0.021 to keep xquad-r-zh2en within 2 points at
-        the gate (0.801 against 0.818), and the offsets feed the ranking as well, where 0.021
-        cost native Chinese 0.8 point (mlqa-r-zh-dev dense 0.815 -> 0.807)."""
-        if en_share is not None and cohort is not None:
+        With `en_share` (where the embedder places the vector): the Chinese and English
+        levels in that proportion, whatever the text's label. Ranking (with a cohort) and
+        the gate each use their own offsets (`rank_offset_*`)."""
+        if en_share is not None:
             return ((1 - en_share) * level("zh", tagged, question)
                     + en_share * level("en", tagged, question))
         base = base_level(lang, tagged)
