@@ -49,12 +49,14 @@ CANDIDATES = 50  # per leg
 TRUST_WEIGHT = 0.02
 PROJECT_BONUS = 0.01
 # Measured against an exact scan of the same SQL (`python -m factbank_evals.ann_recall`,
-# evals/reports/2026-12-02/ann_recall.md; five vectors a fact, bench-style clustered facts):
-# at 1,000 facts every ef_search returns the exact candidates; at 10,000 the share of the
-# exact top 10 returned is 0.886 / 0.914 / 0.962 / 0.978 at ef_search 40 / 100 / 200 / 400,
-# for 21 / 19 / 26 / 33 ms p50 on a loaded machine (an exact scan: 171 ms). 200 takes back
-# most of what 100 lost for 7 ms; 400 would add as much again for 1.6 points.
-HNSW_EF_SEARCH = 200
+# evals/reports/2026-12-02/ann_recall*.md; five vectors a fact, bench-style clustered facts,
+# p50 on a loaded machine). Share of the exact top 10 returned at ef_search 40 / 100 / 200 /
+# 400: 1,000 facts 1.0 at every setting; 10,000 facts 0.886 / 0.914 / 0.962 / 0.978 (19-33
+# ms; exact scan 171 ms); 100,000 facts 0.417 / 0.430 / 0.550 / 0.727 (45 / 54 / 72 / 78 ms;
+# exact scan 797 ms). 400 is the most recall the table offers for 6 ms over 200 at 100k.
+# Still far from exact at 100k on this worst case (template clusters of near-duplicates);
+# the index's build parameters are the next thing to measure.
+HNSW_EF_SEARCH = 400
 
 
 @dataclass
