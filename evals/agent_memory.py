@@ -46,7 +46,9 @@ SERVER_METHODS = (
     ("dense", "dense", False),
     ("bm25", "lexical", False),
 )
-METHODS = ("grep", "cosine", "bm25", "dense", "hybrid", "hybrid+floor")
+# `cosine` and `rrf` are the plain references (`plain.py`): exact cosine of the same embedder
+# over the bank's stored vectors, and RRF (k=5) of BM25 and that cosine.
+METHODS = ("grep", "cosine", "rrf", "bm25", "dense", "hybrid", "hybrid+floor")
 # What each fact carries when it is saved: the four configurations of issue 11 item 4. The
 # default is what the instruction block asks every writer for: tags and questions.
 CONFIGS = {
@@ -297,9 +299,12 @@ def run_methods(
     tick: Callable[[], None] | None = None,
 ) -> dict[str, list[dict]]:
     """Every case through every method; returns per-method per-query records."""
+    from factbank_evals import plain as plain_refs
+
     out: dict[str, list[dict]] = {m: [] for m in METHODS}
     if inject:
         out["inject"] = []
+    exact = plain_refs.ExactCosine(stack)
     for case in tqdm(cases, desc=desc, unit="q", disable=not progress, leave=False):
         for name, mode, floor in SERVER_METHODS:
             hits, ms = beir.search(http, stack, case.text, mode, floor, limit=LIMIT)
@@ -310,13 +315,15 @@ def run_methods(
                 extra["min_relevance"] = round(min(h["relevance"] for h in hits), 4)
             labels = _labels([h["fact"]["id"] for h in hits], by_fact)
             out[name].append(_record(case, labels, ms, block_tokens(hits), **extra))
-            if name == "dense":
-                # Plain max-cosine over the same vectors: the dense hits re-ranked by their
-                # raw best-vector cosine, no centring, no trust (the issue's control column).
-                hits50, ms = beir.search(http, stack, case.text, "dense", False, limit=50)
-                plain = sorted(hits50, key=lambda h: (-(h["dense"] or -1.0), h["fact"]["id"]))
-                labels = _labels([h["fact"]["id"] for h in plain][:LIMIT], by_fact)
-                out["cosine"].append(_record(case, labels, ms, block_tokens(plain)))
+            if name == "bm25":
+                # The plain references: exact cosine, and RRF k=5 of it with BM25's top 50.
+                t0 = time.perf_counter()
+                cos_ids = exact.ranked(case.text)
+                ms = (time.perf_counter() - t0) * 1000
+                out["cosine"].append(_record(case, _labels(cos_ids[:LIMIT], by_fact), ms, 0))
+                lex50, lms = beir.search(http, stack, case.text, "lexical", False, limit=50)
+                fused = plain_refs.rrf([h["fact"]["id"] for h in lex50], cos_ids)
+                out["rrf"].append(_record(case, _labels(fused[:LIMIT], by_fact), ms + lms, 0))
             if name == "hybrid+floor" and inject:
                 block, ims = _inject(http, stack, case.text)
                 ilabels = _labels(block["facts"], by_fact)

@@ -20,7 +20,7 @@ from factbank_evals import metrics
 from factbank_evals.stack import Stack, timed_post
 
 MODES = ("lexical", "dense", "hybrid")
-IMPORT_CHUNK = 2000
+IMPORT_CHUNK = 1000  # the ingest service takes at most 1,000 facts per import (MAX_IMPORT_LINES)
 
 
 @dataclass(frozen=True)

@@ -191,6 +191,11 @@ def cmd_all(args) -> int:
     )
     if args.out:
         (args.out / "partial.json").unlink(missing_ok=True)
+    from factbank_evals import gate
+
+    result["regression"] = gate.against_last(result)
+    if result["regression"] and not args.json:
+        print(gate.markdown(result["regression"]) + "\n")
     return _print_report(result, args.out, args.json)
 
 

@@ -145,11 +145,17 @@ def run_legs(corpus: Corpus, query_ids: list[str], query_texts: list[str], bg=No
 
     The lexical leg returns only documents that match at least one query term, as a
     Postgres full-text match would; matched_terms counts distinct query terms in the doc.
-    With `bg` (BackgroundVectors) each run carries its query's Background.
+    The dense leg takes its k per language group (Chinese, the rest), as the recall service
+    does (`search._DENSE_SQL`), best first. With `bg` (BackgroundVectors) each run carries its
+    query's Background and each dense hit its `en_share`, as the service's do.
     """
     from factbank.read.fusion import Background, LegHit
 
     qvecs = embed_cached(query_texts, "query")
+    langs = np.array(corpus.langs)
+    groups = [g for g in (np.where(langs == "zh")[0], np.where(langs != "zh")[0]) if g.size]
+    shares = (bg.en_shares(corpus.vecs) if bg is not None and bg.has_axis
+              else [None] * len(corpus.ids))
     runs = []
     for qi, (qid, text) in enumerate(zip(query_ids, query_texts, strict=True)):
         qtoks = tokenize(text)
@@ -165,8 +171,10 @@ def run_legs(corpus: Corpus, query_ids: list[str], query_texts: list[str], bg=No
                 if matched:
                     lexical.append(LegHit(int(di), float(scores[di]), matched))
         cos = corpus.vecs @ qvecs[qi]
-        order = np.argsort(-cos, kind="stable")[:k]
-        dense = [LegHit(int(di), float(cos[di]), 0) for di in order]
+        top = np.concatenate([g[np.argsort(-cos[g], kind="stable")[:k]] for g in groups])
+        top = sorted(top.tolist(), key=lambda d: (-cos[d], d))
+        dense = [LegHit(d, float(cos[d]), 0, en_share=None if shares[d] is None
+                        else float(shares[d])) for d in top]
         background = Background.for_query(qvecs[qi], bg) if bg is not None else None
         runs.append(QueryRun(qid, lexical, dense, len(qset), text_language(text), background))
     return runs

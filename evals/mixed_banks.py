@@ -56,22 +56,9 @@ def _bank(zh: beir.BeirSet, en: beir.BeirSet, lang_of) -> tuple[list[str], list[
     return ids, texts, langs
 
 
-def _runs(corpus: fs.Corpus, langs: list[str], qids, qtexts, bg) -> list[fs.QueryRun]:
+def _runs(corpus: fs.Corpus, qids, qtexts, bg) -> list[fs.QueryRun]:
     """Both legs per query, the dense leg taking its candidates per language group."""
-    from factbank.read.fusion import LegHit
-
-    runs = fs.run_legs(corpus, qids, qtexts, bg, k=CANDIDATES)
-    qvecs = fs.embed_cached(list(qtexts), "query")
-    groups = [np.where(np.array(langs) == "zh")[0], np.where(np.array(langs) != "zh")[0]]
-    out = []
-    for qi, run in enumerate(runs):
-        cos = corpus.vecs @ qvecs[qi]
-        dense = []
-        for idx in groups:
-            top = idx[np.argsort(-cos[idx], kind="stable")[:CANDIDATES]]
-            dense += [LegHit(int(d), float(cos[d]), 0) for d in top]
-        out.append(replace(run, dense=sorted(dense, key=lambda h: (-h.score, h.fact_id))))
-    return out
+    return fs.run_legs(corpus, qids, qtexts, bg, k=CANDIDATES)
 
 
 def _r5(corpus: fs.Corpus, runs, qlang, qrels, gold_lang, method) -> dict[str, float]:
@@ -84,21 +71,22 @@ def _r5(corpus: fs.Corpus, runs, qlang, qrels, gold_lang, method) -> dict[str, f
     return {p: round(float(np.mean(v)), 3) for p, v in scores.items()}
 
 
-def _ranked(run: fs.QueryRun, corpus: fs.Corpus) -> list[int]:
+def _ranked(run: fs.QueryRun, corpus: fs.Corpus, params=None) -> list[int]:
     """The recall service's ranking score (`fusion.raw_scores` with the language cohorts)."""
     from factbank.read.fusion import DEFAULT, Candidates, cohort_means, raw_scores
 
+    params = params or DEFAULT
     langs = dict(enumerate(corpus.langs))
     scored = raw_scores(
         Candidates(run.lexical, run.dense, run.query_terms, run.query_lang, langs,
                    dict(enumerate(corpus.tagged)), run.background),
-        DEFAULT,
-        cohort=cohort_means(run.dense, langs) if run.dense else None,
+        params,
+        cohort=cohort_means(run.dense, langs, params) if run.dense else None,
     )
     return [f for f, _ in scored]
 
 
-def measure(data: Path) -> dict:
+def measure(data: Path, params=None) -> dict:
     """R@5 per pair: single-language bank (hybrid), mixed bank (hybrid, dense, plain cosine)."""
     zh = beir.load(data / "xquad-r-zh2zh")
     en = beir.load(data / "xquad-r-zh2en")
@@ -113,10 +101,10 @@ def measure(data: Path) -> dict:
                "en": (en_q.query_ids, en_q.query_texts, en_q.qrels)}
 
     def hybrid(run, corpus):
-        return _ranked(run, corpus)
+        return _ranked(run, corpus, params)
 
     def dense(run, corpus):
-        return _ranked(replace(run, lexical=[]), corpus)
+        return _ranked(replace(run, lexical=[]), corpus, params)
 
     def cosine(run, corpus):
         return [h.fact_id for h in sorted(run.dense, key=lambda h: (-h.score, h.fact_id))]
@@ -125,7 +113,7 @@ def measure(data: Path) -> dict:
     for qlang, (qids, qtexts, qrels) in queries.items():
         for name, (ids, texts, langs) in banks.items():
             corpus = fs.index_corpus(ids, texts, langs=langs)
-            runs = _runs(corpus, langs, qids, qtexts, bg)
+            runs = _runs(corpus, qids, qtexts, bg)
 
             def gold_lang(gold, bank=name):
                 return mixed_lang(_article(next(iter(gold)))) if bank == "mixed" else bank

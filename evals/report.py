@@ -22,11 +22,13 @@ import json
 import math
 from pathlib import Path
 
+from factbank_evals import gate
+
 ACCURACY_POINTS = 15.0
 EQUAL_POINTS = 2.0
 RATIO = 1 / 3
 HYBRID = "hybrid+floor"
-METHOD_ORDER = ("grep", "bm25", "dense", "hybrid", "hybrid+floor", "inject")
+METHOD_ORDER = ("grep", "bm25", "cosine", "rrf", "dense", "hybrid", "hybrid+floor", "inject")
 
 
 def _f(v, digits: int = 3) -> str:
@@ -151,6 +153,8 @@ def markdown(result: dict, verdicts: list[dict]) -> str:
             "",
         ]
     parts += [
+        *(["## Regression gate: against the last committed report", "",
+            gate.markdown(result["regression"]), ""] if result.get("regression") else []),
         "## Every method on every set",
         "",
         methods_table(result["sets"]),

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from factbank_evals import agent_memory as am
-from factbank_evals import report
+from factbank_evals import gate, report, run_all
 from factbank_evals.grep_control import GrepControl, patterns
 from factbank_evals.stack import running_stack
 
@@ -32,9 +32,12 @@ def _smoke(dsn: str, out: Path) -> tuple[dict, dict]:
         "seconds": 0,
         "embedder": None,
         "floor": am.current_floor(),
-        "options": {},
+        "options": {"per_kind": 2},
+        "code": run_all.code_state(),
         "sets": [section],
     }
+    # The regression gate's smoke run: this small run against the last committed report.
+    result["regression"] = gate.against_last(result)
     return section, report.write(result, out)
 
 
@@ -79,6 +82,14 @@ async def test_agent_memory_smoke(dsn: str, tmp_path: Path) -> None:
     assert verdict["verdict"] in ("PASS", "FAIL")
     assert "Go / no-go" in (out / "report.md").read_text(encoding="utf-8")
     assert json.loads((out / "report.json").read_text(encoding="utf-8"))["go_no_go"]
+    # The gate compared every agent-memory split with the committed baseline, named the
+    # commit range, and says a per-kind smoke run is not comparable with a full one.
+    regression = json.loads((out / "report.json").read_text(encoding="utf-8"))["regression"]
+    assert regression["baseline"].startswith("evals/reports/")
+    assert regression["range"].endswith(".." + run_all.code_state()["commit"])
+    assert {r["split"] for r in regression["rows"]} >= {"hybrid+floor", "dense / paraphrase"}
+    assert not regression["comparable"]
+    assert "Regression gate" in (out / "report.md").read_text(encoding="utf-8")
 
 
 def test_grep_control_patterns_and_ranking(tmp_path: Path) -> None:

@@ -432,3 +432,33 @@ async def test_recall_survives_redis_stopping(dsn, settings, two_banks, stack, o
         assert stats["cache"]["backend"] == "redis"
         assert stats["cache"]["result"]["errors"] >= 1
         assert (await recall.get("/readyz")).status_code == 503
+
+
+# Chinese sentences and lines that are not Chinese but not English text either (an ISBN, a
+# motto, a line of dashes, a place of publication), saved bare, as imported notes are. Labelled
+# by their letters, the stray lines were centred as English and lifted by the whole zh>en gap
+# above better Chinese answers (issue 22: mlqa-r-zh-dev dense R@5 0.751 against plain 0.819).
+NATIVE_ZH = [
+    "几家公司分别开始为这种处理器移植操作系统，包括 Windows 和 Linux 的多个版本。",
+    "研究团队设计了一种叫做超长指令字的新架构，让处理器在一个时钟周期内执行多条指令。",
+    "这家芯片公司在九十年代与合作伙伴一起开发了新一代服务器处理器。",
+    "这座城市的主要宗教是佛教，但法律保障宗教自由。",
+    "每年的这一天是该国军队的法定节日。",
+    "ISBN 978-7-111-54493-7.",
+    "Semper Fidelis）。",
+    "──。",
+    "Oxford: Clarendon Press, 1998.",
+]
+
+
+@pytest.mark.parametrize(("query", "top_two"), [
+    ("那种新架构叫什么名字？", {1, 2}),
+    ("处理器一个周期能执行几条指令？", {0, 1}),
+])
+async def test_stray_non_chinese_lines_are_not_lifted_over_chinese_answers(
+        stack, two_banks, query, top_two):
+    _, beta = two_banks
+    ids = await fill(stack, beta.rw, [(t, "reference", [], None) for t in NATIVE_ZH])
+    res = await search(stack, beta.ro, query, mode="dense", limit=5, floor=False)
+    got = [h["fact"]["id"] for h in res["results"]]
+    assert set(got[:2]) == {ids[i] for i in top_two}, [NATIVE_ZH[ids.index(g)] for g in got]

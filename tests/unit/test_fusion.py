@@ -379,13 +379,13 @@ def test_a_fact_scores_by_its_best_vector_each_centred_on_its_own_language():
                      ("zh", True): 0.80, ("en", True): 0.72})
     # Fact 1 is English; its Chinese question is the vector a Chinese query matches best.
     hits = [
-        LegHit(1, 0.79, lang="en"),
+        LegHit(1, 0.78, lang="en"),
         LegHit(1, 0.92, lang="zh", form="question"),
         LegHit(2, 0.86, lang="zh"),
     ]
     scored = dict(score_legs([], hits, 3, "zh", {1: "en", 2: "zh"}, background=bg))
     # the question (0.92 - 0.80, less the question offset) beats the fact's own vector
-    # (0.79 - 0.72 + zh>en offset)
+    # (0.78 - 0.72 + zh>en offset)
     assert scored[1] == pytest.approx(0.92 - 0.80 + DEFAULT.offset_question)
     assert scored[1] > scored[2]
 
@@ -428,3 +428,96 @@ def test_the_cohort_keeps_same_language_answers_above_the_other_languages_neighb
     assert ranked[0][0] == 1
     # the gate's scale is the plain confidence: the cohort never moves it
     assert dict(plain)[1] == pytest.approx(0.89 - 0.80 + DEFAULT.offset_en_en)
+
+
+# --- where the embedder places a vector's language (issue 22) ---------------------------------
+
+
+def _two_language_background() -> BackgroundVectors:
+    """Background rows on a 3-d sphere: Chinese around +y, English around +x, so the language
+    axis is x - y and the anchors sit at the two groups' inner tails."""
+    entries = [BackgroundEntry("zh", f"z{i}", ()) for i in range(3)] + [
+        BackgroundEntry("en", f"e{i}", ()) for i in range(3)]
+    zh = [[0.1 * i, 1.0, 0.2] for i in range(3)]
+    en = [[1.0, 0.1 * i, 0.2] for i in range(3)]
+    rows = np.array(zh + en + zh + en, dtype=np.float32)
+    return BackgroundVectors.from_vectors(rows, entries)
+
+
+def test_en_share_is_zero_for_chinese_one_for_english_and_between_for_neither():
+    vectors = _two_language_background()
+    shares = vectors.en_shares(np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.5, 0.5, 0.7]]))
+    assert shares[0] == 0.0 and shares[1] == 1.0
+    assert 0.0 < shares[2] < 1.0
+    # the SQL path (cosine to the axis) gives the same share as the in-memory one
+    v = np.array([0.5, 0.5, 0.7], dtype=np.float32)
+    assert vectors.en_share(float(v @ vectors.axis / np.linalg.norm(v))) == pytest.approx(
+        float(shares[2]), abs=1e-6)
+
+
+def test_background_without_two_separate_languages_has_no_axis():
+    entries = [BackgroundEntry("zh", "z", ()), BackgroundEntry("en", "e", ())]
+    same = np.ones((4, 3), dtype=np.float32)
+    assert not BackgroundVectors.from_vectors(same, entries).has_axis
+
+
+# Lines that are "en" or "mixed" by their letters but not English to the embedder, in a bank of
+# Chinese sentences (mlqa-r-zh-dev: each came first for Chinese questions; issue 22).
+NOT_ENGLISH_TO_THE_EMBEDDER = [
+    ("ISBN 978-0-520-08670-8.", "en", 0.25),
+    ("Majulah Singapura）。", "en", 0.37),
+    ("──。", "mixed", 0.19),
+    ("kubectl rollout restart deploy/api", "en", 0.3),
+    ("0x7f3a9c", "mixed", 0.0),
+]
+
+
+@pytest.mark.parametrize(("text", "label", "share"), NOT_ENGLISH_TO_THE_EMBEDDER)
+def test_a_mostly_non_chinese_line_is_never_lifted_over_a_better_chinese_answer(
+        text, label, share):
+    """A Chinese question in a Chinese bank: the answer's raw cosine is 0.89, the stray line's
+    0.82 (as measured). Centred by its label, the line took the whole zh>en gap and came
+    first; placed by the embedder, it is centred mostly as Chinese text and stays below."""
+    answer = LegHit(1, 0.89, lang="zh", en_share=0.0)
+    near = [LegHit(10 + i, 0.86 - 0.002 * i, lang="zh", en_share=0.0) for i in range(50)]
+    rest = [LegHit(2, 0.82, lang=label, en_share=share)] + [
+        LegHit(3 + i, 0.78 - 0.01 * i, lang=label, en_share=share) for i in range(5)]
+    hits = [answer, *near, *rest]
+    langs = {h.fact_id: h.lang for h in hits}
+    from factbank.read.fusion import cohort_means
+
+    ranked = ids(score_legs([], hits, 4, "zh", langs, background=ZH_Q,
+                            cohort=cohort_means(hits, langs)))
+    assert ranked[0] == 1, text
+    # and the line ranks where plain cosine puts it, not above Chinese text it trails
+    assert ranked.index(2) > ranked.index(10)
+    # labelled only (no share), the same line outranked the answer: the bug this guards
+    unplaced = [dataclasses.replace(h, en_share=None) for h in hits]
+    before = ids(score_legs([], unplaced, 4, "zh", langs, background=ZH_Q,
+                            cohort=cohort_means(unplaced, langs)))
+    if label == "en":
+        assert before[0] == 2
+
+
+def test_a_real_english_answer_still_takes_the_whole_language_gap():
+    """The cross-language answer the centring exists for keeps its lift: an English sentence
+    (share 1) at 0.80 against Chinese non-answers at 0.84 for a Chinese question."""
+    answer = LegHit(1, 0.80, lang="en", en_share=1.0)
+    zh = [LegHit(10 + i, 0.84 - 0.002 * i, lang="zh", en_share=0.0) for i in range(20)]
+    en = [LegHit(30 + i, 0.70 - 0.002 * i, lang="en", en_share=1.0) for i in range(20)]
+    hits = [answer, *zh, *en]
+    langs = {h.fact_id: h.lang for h in hits}
+    from factbank.read.fusion import cohort_means
+
+    assert ids(score_legs([], hits, 4, "zh", langs, background=ZH_Q,
+                          cohort=cohort_means(hits, langs)))[0] == 1
+
+
+def test_a_stray_line_no_longer_opens_the_gate_for_a_question_the_bank_cannot_answer():
+    """On the gate's scale too (no cohort), a stray line is centred mostly as Chinese: its
+    confidence falls below the gate, where its label's whole lift put it above."""
+    line = [LegHit(1, 0.84, lang="en", en_share=0.25)]
+    placed = dict(score_legs([], line, 4, "zh", {1: "en"}, background=ZH_Q))[1]
+    unplaced = dict(score_legs([], [dataclasses.replace(line[0], en_share=None)], 4, "zh",
+                               {1: "en"}, background=ZH_Q))[1]
+    assert relevance(unplaced) >= GATE > relevance(placed)

@@ -46,6 +46,13 @@ the reason for each constant (`FusionParams`).
    own cohort per language group into each hit's level (`bank_share`, `cohort_means`), and
    ranks by confidence, not relevance (relevance saturates at 1.0 a few hundredths above the
    gate). Why: fusion-notes.md#writer-questions-and-mixed-language-banks.
+9. Which language a dense hit is ranked as is the embedder's, not its letters': its vector's
+   `en_share` on the background's language axis (`LANGUAGE_TAIL_PERCENTILE`) mixes the
+   Chinese and English levels of steps 3, 4 and 8, on the gate's scale (recalibrated
+   offsets) and in the ranking score (`rank_offset_*`, the offsets it was measured with).
+   An id, a command or a line of dashes is "en" by its letters and neither language to the
+   embedder; centred as English it took the whole cross-language lift (issue 22,
+   evals/reports/2026-12-02/native-zh.md).
 
 Calibration (`python -m factbank_evals.fusion_sweep --data /work/shared/evaldata`): the gate is
 the highest confidence costing <= 2 points of R@5 on each zh>zh dev set, companions included;
@@ -91,6 +98,10 @@ class LegHit:
     # fact's language (`doc_lang`).
     lang: str | None = None
     form: str | None = None
+    # Where the embedder places this vector between the two languages (0: with the Chinese
+    # background, 1: with the English one; `BackgroundVectors.en_share`). None: its label
+    # decides (`lang`, else the fact's `doc_lang`).
+    en_share: float | None = None
 
 
 @dataclass(frozen=True)
@@ -151,9 +162,25 @@ def background_texts(entries: Sequence[BackgroundEntry] | None = None) -> list[s
     return [e.text for e in entries] + [indexed_text(e.text, e.tags) for e in entries]
 
 
+# Where a vector's language sits, from the embedder's own view: its projection on the axis
+# from the Chinese background's centroid to the English one, read as a share of the way from
+# the Chinese background's upper tail to the English background's lower tail (these
+# percentiles), clipped to [0, 1]. Why the embedder's view and not the text's label: the
+# language centring lifts a fact by the cross-language gap e5 puts between a query and text
+# of the other language, and text that is "English" by its letters but not by its words (an
+# ISBN, a motto in Malay, a line of box-drawing dashes, a command) sits between the two
+# (mlqa-r-zh-dev: ISBN 0.25, `──。` 0.19; Chinese sentences with Latin names 0; English
+# sentences 0.8-1). Labelled "en", such lines took the whole gap and came first for one
+# native-Chinese question in 13: dense R@5 0.751 against plain cosine 0.819; with the share,
+# 0.815 (evals/reports/2026-12-02/native-zh.md). The tails, not the medians: at the medians
+# real English sentences got only 0.75 of the gap (mlqa dense 0.799).
+LANGUAGE_TAIL_PERCENTILE = 5.0
+
+
 @dataclass(frozen=True)
 class BackgroundVectors:
-    """The embedded background of one embedder: unit rows, grouped by (language, tagged).
+    """The embedded background of one embedder: unit rows, grouped by (language, tagged),
+    and the language axis (`en_share`).
 
     Build once per embedder (`from_vectors(embed(background_texts()))`) and keep it; a query
     then costs one (2n x dim) @ (dim,) product in `Background.for_query`.
@@ -161,6 +188,24 @@ class BackgroundVectors:
 
     matrix: np.ndarray
     groups: Mapping[tuple[str, bool], np.ndarray]
+    # Unit vector from the plain Chinese background's centroid to the plain English one, and
+    # the projections on it where Chinese ends and English begins (LANGUAGE_TAIL_PERCENTILE).
+    axis: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
+    anchors: tuple[float, float] = (0.0, 1.0)
+
+    def en_share(self, projection: float) -> float:
+        """A vector's place between the languages from its cosine to `axis`: 0 Chinese, 1
+        English, clipped (see LANGUAGE_TAIL_PERCENTILE)."""
+        lo, hi = self.anchors
+        return float(min(1.0, max(0.0, (projection - lo) / (hi - lo))))
+
+    def en_shares(self, vectors: np.ndarray) -> np.ndarray:
+        """`en_share` of each row of `vectors` (any norm), for the evals' in-memory legs."""
+        v = np.asarray(vectors, dtype=np.float32)
+        norms = np.linalg.norm(v, axis=1)
+        proj = (v @ self.axis) / np.where(norms > 0, norms, 1.0)
+        lo, hi = self.anchors
+        return np.clip((proj - lo) / (hi - lo), 0.0, 1.0)
 
     @classmethod
     def from_vectors(cls, vectors: Sequence[np.ndarray] | np.ndarray,
@@ -179,7 +224,19 @@ class BackgroundVectors:
                 raise ValueError(f"the background has no {lang} sentence")
             groups[(lang, False)] = np.asarray(rows)
             groups[(lang, True)] = np.asarray(rows) + n
-        return cls(matrix, groups)
+        zh, en = matrix[groups[("zh", False)]], matrix[groups[("en", False)]]
+        axis = en.mean(axis=0) / np.linalg.norm(en.mean(axis=0)) - zh.mean(axis=0) / np.linalg.norm(
+            zh.mean(axis=0))
+        axis = (axis / max(float(np.linalg.norm(axis)), 1e-12)).astype(np.float32)
+        lo = float(np.percentile(zh @ axis, 100 - LANGUAGE_TAIL_PERCENTILE))
+        hi = float(np.percentile(en @ axis, LANGUAGE_TAIL_PERCENTILE))
+        if hi <= lo:  # the embedder does not separate the two backgrounds: labels decide
+            return cls(matrix, groups)
+        return cls(matrix, groups, axis, (lo, hi))
+
+    @property
+    def has_axis(self) -> bool:
+        return self.axis.size > 0
 
 
 @dataclass(frozen=True)
@@ -233,8 +290,8 @@ class FusionParams:
     # of its pair within 2 points of R@5 at the gate (zh>en: tatoeba-zh2en, xquad-r-zh2en;
     # en>zh: xquad-r-en2zh; en>en: xquad-r-en2en, where answers score higher, hence < 0),
     # rounded up (fusion-notes.md#calibration). A mixed side gets none.
-    offset_zh_en: float = 0.0134
-    offset_en_zh: float = 0.0235
+    offset_zh_en: float = 0.0210
+    offset_en_zh: float = 0.0251
     offset_en_en: float = -0.0416
     offset_mixed: float = 0.0
     # Facts saved with tags are embedded with them and centred on the tagged background; this
@@ -243,7 +300,7 @@ class FusionParams:
     # the gate itself, which leaves the tagged gate at 0.0471, where the fact-by-fact floor
     # was (fusion-notes.md#the-tagged-offset-why-6-points). Its cross-lingual answers need no
     # pair offset: tags bridge.
-    offset_tagged: float = 0.0303
+    offset_tagged: float = 0.0321
     # The confidence (cosine + lexical - background mean + offset) that is the gate: the
     # highest that costs <= 2 points of R@5 on each zh>zh dev set with companions down to
     # gate - companion_drop, rounded down (fusion-notes.md#calibration).
@@ -288,6 +345,16 @@ class FusionParams:
     # back the refusals of the bank before questions existed). Gate only: the ranking is
     # unaffected (fusion-notes.md#question-vectors-offset_question).
     offset_question: float = -0.03
+    # The gate's offsets above were recalibrated (`fusion_sweep`, issue 22) once the gate read
+    # each vector's language from the embedder (`en_share`): English sentences whose share is
+    # under 1 lost part of their lift on the gate's scale (xquad-r-zh2en with the gate 0.818
+    # -> 0.801 at the old zh>en offset), while stray non-Chinese lines stopped opening it
+    # (cmrc questions against the xquad-r zh bank refused 0.31 -> 0.88). The ranking keeps
+    # the offsets it was measured with: the recalibrated zh>en offset in the ranking cost
+    # native Chinese 0.8 point (mlqa-r-zh-dev dense 0.815 -> 0.807).
+    rank_offset_zh_en: float = 0.0134
+    rank_offset_en_zh: float = 0.0235
+    rank_offset_tagged: float = 0.0303
 
 
 DEFAULT = FusionParams()
@@ -306,16 +373,17 @@ def language_pair(query_lang: str, doc_lang: str | None) -> str:
     return "mixed"
 
 
-def _offset(query_lang: str, doc_lang: str | None, tagged: bool, params: FusionParams) -> float:
+def _offset(query_lang: str, doc_lang: str | None, tagged: bool, params: FusionParams,
+            ranking: bool = False) -> float:
     if tagged:
-        return params.offset_tagged
+        return params.rank_offset_tagged if ranking else params.offset_tagged
     pair = language_pair(query_lang, doc_lang)
     if pair == "same":
         return params.offset_en_en if query_lang == "en" else 0.0
     if pair == "zh>en":
-        return params.offset_zh_en
+        return params.rank_offset_zh_en if ranking else params.offset_zh_en
     if pair == "en>zh":
-        return params.offset_en_zh
+        return params.rank_offset_en_zh if ranking else params.offset_en_zh
     return params.offset_mixed
 
 
@@ -385,14 +453,30 @@ def raw_scores(c: Candidates, params: FusionParams = DEFAULT, *,
         ev = lexical_evidence(hit, best_bm25, query_terms, pair, params)
         bonus[hit.fact_id] = max(bonus.get(hit.fact_id, 0.0), ev)
 
-    def level(lang: str | None, tagged: bool, question: bool = False) -> float:
-        """What this query scores against unrelated text of this language and form: the
-        background mean less the pair offset, blended with the bank's cohort when ranking."""
+    def base_level(lang: str | None, tagged: bool) -> float:
         mean = (background.mean(lang, tagged) if background is not None
                 else _fallback_mean(query_lang, lang, tagged, params))
-        base = mean - _offset(query_lang, lang, tagged, params)
+        return mean - _offset(query_lang, lang, tagged, params, ranking=cohort is not None)
+
+    def level(lang: str | None, tagged: bool, question: bool = False,
+              en_share: float | None = None) -> float:
+        """What this query scores against unrelated text of this language and form: the
+        background mean less the pair offset, blended with the bank's cohort when ranking.
+        With `en_share` (where the embedder places the vector): the Chinese and English
+        levels in that proportion, whatever the text's label. Ranking (with a cohort) and
+        the gate each use their own offsets (`rank_offset_*`)."""
+        if en_share is not None:
+            return ((1 - en_share) * level("zh", tagged, question)
+                    + en_share * level("en", tagged, question))
+        base = base_level(lang, tagged)
         if cohort is not None and (lang == "zh") in cohort:
             return params.bank_share * cohort[lang == "zh"] + (1 - params.bank_share) * base
+        if cohort:
+            # No vector of this group in the bank, so no cohort of its own: the other group's
+            # cohort, shifted by the background's gap between the two.
+            other = next(iter(cohort))
+            other_base = base_level("zh" if other else "en", tagged)
+            return base + params.bank_share * (cohort[other] - other_base)
         return base - (params.offset_question if question else 0.0)
 
     # Each dense hit is centred on its own vector's language and form; a fact scores by its
@@ -402,7 +486,7 @@ def raw_scores(c: Candidates, params: FusionParams = DEFAULT, *,
         lang = hit.lang if hit.lang is not None else langs.get(hit.fact_id)
         question = hit.form == "question"
         tagged = bool(tags.get(hit.fact_id, False)) and not question
-        conf = hit.score - level(lang, tagged, question)
+        conf = hit.score - level(lang, tagged, question, hit.en_share)
         if conf > dense_conf.get(hit.fact_id, -math.inf):
             dense_conf[hit.fact_id] = conf
     out = []

@@ -54,7 +54,15 @@ CANDIDATES = 50  # per leg
 # 0.01: enough to break near-ties, never enough to lift a weaker match over a clear answer.
 TRUST_WEIGHT = 0.02
 PROJECT_BONUS = 0.01
-HNSW_EF_SEARCH = 100
+# Measured against an exact scan of the same SQL (`python -m factbank_evals.ann_recall`,
+# evals/reports/2026-12-02/ann_recall*.md; five vectors a fact, bench-style clustered facts,
+# p50 on a loaded machine). Share of the exact top 10 returned at ef_search 40 / 100 / 200 /
+# 400: 1,000 facts 1.0 at every setting; 10,000 facts 0.886 / 0.914 / 0.962 / 0.978 (19-33
+# ms; exact scan 171 ms); 100,000 facts 0.417 / 0.430 / 0.550 / 0.727 (45 / 54 / 72 / 78 ms;
+# exact scan 797 ms). 400 is the most recall the table offers for 6 ms over 200 at 100k.
+# Still far from exact at 100k on this worst case (template clusters of near-duplicates);
+# the index's build parameters are the next thing to measure.
+HNSW_EF_SEARCH = 400
 
 
 @dataclass
@@ -157,31 +165,48 @@ class DenseHit:
     ord: int
     lang: str
     cosine: float
+    en_share: float | None = None  # where the embedder places it (fusion.LegHit.en_share)
 
 
 # Candidates are taken per language group, Chinese and the rest, each its own HNSW scan: in a
 # bank that mixes zh and en facts the query's own language otherwise fills every slot, since
 # e5 ranks any same-language text above an answer in the other language (mixed XQuAD-R dev
 # bank, zh->en R@5: 0.38 with one list, 0.82 with one per group; evals/README.md).
+# Each row also carries its cosine to the background's language axis ($4), from which fusion
+# reads where the embedder places the vector between Chinese and English (`en_share`): a line
+# such as `ISBN 978-0-520-08670-8.` is "en" by its letters and sits in the rest group, but must
+# not be centred as English text (issue 22; fusion.LANGUAGE_TAIL_PERCENTILE).
 _DENSE_SQL = """
-(SELECT fact_id, ord, lang, 1 - (embedding <=> $2) AS cosine FROM fact_vectors
-  WHERE bank_id = $1 AND lang = 'zh' ORDER BY embedding <=> $2 LIMIT $3)
+(SELECT fact_id, ord, lang, 1 - (embedding <=> $2) AS cosine, 1 - (embedding <=> $4) AS axis
+  FROM fact_vectors WHERE bank_id = $1 AND lang = 'zh' ORDER BY embedding <=> $2 LIMIT $3)
 UNION ALL
-(SELECT fact_id, ord, lang, 1 - (embedding <=> $2) AS cosine FROM fact_vectors
-  WHERE bank_id = $1 AND lang <> 'zh' ORDER BY embedding <=> $2 LIMIT $3)
+(SELECT fact_id, ord, lang, 1 - (embedding <=> $2) AS cosine, 1 - (embedding <=> $4) AS axis
+  FROM fact_vectors WHERE bank_id = $1 AND lang <> 'zh' ORDER BY embedding <=> $2 LIMIT $3)
 """
 
 
 async def _dense(
-    conn: asyncpg.Connection, bank_id: int, vector: np.ndarray, k: int
+    conn: asyncpg.Connection,
+    bank_id: int,
+    vector: np.ndarray,
+    k: int,
+    background: fusion.BackgroundVectors | None = None,
 ) -> list[DenseHit]:
-    """The k nearest vectors of each language group (deleted facts have no vectors)."""
+    """The k nearest vectors of each language group (deleted facts have no vectors), each
+    with its `en_share` when a background with a language axis is known."""
+    axis = background.axis if background is not None and background.has_axis else None
     async with conn.transaction(readonly=True):
         await conn.execute(f"SET LOCAL hnsw.ef_search = {HNSW_EF_SEARCH}")
         await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        rows = await conn.fetch(_DENSE_SQL, bank_id, vector, k)
+        rows = await conn.fetch(
+            _DENSE_SQL, bank_id, vector, k, axis if axis is not None else vector
+        )
     # relaxed_order may return neighbours slightly out of order: sort them exactly.
-    hits = [DenseHit(r["fact_id"], r["ord"], r["lang"], float(r["cosine"])) for r in rows]
+    hits = [
+        DenseHit(r["fact_id"], r["ord"], r["lang"], float(r["cosine"]),
+                 background.en_share(float(r["axis"])) if axis is not None else None)
+        for r in rows
+    ]
     return sorted(hits, key=lambda h: (-h.cosine, h.fact_id, h.ord))
 
 
@@ -233,7 +258,7 @@ async def _legs(
         lexical = await lexicon.bm25(conn, bank_id, tokens, CANDIDATES)
     if mode in ("hybrid", "dense") and r.embedder is not None:
         qvec = await query_vector(r, bank_id, query)
-        dense = await _dense(conn, bank_id, qvec, CANDIDATES)
+        dense = await _dense(conn, bank_id, qvec, CANDIDATES, r.background)
         if r.background is not None:
             background = fusion.Background.for_query(qvec, r.background)
     rows = await _rows(conn, bank_id, list(dict.fromkeys([f for f, _, _ in lexical]
@@ -241,7 +266,8 @@ async def _legs(
     candidates = fusion.Candidates(
         lexical=[fusion.LegHit(f, s, m) for f, s, m in lexical],
         dense=[
-            fusion.LegHit(h.fact_id, h.cosine, lang=h.lang, form="question" if h.ord else None)
+            fusion.LegHit(h.fact_id, h.cosine, lang=h.lang, form="question" if h.ord else None,
+                          en_share=h.en_share)
             for h in dense
         ],
         query_terms=len(set(tokens)),
