@@ -46,7 +46,7 @@ def normalize_url(raw: str, what: str = "url") -> str:
     def bad(why: str, echo: bool = True) -> ValueError:
         if not echo:
             return ValueError(f"{what}: {why}")
-        from factbank_client.dispatch.redact import redact
+        from factbank_client.redact import redact
 
         return ValueError(f"{what} {redact(raw)!r}: {why}")
 
