@@ -321,7 +321,9 @@ def install_all_for_codex_to_claude(home: Path, svc: Services, fake_model: FakeM
     has the server up long before the user's first prompt.)"""
     login(home, svc)
     configure_codex_home(home, fake_model)
-    install(home, "all", "--trust", "--codex-bin", str(harnesses.codex))
+    # named, not `all`: `all` takes only harnesses on PATH or with a config directory, and
+    # this HOME is new and the binaries are not on PATH
+    install(home, "claude", "codex", "pi", "--trust", "--codex-bin", str(harnesses.codex))
     cfg = home / ".codex" / "config.toml"
     cfg.write_text("mcp_optional_startup_grace_ms = 15000\n" + cfg.read_text())
 

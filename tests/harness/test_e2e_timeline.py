@@ -132,7 +132,7 @@ def test_codex_then_claude_conflict_pi_handoff_and_backfill(
     home = harness_home
     repo, clone = repositories(tmp_path)
     login(home, services)
-    install(home, "all")
+    install(home, "claude", "codex", "pi")  # `all` takes only the harnesses present here
     settings = claude_settings_path(home)  # `claude -p` runs only tools it may run unasked
     conf = read_json(settings)
     conf.setdefault("permissions", {}).setdefault("allow", []).extend(["Read", "Edit", "Bash"])
