@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import termios
+import threading
 import time
 from pathlib import Path
 
@@ -142,8 +143,20 @@ def test_each_stop_signal_stops_postgres(home, ports, sig):
     ingest, recall = ports
     proc = start(home, ingest, recall)
     up_pid, pg_pid = _ready(home, ingest, recall, proc)
+    # The banner comes once `up` itself has seen both services ready, a moment after they
+    # answer here: read the terminal until it is there, then signal (else the signal can
+    # win that race and the banner is rightly never printed).
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")),
+                              daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 60
+    while not any("both ready" in line for line in lines) and time.monotonic() < deadline:
+        time.sleep(0.1)
     proc.send_signal(sig)
-    out, _ = proc.communicate(timeout=60)
+    proc.wait(timeout=60)
+    reader.join(timeout=10)
+    out = "".join(lines)
     assert proc.returncode == 0, out
     assert f"stopped embedded PostgreSQL (pid {pg_pid})" in out
     _nothing_left(home, up_pid, pg_pid)
