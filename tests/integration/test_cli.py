@@ -117,6 +117,20 @@ def test_login_checks_the_token_and_writes_the_config(env, capsys):
     assert oct(env.config_path.stat().st_mode & 0o777) == "0o600"
 
 
+def test_login_warns_when_a_team_token_is_saved_as_personal(env, capsys):
+    """Issue 21 B4: a member's team token saved without --bank made their writes say "stored
+    in personal": login now says which bank the token belongs to when the label differs."""
+    code, out, err = run(capsys, "login", "--url", env.urls.ingest_url, "--recall-url",
+                         env.urls.recall_url, "--token", env.team.rw)
+    assert code == 0 and "accept it" in out
+    assert "belongs to the team bank 'acme' but is saved as your personal bank" in err
+    assert "factbank login --bank team --token" in err
+    code, out, err = run(capsys, "login", "--token", env.team.rw, "--bank", "team")
+    assert code == 0 and "warning" not in err
+    code, out, err = run(capsys, "login", "--token", env.personal.rw, "--bank", "personal")
+    assert code == 0 and "warning" not in err
+
+
 def test_login_saves_exactly_the_urls_it_checked(env, capsys):
     # Issue 12: a login to a mistyped port, then `login --token`, then the right `--url`: the
     # last one said "accepts it" while every read still went to the dead port's recall.

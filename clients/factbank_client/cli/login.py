@@ -17,6 +17,7 @@ from factbank_client import config as client_config
 from factbank_client.cli.main import CommandError
 from factbank_client.cli.output import add_json_flag, print_json
 from factbank_client.client import INGEST, RECALL, Client, FactbankError
+from factbank_client.inert import inert
 
 HINT = ("Is `factbank up` running there (`factbank status`), and are the URLs right? "
         "`--force` saves it anyway")
@@ -92,6 +93,24 @@ def verify(cfg: client_config.ClientConfig, bank: str) -> list[str]:
     return problems
 
 
+def _kind_mismatch(cfg: client_config.ClientConfig, label: str) -> str | None:
+    """The token's bank is a team bank saved as `personal` (or a personal one saved as
+    `team`): writes would then go where the member does not expect (issue 21 B4: a member's
+    team token saved without --bank stored their facts "in personal"). None when they agree
+    or the server cannot say."""
+    try:
+        with Client(cfg) as client:
+            who = client.request("GET", RECALL, "/v1/whoami", label).json()
+    except (FactbankError, ValueError):
+        return None
+    kind = who.get("kind") if isinstance(who, dict) else None
+    if kind not in (client_config.PERSONAL, client_config.TEAM) or kind == label:
+        return None
+    return (f"this token belongs to the {kind} bank {inert(str(who.get('bank')), 100)!r} but "
+            f"is saved as your {label} bank, so writes meant for your {label} bank go there; "
+            f"`factbank login --bank {kind} --token ...` saves it as your {kind} bank")
+
+
 def _urls(args, current: client_config.ClientConfig) -> tuple[str, str]:
     try:
         url = (client_config.normalize_url(args.url, "--url") if args.url is not None
@@ -124,10 +143,13 @@ def cmd_login(args) -> int:
     path = client_config.save_login(cfg.url, args.token, args.bank, recall_url=cfg.recall_url)
     for problem in problems:
         print(f"factbank: warning: {problem} (saved anyway: --force)", file=sys.stderr)
+    mislabelled = _kind_mismatch(cfg, args.bank) if checked and not problems else None
+    if mislabelled:
+        print(f"factbank: warning: {mislabelled}", file=sys.stderr)
     if args.json:
         print_json({"saved": str(path), "bank": args.bank, "url": cfg.url,
                     "recall_url": cfg.recall_url, "checked": checked and not problems,
-                    "problems": problems})
+                    "problems": problems, "warning": mislabelled})
         return 0
     how = (f"; {cfg.url} and {cfg.recall_url} accept it" if checked and not problems
            else "; not checked" if not checked else "; the check failed (see above)")
