@@ -31,17 +31,14 @@ from functools import cache
 from pathlib import PurePosixPath
 from typing import ClassVar
 
+from factbank_client.schema import SYMBOL_LANGUAGES
+
 LANGUAGES = ("python", "javascript", "typescript", "tsx", "go", "rust")
 
 # .tsx needs TypeScript's TSX grammar (`<T>(x)` is a cast in .ts and an element in .tsx);
-# JavaScript's grammar parses JSX itself.
-_EXTENSIONS = {
-    ".py": "python", ".pyi": "python",
-    ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascript",
-    ".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "tsx",
-    ".go": "go",
-    ".rs": "rust",
-}
+# JavaScript's grammar parses JSX itself. The map is the wire contract's (schema.py): the
+# server checks a symbol source's language (`path::Qualified.name`) by the same suffixes.
+_EXTENSIONS = SYMBOL_LANGUAGES
 
 
 def language_for(path: str) -> str | None:
