@@ -24,6 +24,16 @@ Per fact, in this order:
   skipped and listed, never stale (stale needs evidence, and a checkout that is behind has
   none).
 
+A symbol source (`path::Qualified.name`, docs/staleness.md#symbol-anchors) is judged by the
+symbol, not by a line (`check_symbol`): the file's blob unchanged is fresh as above; else the
+file is parsed (code/anchor.py) and the fact is **fresh** while a definition of that name in
+the file has the fingerprint's digest and still holds the quote (lines above it or the
+symbol's own whitespace and comments may have changed: the new span is recorded); **moved**
+when the symbol is not in its file any more but a definition with the same digest holding
+the quote is: in the same file under another name (its class renamed), or in another file
+changed since the fingerprint's commit (renamed or not, untracked included; the same name
+first); **stale** when its body changed (the new text is the context) or it is gone.
+
 A fact this checkout cannot judge (a commit source outside git) is skipped locally and
 listed, never guessed. A location is a teammate's text, so it is read only through
 `safefs.read` (issue 21): a path that leaves the repository (`..`, absolute, `~`, a link out
@@ -43,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from factbank_client import fingerprint as fpr
-from factbank_client import safefs
+from factbank_client import safefs, schema
 from factbank_client.client import quote_spans
 
 _LOCATION = re.compile(r"^(?P<path>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")
@@ -90,6 +100,11 @@ class Repo:
     _reachable: dict[str, bool] = field(default_factory=dict)
     _heads: dict[str | None, tuple[str | None, str | None]] = field(default_factory=dict)
     _ignored: list[str] | None = None
+    _anchors: dict[str, list[Any]] = field(default_factory=dict)
+    _changed: dict[str | None, list[str]] = field(default_factory=dict)
+    # How many changed files a symbol that left its file is looked for in. A session-start or
+    # prompt check passes a small number (it must stay fast); `factbank verify` the default.
+    symbol_search: int = 500
 
     def head(self, root: Path | None, rel: str | None) -> tuple[str | None, str | None]:
         """fingerprint.head_state, asked once per path in a run (many facts share a file)."""
@@ -158,6 +173,37 @@ class Repo:
         if self.ignored(os.path.relpath(real, os.path.realpath(self.root))):
             raise safefs.UnsafePath(f"{rel} is ignored by git here: this machine's own file")
         return safefs.read(self.root, rel)[1]
+
+    def anchors(self, rel: str, data: bytes) -> list[Any]:
+        """The definitions of `rel` (bytes `data`) with their digests, parsed once per run.
+        ImportError when the grammars are not installed."""
+        if rel not in self._anchors:
+            from factbank_client.code import anchor
+
+            self._anchors[rel] = anchor.anchors(data, rel)
+        return self._anchors[rel]
+
+    def changed(self, commit: str | None) -> list[str]:
+        """Files of a language with symbols that differ between `commit` (HEAD~1 when it is
+        not here: the last commit and the working tree) and the working tree, untracked ones
+        included: where a symbol that left its file may have gone."""
+        if commit in self._changed:
+            return self._changed[commit]
+        found: list[str] = []
+        if self.git:
+            base = commit if commit and self.exists(commit) else "HEAD~1"
+            out = fpr.git_lines(self.root, "diff", "--name-only", "-z", base, "--")
+            if not out and base == "HEAD~1":
+                out = fpr.git_lines(self.root, "diff", "--name-only", "-z", "HEAD", "--")
+            out += fpr.git_lines(self.root, "ls-files", "-z", "--others", "--exclude-standard")
+            seen: set[str] = set()
+            for line in out:
+                for p in line.split("\0"):
+                    if p and p not in seen and schema.symbol_language(p):
+                        seen.add(p)
+                        found.append(p)
+        self._changed[commit] = found
+        return found
 
     def exists(self, commit: str) -> bool:
         if not commit or commit.startswith("-") or "\0" in commit:  # a bank's text, never an option
@@ -230,6 +276,8 @@ def check_file(fact: dict, repo: Repo) -> Verdict | Skip:
     fid = int(fact["id"])
     loc = str((fact.get("source") or {}).get("location") or "")
     fp = fact.get("fingerprint") or {}
+    if schema.split_symbol(loc) is not None:
+        return check_symbol(fact, repo)
     m = _LOCATION.match(loc.strip())
     if not m:
         return Skip(fid, f"no file in its location {loc!r}")
@@ -296,6 +344,139 @@ def check_file(fact: dict, repo: Repo) -> Verdict | Skip:
                        reason=f"{path} was renamed to {new_path} and the quote is no longer "
                               "in it", context=_context(lines, old_line, count))
     return Verdict(fid, "stale", loc, reason=f"{path} was deleted", context="")
+
+
+def _symbol_context(a: Any) -> str:
+    """A symbol's text now, numbered from its first line, at most MAX_CONTEXT chars."""
+    return "\n".join(f"{a.start_line + i}: {line.rstrip()}"
+                     for i, line in enumerate(a.text.splitlines()))[:MAX_CONTEXT]
+
+
+def check_symbol(fact: dict, repo: Repo) -> Verdict | Skip:
+    """A symbol-anchored fact (see the module docstring)."""
+    fid = int(fact["id"])
+    loc = str((fact.get("source") or {}).get("location") or "").strip()
+    fp = fact.get("fingerprint") or {}
+    if problem := schema.symbol_problem(loc):
+        return Skip(fid, f"not a symbol source: {problem}")
+    loc_path, name = schema.split_symbol(loc) or ("", "")
+    path = str(fp.get("path") or loc_path)
+    try:
+        real = safefs.inside(repo.root, path)
+    except safefs.UnsafePath as exc:
+        return Skip(fid, f"not read: {exc}")
+    if os.path.isabs(path):
+        path = Path(os.path.relpath(real, os.path.realpath(repo.root))).as_posix()
+    digest = fp.get("symbol_sha256")
+    old_line = fp.get("line")
+    quote = str(fact.get("quote") or "")
+    sep = schema.SYMBOL_SEPARATOR
+
+    def holds(a: Any, text: str) -> bool:
+        if digest and a.digest != digest:
+            return False
+        return any(x >= a.start_line and y <= a.end_line for x, y in quote_spans(text, quote))
+
+    def anchored(rel: str, data: bytes, a: Any) -> dict:
+        return fpr.with_symbol(fpr.build(data, rel, a.start_line, a.end_line,
+                                         repo.root if repo.git else None, repo.head), a)
+
+    try:
+        data: bytes | None = repo.read(path)
+    except FileNotFoundError:
+        data = None
+    except (safefs.UnsafePath, OSError) as exc:
+        return Skip(fid, f"not read: {exc}")
+    changed_body: tuple[str, Any] | None = None  # where the name is, with another body
+    try:
+        if data is not None:
+            blob = fp.get("file_blob")
+            if blob and fpr.file_id(data, repo.root if repo.git else None,
+                                    fp.get("commit")) == blob:
+                return Verdict(fid, "fresh", loc)
+            text = data.decode("utf-8", "replace")
+            here = repo.anchors(path, data)
+            same = [a for a in here if a.qualname == name]
+            for a in sorted(same, key=lambda a: abs(a.start_line - (old_line or a.start_line))):
+                if holds(a, text):
+                    new_loc = f"{path}{sep}{name}"
+                    return Verdict(fid, "fresh" if new_loc == loc else "moved", loc,
+                                   location=None if new_loc == loc else new_loc,
+                                   fingerprint=anchored(path, data, a))
+            if same:
+                from factbank_client.code.anchor import nearest
+
+                changed_body = (path, nearest(same, old_line))
+            elif digest:
+                for a in here:
+                    if a.digest == digest and holds(a, text):
+                        return Verdict(fid, "moved", loc, location=f"{path}{sep}{a.qualname}",
+                                       fingerprint=anchored(path, data, a),
+                                       reason=f"{name} is now {a.qualname}")
+        if changed_body is None:
+            moved = _look_elsewhere(fid, loc, path, name, fp, repo, holds, anchored)
+            if isinstance(moved, Verdict | Skip):
+                return moved
+            changed_body = moved
+    except ImportError:
+        return Skip(fid, "a symbol source, and the tree-sitter grammars are not installed "
+                         "here (they come with factbank: reinstall it)")
+    if changed_body is not None:
+        where, a = changed_body
+        at = f"{where}:{a.start_line}-{a.end_line}"
+        what = "its body changed" if where == path else f"it moved to {where} and its body " \
+            "changed"
+        if digest and a.digest == digest:
+            what = "the quote is no longer in it"
+        return Verdict(fid, "stale", loc, reason=f"{name}: {what} ({at})",
+                       context=_symbol_context(a))
+    gone = f"{path} was deleted" if data is None else f"{name} is no longer defined in {path}"
+    return Verdict(fid, "stale", loc, context="",
+                   reason=f"{gone}, nor in the files changed since (searched "
+                          f"{len(repo.changed(fp.get('commit')))})")
+
+
+def _look_elsewhere(fid: int, loc: str, path: str, name: str, fp: dict, repo: Repo,
+                    holds: Any, anchored: Any) -> Verdict | Skip | tuple[str, Any] | None:
+    """A symbol that left its file, looked for in the files changed since the fingerprint's
+    commit (git's rename target first): the same name holding (moved), then any definition
+    with the same digest holding (moved, renamed container), else where the name is with
+    another body (for the stale reason), else None."""
+    if not repo.git:
+        return None
+    candidates = [p for p in repo.changed(fp.get("commit")) if p != path]
+    renamed = repo.renamed(path, fp.get("commit"))
+    if renamed and renamed in candidates:
+        candidates.remove(renamed)
+        candidates.insert(0, renamed)
+    if len(candidates) > repo.symbol_search:
+        return Skip(fid, f"{name} left {path}; {len(candidates)} files changed, more than the "
+                         f"{repo.symbol_search} looked through here: unknown, left as it is")
+    digest = fp.get("symbol_sha256")
+    other: tuple[str, Any] | None = None
+    by_digest: tuple[str, bytes, Any] | None = None
+    sep = schema.SYMBOL_SEPARATOR
+    for rel in candidates:
+        try:
+            data = repo.read(rel)
+        except (FileNotFoundError, safefs.UnsafePath, OSError):
+            continue
+        text = data.decode("utf-8", "replace")
+        for a in repo.anchors(rel, data):
+            if a.qualname == name and holds(a, text):
+                return Verdict(fid, "moved", loc, location=f"{rel}{sep}{name}",
+                               fingerprint=anchored(rel, data, a),
+                               reason=f"{name} moved from {path} to {rel}")
+            if a.qualname == name and other is None:
+                other = (rel, a)
+            if digest and by_digest is None and a.digest == digest and holds(a, text):
+                by_digest = (rel, data, a)
+    if by_digest is not None:
+        rel, data, a = by_digest
+        return Verdict(fid, "moved", loc, location=f"{rel}{sep}{a.qualname}",
+                       fingerprint=anchored(rel, data, a),
+                       reason=f"{name} moved from {path} to {rel} as {a.qualname}")
+    return other
 
 
 def check_commit(fact: dict, repo: Repo) -> Verdict | Skip:

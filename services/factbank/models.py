@@ -9,7 +9,7 @@ import msgspec
 
 # The closed vocabularies the client also sends: one definition, in the wire contract module
 # (dependency-free; see its docstring for why the server imports it from the client package).
-from factbank_client.schema import Origin, SourceKind
+from factbank_client.schema import MAX_SYMBOL_CHARS, Origin, SourceKind
 
 Status = Literal["active", "superseded", "disputed", "stale", "deleted"]
 STATUSES: tuple[str, ...] = get_args(Status)
@@ -42,6 +42,10 @@ class Fingerprint(Strict):
     file_blob: BlobId | None = None  # `git hash-object`, or "sha256:<hex>" outside git
     commit: CommitId | None = None  # HEAD (dirty: the file differed from it), or the commit
     dirty: bool = False
+    # A symbol-anchored file source ("path::Qualified.name", docs/staleness.md#symbol-anchors):
+    # the symbol's name and the sha256 of its normalised text; `line`/`lines` are its span.
+    symbol: Annotated[str, msgspec.Meta(max_length=MAX_SYMBOL_CHARS)] | None = None
+    symbol_sha256: Sha256Hex | None = None
 
 
 class NewFact(Strict):
