@@ -44,8 +44,11 @@ class Fingerprint(Strict):
     dirty: bool = False
     # A symbol-anchored file source ("path::Qualified.name", docs/staleness.md#symbol-anchors):
     # the symbol's name and the sha256 of its normalised text; `line`/`lines` are its span.
-    symbol: Annotated[str, msgspec.Meta(max_length=MAX_SYMBOL_CHARS)] | None = None
-    symbol_sha256: Sha256Hex | None = None
+    # Left out of the JSON when absent (UNSET), so a line-anchored fingerprint reads as before.
+    symbol: Annotated[str, msgspec.Meta(max_length=MAX_SYMBOL_CHARS)] | msgspec.UnsetType = (
+        msgspec.UNSET
+    )
+    symbol_sha256: Sha256Hex | msgspec.UnsetType = msgspec.UNSET
 
 
 class NewFact(Strict):

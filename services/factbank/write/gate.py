@@ -137,7 +137,7 @@ def symbol_fingerprint_reasons(
     """Why a fingerprint does not fit its source's symbol (empty: it does). A symbol source's
     fingerprint names that symbol and carries its digest; any other source's names none."""
     parts = split_symbol(location) if kind == "file" else None
-    if fp.symbol is None and fp.symbol_sha256 is None:
+    if not fp.symbol and not fp.symbol_sha256:
         if parts is not None:
             return [
                 reason(
@@ -161,7 +161,7 @@ def symbol_fingerprint_reasons(
                 f"the fingerprint is of {fp.symbol!r}, the source names {parts[1]!r}",
             )
         ]
-    if fp.symbol_sha256 is None:
+    if not fp.symbol_sha256:
         return [reason(f"{field}.symbol_sha256", "a symbol fingerprint needs the symbol's digest")]
     return []
 
@@ -296,7 +296,7 @@ def check(new: NewFact, *, max_chars: int, policy: str, agent: str = "") -> Prep
             "tags": tags,
             "questions": questions,
             "fingerprint.path": fp_path,
-            "fingerprint.symbol": new.fingerprint.symbol if new.fingerprint else None,
+            "fingerprint.symbol": new.fingerprint.symbol or None if new.fingerprint else None,
         }
     )
     if findings and policy == "reject":
@@ -322,7 +322,7 @@ def check(new: NewFact, *, max_chars: int, policy: str, agent: str = "") -> Prep
         else msgspec.structs.replace(
             new.fingerprint,
             path=str(clean["fingerprint.path"]),
-            symbol=clean["fingerprint.symbol"],
+            symbol=clean["fingerprint.symbol"] or msgspec.UNSET,
         ),
         cites=cites,
     )

@@ -98,7 +98,7 @@ def _clean(results: Sequence[VerifyResult], policy: str) -> tuple[list[Clean], l
             f"{at}.reason": text,
             f"{at}.context": (r.context or "").rstrip(),
             f"{at}.fingerprint.path": r.fingerprint.path if r.fingerprint else None,
-            f"{at}.fingerprint.symbol": r.fingerprint.symbol if r.fingerprint else None,
+            f"{at}.fingerprint.symbol": r.fingerprint.symbol or None if r.fingerprint else None,
         }
         try:
             clean = redaction.clean_fields(fields, policy)
@@ -110,7 +110,7 @@ def _clean(results: Sequence[VerifyResult], policy: str) -> tuple[list[Clean], l
             fp = msgspec.structs.replace(
                 fp,
                 path=str(clean[f"{at}.fingerprint.path"]),
-                symbol=clean[f"{at}.fingerprint.symbol"],
+                symbol=clean[f"{at}.fingerprint.symbol"] or msgspec.UNSET,
             )
         out.append(
             Clean(
