@@ -44,7 +44,7 @@ from typing import Any
 
 from factbank_client import fingerprint as fpr
 from factbank_client import safefs
-from factbank_client.client import quote_spans
+from factbank_client.worktree import quote_spans
 
 _LOCATION = re.compile(r"^(?P<path>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")
 CONTEXT_RADIUS = 2  # lines either side of the old line in a stale fact's context
