@@ -32,7 +32,6 @@ ignores here, like `.env`: then it is this machine's own file, not evidence, and
 
 from __future__ import annotations
 
-import bisect
 import os
 import re
 
@@ -73,6 +72,8 @@ def quote_spans(text: str, quote: str) -> list[tuple[int, int]]:
     """Every occurrence of `quote` in `text`, whitespace normalised, as (first line, last
     line), 1-based, in file order. `factbank add` checks a quote with it and `factbank verify`
     looks for the quote again with it, so both agree on what "still there" means."""
+    import bisect  # here, not at the top: the hooks use quote_in only
+
     haystack, offsets, word_lines = _words_with_lines(text)
     needle = " ".join(quote.split())
     found: list[tuple[int, int]] = []
