@@ -540,21 +540,30 @@ def verify_diff_markdown(report: Mapping) -> str:
                                 "stale" if c["stale"] else "no fact would go stale")
             + (f", {c['moved']} would move" if c["moved"] else ""))
     out = ["<!-- factbank-verify -->", head, "", _cell(_diff_summary(report), 400) + ".", ""]
-    rows = [r for r in report["facts"] if r["effect"] != "unaffected"]
-    if rows:
-        out += ["| fact | source | after this change |", "|---|---|---|"]
+    def table(rows: list) -> list[str]:
+        lines = ["| fact | source | after this change |", "|---|---|---|"]
         for r in rows:
             if r["effect"] == "moved":
                 after = f"would move to `{_cell(r['new_location'] or '')}`"
             else:
                 after = f"**{_EFFECT_TEXT[r['effect']]}**: {_cell(r.get('reason') or '')}"
-            out.append(f"| #{r['id']} {_cell(r.get('content') or '', 120)} | "
-                       f"`{_cell(r['location'])}` | {after} |")
+            lines.append(f"| #{r['id']} {_cell(r.get('content') or '', 120)} | "
+                         f"`{_cell(r['location'])}` | {after} |")
         commands = [inert(r["command"]) for r in rows if r.get("command")]
-        if commands:
-            out += ["", "Settle each fact on this branch (write the new claim in the "
-                    "supersede; a moved fact is also relocated by `factbank verify` after "
-                    "the merge):", "", "```sh", *commands, "```"]
+        return lines + (["", "```sh", *commands, "```"] if commands else [])
+
+    urgent = [r for r in report["facts"] if r["effect"] in ("stale", "unknown")]
+    moved = [r for r in report["facts"] if r["effect"] == "moved"]
+    if urgent:
+        if any(r["effect"] == "stale" for r in urgent):
+            out += ["Supersede each fact that would go stale, on this branch (write the new "
+                    "claim; the quote given is the line that replaces the old one):", ""]
+        out += table(urgent)
+    if moved:
+        # Folded: `factbank verify` relocates them after the merge by itself.
+        out += ["", f"<details><summary>{len(moved)} fact{'s' if len(moved) != 1 else ''} "
+                "would move (relocated by `factbank verify` after the merge; to record it "
+                "now, confirm)</summary>", "", *table(moved), "", "</details>"]
     return "\n".join(out) + "\n"
 
 
