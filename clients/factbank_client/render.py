@@ -562,8 +562,8 @@ def verify_diff_markdown(report: Mapping) -> str:
     if moved:
         # Folded: `factbank verify` relocates them after the merge by itself.
         out += ["", f"<details><summary>{len(moved)} fact{'s' if len(moved) != 1 else ''} "
-                "would move (relocated by `factbank verify` after the merge; to record it "
-                "now, confirm)</summary>", "", *table(moved), "", "</details>"]
+                "would move (relocated by factbank verify after the merge; to record it now, "
+                "confirm)</summary>", "", *table(moved), "", "</details>"]
     return "\n".join(out) + "\n"
 
 
