@@ -171,6 +171,21 @@ class InjectRequest(Strict):
     # The same block, changing nothing: no handoff delivered, no conflict marked told, no
     # fact counted as seen by the session (`factbank inject-preview`, issue 21).
     preview: bool = False
+    # Facts this client left out of its earlier blocks because its working tree no longer has
+    # their quote (verify before inject, docs/staleness.md): not shown, so not "seen".
+    withheld: Annotated[list[int], msgspec.Meta(max_length=200)] = msgspec.field(
+        default_factory=list
+    )
+
+
+class InjectSource(msgspec.Struct, kw_only=True):
+    """A fact of the block that quotes a file of the caller's project: what the hook checks
+    against the working tree before it shows the block (factbank_client/worktree.py)."""
+
+    id: int
+    source: Source
+    quote: str
+    fingerprint: Fingerprint | None = None
 
 
 class Injection(msgspec.Struct, kw_only=True):
@@ -179,6 +194,7 @@ class Injection(msgspec.Struct, kw_only=True):
     tokens: int
     bank: str
     degraded: str | None = None
+    sources: list[InjectSource] = msgspec.field(default_factory=list)
 
 
 # --- issue 16: sources change, facts follow ---------------------------------------------------
