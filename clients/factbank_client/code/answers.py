@@ -54,7 +54,11 @@ def anchored_facts(symbol: dict, client: Any, project: str | None) -> tuple[list
         return [], "the bank was not asked (no client configured)"
     path, qual = symbol["path"], symbol["qualname"]
     facts, notes = [], []
-    for bank in client.banks:
+    try:
+        banks = list(client.banks)
+    except Exception as exc:  # no bank configured
+        return [], str(exc).splitlines()[0][:200]
+    for bank in banks:
         try:
             for fact in client.list_facts(bank=bank, project=project,
                                           statuses=["active", "stale"]):

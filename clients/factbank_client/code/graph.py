@@ -43,6 +43,7 @@ SCHEMA_VERSION = "1"
 MAX_FILE_BYTES = 1_000_000  # larger files are generated or vendored bundles: listed, not parsed
 RESOLVED = 0.9  # a candidate at or above this is what the code says, not a guess
 LIKELY = 0.5
+GUESS_MAX = 0.85  # a guess never reads as resolved, however good its hints
 
 _FAMILY = {"python": "python", "javascript": "js", "typescript": "js", "tsx": "js",
            "go": "go", "rust": "rust"}
@@ -200,6 +201,8 @@ class CodeIndex:
             name = path.decode("utf-8", "surrogateescape")
             if name and sym.language_for(name):
                 out[name] = None
+        for path in self._git("ls-files", "-d", "-z").split(b"\0"):  # deleted, not staged
+            out.pop(path.decode("utf-8", "surrogateescape"), None)
         return out
 
     def update(self) -> UpdateStats:
@@ -575,10 +578,10 @@ class CodeIndex:
                 why += f"; {name} is also a method of the language's own types"
             lower = recv.lower().replace("_", "")
             if cls.lower() in lower or any(w in lower for w in words(cls) if len(w) > 3):
-                score = min(0.9, score + 0.25)
+                score = min(GUESS_MAX, score + 0.25)
                 why += "; the receiver's name matches the class"
             if same_file or any(imp["alias"] == cls or imp["name"] == cls for imp in imports):
-                score = min(0.9, score + 0.1)
+                score = min(GUESS_MAX, score + 0.1)
                 why += "; the class is in scope"
             return round(score, 2), f"receiver {recv!r} has no static type (dynamic " \
                                     f"dispatch): {why}"
@@ -697,14 +700,17 @@ class CodeIndex:
                                        (target["name"],)):
                 refs.append({"path": r["path"], "line": r["start_line"],
                              "caller": r["qualname"], "call": r["signature"],
-                             "confidence": 0.9, "why": "inherits from it", "kind": "inherit",
+                             "confidence": 0.95, "why": "inherits from it", "kind": "inherit",
                              "test": bool(r["is_test"])})
+        # One row a line: an import or a base class says more than the name read there.
+        rank = {"import": 0, "inherit": 0, "call": 1, "value": 2}
         seen, unique = set(), []
-        for r in sorted(refs, key=lambda s: (-s["confidence"], s["path"], s["line"])):
+        for r in sorted(refs, key=lambda s: (rank[s["kind"]], -s["confidence"])):
             if (r["path"], r["line"]) in seen:
                 continue
             seen.add((r["path"], r["line"]))
             unique.append(r)
+        unique.sort(key=lambda s: (-s["confidence"], s["path"], s["line"]))
         return {"symbol": target, "references": unique[:limit],
                 "more": max(0, len(unique) - limit), "unresolved_note": _UNRESOLVED}
 
