@@ -498,7 +498,7 @@ class CodeIndex:
                 return 0.95, "defined in the same file"
             for imp in imports:
                 if imp["alias"] == name or (imp["name"] == name and imp["alias"] in (name, "")):
-                    where = self.module_paths(imp["module"], use["path"], use["language"])
+                    where = self._module_lookup(imp["module"], use["path"], use["language"])
                     if where is None:
                         return (0.5, f"imported from {imp['module']} (not resolved to a file "
                                      "here)") if n_same == 1 else (0.0, "")
@@ -542,7 +542,8 @@ class CodeIndex:
                 return (0.95, f"receiver {recv} of {m.group(2)}") if m.group(2) == cls \
                     else (0.0, "")
         path_call = recv.endswith("::")
-        head = recv.rstrip(":").split(".")[-1].split("::")[-1]
+        made = _strip_call(recv.rstrip(":"))  # `audit.Heads(path)` -> `audit.Heads`
+        head = made.split(".")[-1].split("::")[-1] + ("()" if made != recv.rstrip(":") else "")
         bare_recv = re.sub(r"\(.*\)$", "", head)
         subs, supers = ctx["lineage"]
         if is_member:
@@ -556,17 +557,19 @@ class CodeIndex:
                 return 0.0, ""
             if bare_recv in ctx["class_names"] and bare_recv not in subs:
                 return 0.0, ""
-            if self._is_module_alias(recv, imports):
-                return 0.0, ""
+            if "." not in recv and self._is_module_alias(recv, imports, use):
+                return 0.0, ""  # `module.f()`: a module's function, not this method
             declared = _declared_type(recv, use["owner_sig"] or "")
+            how = f"declared {declared} in {use['owner_qual']}'s parameters"
+            if not declared:
+                declared, how = self._assigned_type(recv, use, ctx)
             if declared:
                 if declared == cls or (declared in subs
                                        and declared not in ctx["overridden_in"]):
-                    return 0.95, f"{recv} is declared {declared} in {use['owner_qual']}'s " \
-                                 "parameters"
+                    return 0.95, f"{recv} is {how}"
                 if declared in supers:
-                    return 0.5, f"{recv} is declared {declared}, a base of {cls}: dynamic " \
-                                "dispatch reaches this one only on its instances"
+                    return 0.5, f"{recv} is {how}, a base of {cls}: dynamic dispatch " \
+                                "reaches this one only on its instances"
                 if declared in ctx["class_names"]:
                     return 0.0, ""
             n_methods = ctx["n_methods"]
@@ -598,7 +601,7 @@ class CodeIndex:
                 module = f"{imp['module']}.{imp['name']}{rest}"
             else:
                 module = imp["module"]
-            where = self.module_paths(module, use["path"], use["language"])
+            where = self._module_lookup(module, use["path"], use["language"])
             if where and target["path"] in where:
                 return 0.95, f"{recv} is the module {module}"
             return 0.0, ""
@@ -608,9 +611,70 @@ class CodeIndex:
                 return 0.8, f"{recv}::{name}: a module path"
         return 0.0, ""
 
-    def _is_module_alias(self, recv: str, imports: list[sqlite3.Row]) -> bool:
+    def _is_module_alias(self, recv: str, imports: list[sqlite3.Row],
+                         use: sqlite3.Row | None = None) -> bool:
+        """Whether `recv` starts with a name an import binds to a module (`import x as r`,
+        `from pkg import mod`, `import * as ns`): then `recv.f()` is a module's function."""
         first = recv.split(".")[0]
-        return any(imp["name"] is None and (imp["alias"] == first) for imp in imports)
+        for imp in imports:
+            if imp["alias"] != first:
+                continue
+            if imp["name"] is None:
+                return True
+            if use is not None and _FAMILY.get(use["language"]) == "python" and \
+                    self._module_lookup(f"{imp['module']}.{imp['name']}", use["path"],
+                                        use["language"]):
+                return True
+        return False
+
+    def _module_lookup(self, module: str, from_path: str, language: str) -> set[str] | None:
+        """`module_paths`, then (Python) the module by its last parts: a package installed
+        under another directory name (`factbank_evals` is `evals/`) still resolves."""
+        found = self.module_paths(module, from_path, language)
+        if found or _FAMILY.get(language) != "python" or module.startswith("."):
+            return found
+        parts = module.split(".")
+        for i in range(1, len(parts)):
+            found = self._module_map()["py"].get(".".join(parts[i:]))
+            if found:
+                return set(found)
+        return None
+
+    def _assigned_type(self, recv: str, use: sqlite3.Row, ctx: dict) -> tuple[str | None, str]:
+        """The class `recv` was made from, when the code says so: `recv = Cls(...)` (or
+        `with Cls(...) as recv`) in the calling function, or a module-level
+        `RECV = Cls(...)` of that name (this file's or an imported one)."""
+        name = recv.split(".")[-1]
+        if not re.fullmatch(r"[A-Za-z_]\w*", name):
+            return None, ""
+        if "." not in recv and use["owner"] is not None:
+            lines = ctx["sources"].get(use["path"])
+            if lines is None:
+                try:
+                    lines = (self.root / use["path"]).read_text("utf-8", "replace").splitlines()
+                except OSError:
+                    lines = []
+                ctx["sources"][use["path"]] = lines
+            row = self.db.execute("SELECT start_line FROM symbols WHERE id=?",
+                                  (use["owner"],)).fetchone()
+            body = "\n".join(lines[(row[0] if row else 1) - 1:use["line"]])
+            var = re.escape(name)
+            pattern = (rf"(?:\b{var}\s*(?::\s*[\w.\[\]]+\s*)?:?=\s*(?:await\s+|new\s+|&)?"
+                       rf"([\w.]+?)(?:::new)?\(|\b([\w.]+)\([^\n]*\)\s+as\s+{var}\b)")
+            found = [m.group(1) or m.group(2) for m in re.finditer(pattern, body)]
+            if found:
+                cls = found[-1].split(".")[-1]
+                if cls[:1].isupper():
+                    return cls, f"assigned {cls}(...) in {use['owner_qual']}"
+        rows = self.db.execute("SELECT signature FROM symbols WHERE name=? AND kind='variable' "
+                               "AND parent IS NULL", (name,)).fetchall()
+        made = {m.group(1).split(".")[-1] for r in rows
+                if (m := re.search(r"=\s*([\w.]+)\(", r[0] or ""))}
+        if len(made) == 1:
+            cls = made.pop()
+            if cls[:1].isupper():
+                return cls, f"the module-level {name} = {cls}(...)"
+        return None, ""
 
     def _context(self, target: dict, uses: list[sqlite3.Row]) -> dict:
         name = target["name"]
@@ -630,7 +694,8 @@ class CodeIndex:
         for r in self.db.execute("SELECT DISTINCT file_id FROM symbols WHERE name = ? AND "
                                  "parent IS NULL", (name,)):
             shadowed[r[0]] = True
-        return {"imports": self._imports_of(u["file_id"] for u in uses), "n_defs": n_defs,
+        return {"sources": {}, "imports": self._imports_of(u["file_id"] for u in uses),
+                "n_defs": n_defs,
                 "n_methods": n_methods, "lineage": lineage, "overridden_in": overridden,
                 "class_names": class_names, "shadowed": shadowed}
 
@@ -689,7 +754,8 @@ class CodeIndex:
         for r in self.db.execute(
                 "SELECT f.path, i.line, i.module FROM imports i JOIN files f ON f.id=i.file_id "
                 "WHERE i.name = ?", (target["name"],)):
-            where = self.module_paths(r["module"], r["path"], sym.language_for(r["path"]) or "")
+            where = self._module_lookup(r["module"], r["path"],
+                                        sym.language_for(r["path"]) or "")
             if where and target["path"] in where:
                 refs.append({"path": r["path"], "line": r["line"], "caller": "<import>",
                              "call": f"import {target['name']} from {r['module']}",
@@ -1008,6 +1074,18 @@ def _owner_class(use: sqlite3.Row) -> str:
     # A closure inside a method: the method's class is the qualname's second-to-last class.
     parts = qual.split(".")
     return parts[-3] if len(parts) >= 3 else ""
+
+
+def _strip_call(text: str) -> str:
+    """`a.B(x, y(z))` -> `a.B`: the callee of a trailing call, or `text` unchanged."""
+    if not text.endswith(")"):
+        return text
+    depth = 0
+    for i in range(len(text) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(text[i], 0)
+        if depth == 0:
+            return text[:i]
+    return text
 
 
 def _declared_type(recv: str, signature: str) -> str | None:
