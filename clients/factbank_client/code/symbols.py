@@ -59,6 +59,7 @@ class Symbol:
     bases: tuple[str, ...] = ()  # what a class extends/implements, as written (last segment)
     start_byte: int = field(default=0, repr=False, compare=False)
     end_byte: int = field(default=0, repr=False, compare=False)
+    name_byte: int = field(default=-1, repr=False, compare=False)  # where the name is written
 
     @property
     def name(self) -> str:
@@ -172,9 +173,11 @@ class _Walker:
         if outer.end_point[1] == 0 and end_line > start_line:
             end_line -= 1
         qualname = ".".join([*scope, name])
+        name_node = node.child_by_field_name("name")
         self.out.append(Symbol(qualname, kind, start_line, end_line,
                                self.src[start:end].decode("utf-8", "replace"), signature, doc,
-                               bases, start, end))
+                               bases, start, end,
+                               name_node.start_byte if name_node is not None else -1))
         return qualname
 
     def comment_doc(self, outer, prefixes: tuple[str, ...], skip: tuple[str, ...] = ()) -> str:

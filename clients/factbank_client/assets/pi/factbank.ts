@@ -21,7 +21,7 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { execFileSync, spawn } from "node:child_process";
+import { execFile, execFileSync, spawn } from "node:child_process";
 import { createHash, randomUUID } from "node:crypto";
 
 // Like the Claude Code / Codex hooks: FACTBANK_HOOK_TIMEOUT seconds, default 0.9.
@@ -48,6 +48,7 @@ interface Shared {
   searchLimit: number;
   searchLimitMax: number;
   verifyCommand?: string[]; // `python -m factbank_client.cli.main verify --quiet` (issue 16)
+  codeCommand?: string[]; // `python -m factbank_client.cli.main code`: the local code graph
 }
 
 export const SHARED: Shared = /* factbank:shared */ null as unknown as Shared;
@@ -816,6 +817,21 @@ function within<T>(p: Promise<T>, ms: number): Promise<T | undefined> {
   return Promise.race([p, new Promise<undefined>((r) => setTimeout(() => r(undefined), ms))]);
 }
 
+/** The code graph's tools run `factbank code SUB ARG --limit N` in the session's directory
+ * with the interpreter the installer found, and answer with its text: the index is local to
+ * this machine (factbank_client/code), exactly as the stdio MCP server answers. */
+export function runCode(args: string[], dir: string, timeoutMs = 120000): Promise<string> {
+  const cmd = SHARED.codeCommand;
+  if (!cmd?.length) return Promise.reject(new Error("the code tools need `factbank install pi` to have written the interpreter"));
+  return new Promise((resolve, reject) => {
+    execFile(cmd[0], [...cmd.slice(1), ...args], { cwd: dir, timeout: timeoutMs, maxBuffer: 8 << 20 },
+      (err: any, stdout: any, stderr: any) => {
+        if (err) reject(new Error(String(stderr || err.message).trim().split("\n").slice(-3).join(" ")));
+        else resolve(String(stdout));
+      });
+  });
+}
+
 // --- the extension ----------------------------------------------------------------------------
 
 export default function factbank(pi: any) {
@@ -1013,6 +1029,30 @@ export default function factbank(pi: any) {
       return text(`Stored fact #${o.fact.id} in ${audience(o, bank)}; it supersedes ${replaces.map((i: number) => "#" + i).join(", ")} (${params.reason}).`);
     },
   });
+
+  const codeTool = (key: string, sub: string, arg: string, extra: string, dflt: number) => pi.registerTool({
+    ...described(key),
+    parameters: {
+      type: "object",
+      properties: {
+        [arg]: { type: "string", minLength: 1, description: T[key].params[arg] },
+        [extra]: extra === "project"
+          ? { type: "string", description: T[key].params[extra] }
+          : { type: "integer", minimum: 1, maximum: key === "search_code" ? 100 : 500, default: dflt, description: T[key].params[extra] },
+      },
+      required: [arg],
+    },
+    async execute(_id: string, params: any) {
+      const args = [sub, String(params[arg] ?? "")];
+      if (extra === "project" && params.project !== undefined && params.project !== null) args.push("--project", String(params.project));
+      if (extra === "limit") args.push("--limit", String(Number(params.limit ?? dflt)));
+      return text(await runCode(args, cwd));
+    },
+  });
+  codeTool("find_callers", "callers", "symbol", "limit", 20);
+  codeTool("find_references", "refs", "symbol", "limit", 20);
+  codeTool("explain_symbol", "explain", "symbol", "project", 20);
+  codeTool("search_code", "search", "query", "limit", 10);
 
   pi.registerTool({
     ...described("handoff"),
