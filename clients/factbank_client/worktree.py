@@ -18,8 +18,13 @@ hold, naming them. The bank is never told: only a commit is evidence for the tea
 post-commit `factbank verify` does that), and one member's uncommitted experiment must not
 hide a fact from the others.
 
-A new source form (a symbol anchor, `path::Qual.name`) extends `check` here: one function
-decides "holds here" for every caller.
+A symbol anchor (`path::Qualified.name`, docs/staleness.md#symbol-anchors) is checked here
+too (`_check_symbol`): the file byte-identical holds as above; otherwise the judgement is
+`verify.check_symbol`'s, the one that moves and stales symbol facts, against the working
+tree: fresh or moved (lines above it changed, its whitespace or comments, moved within the
+file or to a changed file) holds; its body changed or its quote gone is not holding; a
+symbol this checkout cannot find or parse is unknown. That path loads the grammars and
+parses the file (tens of milliseconds on a cold process), so only a changed file pays it.
 
 Cost. The hooks run this on every prompt, so it is standard library only (`re`, `json` and
 `pathlib` are loaded by the hook already; `_sha1` is the builtin, ~0.3 ms to import, where
@@ -36,6 +41,7 @@ import os
 import re
 
 from factbank_client import safefs
+from factbank_client.schema import split_symbol
 
 TYPE_CHECKING = False  # not `typing`'s: the hooks import this module
 if TYPE_CHECKING:
@@ -48,6 +54,9 @@ CHECKED_KINDS = ("file",)  # the source kinds `check` judges (the bank sends the
 HOOK_LIMIT = 1024 * 1024  # bytes: a cited file larger than this is unknown in a hook
 BINARY_PROBE = 8192  # a NUL byte in the first 8 KiB: a binary file, unknown
 MAX_WHY = 160
+# A symbol that left its file is looked for in at most this many changed files in a hook;
+# more is unknown (a big refactor's checkout is judged by the post-commit verify instead).
+SYMBOL_SEARCH = 20
 _LOCATION = re.compile(r"^(?P<path>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
 
@@ -143,11 +152,13 @@ def check(fact: dict, root: str | Path, *, limit: int = HOOK_LIMIT) -> tuple[str
     loc = str(source.get("location") or "").strip()
     fp = fact.get("fingerprint") or {}
     quote = str(fact.get("quote") or "")
+    if not quote.strip() or "[REDACTED" in quote:
+        return UNKNOWN, "no quote this checkout can look for"
+    if split_symbol(loc) is not None:
+        return _check_symbol(fact, os.fspath(root), limit)
     m = _LOCATION.match(loc)
     if not m:
         return UNKNOWN, "no file in its location"
-    if not quote.strip() or "[REDACTED" in quote:
-        return UNKNOWN, "no quote this checkout can look for"
     path = str(fp.get("path") or m.group("path"))
     line = fp.get("line") or m.group("start")
     where = f"{path}:{line}" if line else path
@@ -172,6 +183,69 @@ def check(fact: dict, root: str | Path, *, limit: int = HOOK_LIMIT) -> tuple[str
     if _ignored(root, rel):
         return UNKNOWN, f"{path} is ignored by git here: this machine's own file"
     return NOT_HOLDING, f"the quote is no longer at {where} in this working tree"
+
+
+def _check_symbol(fact: dict, root: str, limit: int) -> tuple[str, str]:
+    """`check` for a symbol anchor (see the module docstring)."""
+    fp = fact.get("fingerprint") or {}
+    path, name = split_symbol(str((fact.get("source") or {}).get("location") or "")) or ("", "")
+    path = str(fp.get("path") or path)
+    try:
+        data = safefs.read(root, path, limit=limit)[1]
+    except FileNotFoundError:
+        data = None
+    except (safefs.UnsafePath, OSError) as exc:
+        return UNKNOWN, f"not read: {_short(str(exc))}"
+    if data is not None:
+        blob = fp.get("file_blob")
+        if isinstance(blob, str) and blob and _blob(data, blob) == blob:
+            return HOLDS, f"{path} is unchanged"
+        if b"\0" in data[:BINARY_PROBE]:
+            return UNKNOWN, f"{path} is binary"
+    from pathlib import Path
+
+    from factbank_client import verify
+
+    _grammars_importable()
+
+    try:
+        v = verify.check_symbol({**fact, "id": int(fact.get("id") or 0)},
+                                verify.Repo(Path(root), symbol_search=SYMBOL_SEARCH))
+    except Exception as exc:  # a hook never fails on a check: unknown keeps the fact
+        return UNKNOWN, f"{name} not checked: {_short(str(exc))}"
+    if isinstance(v, verify.Skip):
+        return UNKNOWN, _short(v.reason)
+    if v.verdict == "stale" and data is None:  # as a line fact's missing file: unknown
+        return UNKNOWN, f"{path} is not in this checkout"
+    if v.verdict == "stale":
+        return NOT_HOLDING, _short(f"{v.reason or name + ' changed'} in this working tree")
+    if v.verdict == "moved":
+        return HOLDS, _short(f"{name} is now at {v.location}")
+    return HOLDS, f"{name} is unchanged in {path}"
+
+
+def _grammars_importable() -> None:
+    """Put the interpreter's site-packages on sys.path when tree-sitter is not importable:
+    the hooks run under `-S` (no `site`), and in an editable install the package's parent
+    directory, which hooks.py adds, is the source tree, not site-packages. Appended, so
+    nothing there shadows what the hook already loads; costs nothing when it is importable."""
+    import sys
+
+    try:
+        import tree_sitter  # noqa: F401
+        return
+    except ImportError:
+        pass
+    venv = os.path.dirname(os.path.dirname(sys.executable))
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    candidates = [os.path.join(venv, "lib", version, "site-packages"),
+                  os.path.join(venv, "Lib", "site-packages")]
+    import sysconfig
+
+    candidates += [sysconfig.get_path("purelib"), sysconfig.get_path("platlib")]
+    for path in candidates:
+        if path and os.path.isdir(path) and path not in sys.path:
+            sys.path.append(path)
 
 
 FACTS_HEADER = "[factbank] Remembered facts"  # services/factbank/read/inject.py HEADER

@@ -268,3 +268,48 @@ def test_a_repository_without_the_symbol_file_or_the_grammars_is_not_guessed(tmp
     monkeypatch.setattr(anchor, "anchors", broken)
     v = check(fact, Repo(repo))
     assert isinstance(v, Skip) and "tree-sitter" in v.reason
+
+
+# --- verify before inject: the hooks' working-tree check --------------------------------
+
+
+def test_the_hook_check_follows_the_symbol_in_the_working_tree(tmp_path: Path) -> None:
+    from factbank_client import worktree
+
+    repo, rel, name, quote, edit, text = _case(CASES[3], tmp_path)  # Go
+    fact = _fact(repo, f"{rel}::{name}", quote)
+    assert worktree.check(fact, repo)[0] == worktree.HOLDS  # byte-identical: no parse
+    lines = text.splitlines(keepends=True)
+    (repo / rel).write_text("".join([lines[0], "// drift\n", "\n", *lines[1:]]))
+    assert worktree.check(fact, repo)[0] == worktree.HOLDS
+    (repo / rel).write_text(text.replace(*edit))  # a teammate's uncommitted body edit
+    state, why = worktree.check(fact, repo)
+    assert state == worktree.NOT_HOLDING and name in why and "working tree" in why
+    block = f"{worktree.FACTS_HEADER} (bank: t)\n- #1 (trust 0.75) a claim"
+    out, gone, _ = worktree.filter_block(block, [fact], repo)
+    assert gone == [1] and worktree.NOTE_HEADER in out and "- #1 (trust" not in out
+    (repo / rel).unlink()  # a file missing here is unknown, as for a line fact
+    assert worktree.check(fact, repo)[0] == worktree.UNKNOWN
+
+
+def test_the_hook_process_finds_the_grammars_without_site(tmp_path: Path) -> None:
+    """The hooks run as `python -I -S` with only the package's parent on sys.path (in an
+    editable install, the source tree): the check still parses, not unknown."""
+    import json
+    import subprocess
+    import sys
+
+    repo, rel, name, quote, edit, text = _case(CASES[0], tmp_path)
+    fact = _fact(repo, f"{rel}::{name}", quote)
+    (repo / rel).write_text(text.replace(*edit))
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import json, sys\n"
+        f"sys.path.insert(0, {str(ROOT / 'clients')!r})\n"
+        "from factbank_client import worktree\n"
+        f"print(json.dumps(worktree.check(json.loads(sys.argv[1]), {str(repo)!r})))\n")
+    out = subprocess.run([sys.executable, "-I", "-S", str(probe), json.dumps(fact)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    state, why = json.loads(out.stdout)
+    assert state == "not-holding" and "its body changed" in why, why
