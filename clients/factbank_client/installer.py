@@ -200,6 +200,8 @@ def asset_text(*parts: str) -> str:
 
 
 CODE_ARGS = ("-m", "factbank_client.cli.main", "code")
+# A symbol source's check and fingerprint for Pi's add (code/anchor.py's main).
+ANCHOR_ARGS = ("-m", "factbank_client.code.anchor")
 
 
 def pi_extension_text() -> str:
@@ -215,7 +217,8 @@ def pi_extension_text() -> str:
     # The code tools run `factbank code ... --json`-less text answers with the same
     # interpreter: the graph is local, as in the stdio MCP server.
     shared = json.dumps({**tools.pi_shared(), "verifyCommand": [python_exe(), *VERIFY_ARGS],
-                         "codeCommand": [python_exe(), *CODE_ARGS]},
+                         "codeCommand": [python_exe(), *CODE_ARGS],
+                         "anchorCommand": [python_exe(), *ANCHOR_ARGS]},
                         ensure_ascii=False, indent=2)
     return text.replace(PI_SHARED, "/* factbank:shared */ " + shared)
 

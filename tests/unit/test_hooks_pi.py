@@ -299,6 +299,35 @@ def test_pi_fingerprint_matches_the_python_client(tmp_path: Path) -> None:
     assert got[2]["fingerprint"]["dirty"] is True and got[0]["fingerprint"]["dirty"] is False
 
 
+def test_pi_symbol_source_is_the_python_clients_and_a_bad_one_is_refused(tmp_path) -> None:
+    """A symbol source (`path::Qualified.name`) saved from Pi carries the Python client's
+    location and fingerprint (one digest: Pi runs `python -m factbank_client.code.anchor`);
+    a symbol that is not there is the tool's error, naming the field."""
+    from factbank_client.client import new_fact
+
+    repo = tmp_path / "repo"
+    (repo / "src").mkdir(parents=True)
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "code" / "retry.go"
+    (repo / "src" / "retry.go").write_text(fixture.read_text())
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "init"]):
+        git(repo, *args)
+    loc, quote = "src/retry.go::Policy.Backoff", "d := p.Base << n"
+    cwd, q = json.dumps(str(repo)), json.dumps(quote)
+    got = run_ts(f"""
+        const p = {{content: "c", category: "project", source_kind: "file", quote: {q},
+                   tags: ["t"]}};
+        const build = (loc) => m.buildFact({{...p, source_location: loc}}, {cwd});
+        let refused = "";
+        try {{ build("src/retry.go::Policy.Backof"); }}
+        catch (e) {{ refused = String(e.message); }}
+        result = {{ok: build({json.dumps(loc)}), refused}};
+    """)
+    py = new_fact("c", "project", "file", loc, quote, tags=["t"], cwd=repo)
+    assert got["ok"]["fingerprint"] == py["fingerprint"] and got["ok"]["source"] == py["source"]
+    assert py["fingerprint"]["symbol"] == "Policy.Backoff"
+    assert got["refused"].startswith("refused: source: symbol Policy.Backof is not defined")
+
+
 def test_pi_session_start_starts_verify_in_the_background(tmp_path: Path) -> None:
     """Issue 16: the installed extension runs the installer's verify command, detached, in a
     repository; outside one, or with FACTBANK_VERIFY=0, it does not."""

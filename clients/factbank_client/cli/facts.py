@@ -212,7 +212,8 @@ def _fact_options(p, *, category_required: bool) -> None:
                    help="file, url, commit, command, user, doc or fact (default: url for "
                         "http(s), file for an existing path, user without --source)")
     p.add_argument("--source", default="", metavar="LOCATION",
-                   help="path[:line], URL, commit SHA, command, or doc reference")
+                   help="path[:line], path::Class.method (a symbol in Python, JS/TS, Go or "
+                        "Rust: the fact follows it), URL, commit SHA, command, or doc reference")
     p.add_argument("--quote", required=category_required,
                    help="verbatim text from the source (for a file: checked here)")
     p.add_argument("--origin", choices=ORIGINS,

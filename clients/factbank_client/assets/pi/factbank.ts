@@ -49,6 +49,7 @@ interface Shared {
   searchLimitMax: number;
   verifyCommand?: string[]; // `python -m factbank_client.cli.main verify --quiet` (issue 16)
   codeCommand?: string[]; // `python -m factbank_client.cli.main code`: the local code graph
+  anchorCommand?: string[]; // `python -m factbank_client.code.anchor`: a symbol source's check
 }
 
 export const SHARED: Shared = /* factbank:shared */ null as unknown as Shared;
@@ -575,6 +576,18 @@ export function startVerify(dir: string): boolean {
   }
 }
 
+/** A symbol source (`path::Qualified.name`, docs/staleness.md#symbol-anchors): checked and
+ * fingerprinted by the Python client (`python -m factbank_client.code.anchor LOCATION QUOTE`,
+ * the one digest there is), its refusal thrown as the tool's error, naming the field. */
+export function anchorOf(location: string, quote: string, cwd: string): { location: string; fingerprint: any } | undefined {
+  const cmd = SHARED.anchorCommand;
+  if (!cmd?.length) return undefined; // an extension installed before symbol anchors: no fingerprint
+  const out = JSON.parse(String(execFileSync(cmd[0], [...cmd.slice(1), location, quote],
+    { cwd, stdio: ["ignore", "pipe", "ignore"], timeout: 30000 })));
+  if (out.error) throw new Error(`refused: ${out.error}`);
+  return { location: out.location, fingerprint: out.fingerprint };
+}
+
 export function buildFact(p: any, cwd: string): any {
   const fact: any = {
     content: p.content, category: p.category,
@@ -582,14 +595,22 @@ export function buildFact(p: any, cwd: string): any {
     quote: p.quote, tags: p.tags ?? [], origin: p.origin ?? "inferred",
     tentative: Boolean(p.tentative), agent: AGENT,
   };
-  try {
-    const seen = fingerprintOf(String(p.source_kind ?? ""), String(p.source_location ?? ""), String(p.quote ?? ""), cwd);
+  if (p.source_kind === "file" && String(p.source_location ?? "").includes("::")) {
+    const seen = anchorOf(String(p.source_location), String(p.quote ?? ""), cwd);
     if (seen) {
       fact.source.location = seen.location;
       fact.fingerprint = seen.fingerprint;
     }
-  } catch (err: any) {
-    logError(`fingerprint: ${err?.message ?? err}`);
+  } else {
+    try {
+      const seen = fingerprintOf(String(p.source_kind ?? ""), String(p.source_location ?? ""), String(p.quote ?? ""), cwd);
+      if (seen) {
+        fact.source.location = seen.location;
+        fact.fingerprint = seen.fingerprint;
+      }
+    } catch (err: any) {
+      logError(`fingerprint: ${err?.message ?? err}`);
+    }
   }
   if (Array.isArray(p.questions) && p.questions.length) fact.questions = p.questions.map(String);
   const project = p.project === undefined || p.project === null ? projectKey(cwd) : p.project;
