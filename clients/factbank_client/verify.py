@@ -519,10 +519,16 @@ class TreeRepo(Repo):
     rev: str = "HEAD"
     renames_map: dict[str, str] = field(default_factory=dict)
     limit: int = safefs.MAX_READ
+    # The files the change touched, as they are named after it: where a symbol that left
+    # its file is looked for (check_symbol), instead of the working tree's changes.
+    changed_paths: list[str] = field(default_factory=list)
     _blobs: dict[str, bytes | Exception] = field(default_factory=dict)
 
     def renames(self, commit: str | None) -> dict[str, str]:
         return self.renames_map
+
+    def changed(self, commit: str | None) -> list[str]:
+        return [p for p in self.changed_paths if schema.symbol_language(p)]
 
     def ignored(self, rel: str) -> bool:
         return False  # a tracked file: the same on every machine, evidence for everyone
@@ -586,7 +592,9 @@ class Change:
 
     def after(self) -> TreeRepo:
         if "after" not in self._trees:
-            self._trees["after"] = TreeRepo(self.root, rev=self.head, renames_map=self.renames)
+            self._trees["after"] = TreeRepo(
+                self.root, rev=self.head, renames_map=self.renames,
+                changed_paths=sorted({self.renames.get(p, p) for p in self.touched}))
         return self._trees["after"]
 
 
@@ -720,6 +728,8 @@ def effect_of(fact: dict, change: Change) -> Effect:
         if before.verdict == "stale":
             return Effect(fid, "unaffected", loc, reason="its quote was already gone before "
                           "this change (`factbank verify` marks it on the next run)", **common)
+        if schema.split_symbol(loc) is not None:  # a symbol: its body, not a line
+            return Effect(fid, "stale", loc, reason=after.reason, **common)
         line = fp.get("line") or (int(m.group("start")) if m.group("start") else None)
         mapped = _follow(change, path, before.location or loc, line)
         if mapped is None:

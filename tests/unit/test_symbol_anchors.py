@@ -313,3 +313,35 @@ def test_the_hook_process_finds_the_grammars_without_site(tmp_path: Path) -> Non
     assert out.returncode == 0, out.stderr
     state, why = json.loads(out.stdout)
     assert state == "not-holding" and "its body changed" in why, why
+
+
+# --- a change before it merges: verify --diff ----------------------------------------------
+
+
+def test_diff_says_which_symbol_facts_a_change_stales_moves_or_leaves(tmp_path: Path) -> None:
+    from factbank_client.verify import change_of, effect_of
+
+    repo, rel, _, _, _, text = _case(CASES[0], tmp_path)  # Python
+    git(repo, "tag", "base")
+    facts = {
+        "body": _fact(repo, f"{rel}::RetryPolicy.Budget.spend", "self.tokens -= 1", 1),
+        "drift": _fact(repo, f"{rel}::RetryPolicy.backoff",
+                       "delay = min(self.cap, self.base * 2 ** attempt)", 2),
+        "moved": _fact(repo, f"{rel}::fetch_with_retry", "return await client.get(url)", 3),
+        "same": _fact(repo, f"{rel}::RetryPolicy.none", "return RetryPolicy(attempts=1)", 4),
+    }
+    cut = text.index("async def fetch_with_retry(")
+    (repo / rel).write_text("# a header\n\n" + text[:cut].replace(
+        "if self.tokens <= 0:", "if self.tokens < 1:"))
+    (repo / "src" / "fetch.py").write_text("import time\n\n\n" + text[cut:])
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "the change")
+    change = change_of(repo, "base..HEAD")
+    got = {k: effect_of(f, change) for k, f in facts.items()}
+    assert got["body"].effect == "stale" and "body changed" in (got["body"].reason or "")
+    assert got["moved"].effect == "moved"
+    assert got["moved"].new_location == "src/fetch.py::fetch_with_retry"
+    assert got["drift"].effect == "unaffected" and got["same"].effect == "unaffected"
+    # Nothing was read from the working tree: an uncommitted edit there changes nothing.
+    (repo / rel).write_text("")
+    assert effect_of(facts["drift"], change_of(repo, "base..HEAD")).effect == "unaffected"
