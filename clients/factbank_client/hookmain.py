@@ -154,7 +154,7 @@ def inject(kind: str, session_id: str, project: str | None, prompt: str | None,
     def ask(bank: str) -> None:
         headers = {"Authorization": f"Bearer {cfg.tokens[bank]}", "X-Factbank-Agent": agent,
                    **written.headers(cfg.url, bank)}  # read-your-writes over a replica
-        held = withheld.get(bank)
+        held = _ids(withheld.get(bank))
         try:
             data = minihttp.post_json(url, {**body, "withheld": held} if held else body,
                                       headers, deadline)
@@ -195,18 +195,27 @@ def checked(answers: dict, replies: dict, withheld: dict, root: str, session_id:
         return
     from factbank_client import worktree
 
+    left = worktree.check_answers(replies, root)
     changed = False
     for bank, data in replies.items():
-        text, out, _ = worktree.filter_block(answers[bank], data.get("sources") or [], root)
-        answers[bank] = text
-        shown = {int(i) for i in data.get("facts") or () if isinstance(i, int)} - set(out)
-        before = [i for i in withheld.get(bank) or () if isinstance(i, int)]
+        answers[bank] = str(data.get("text") or "").strip()
+        out = left.get(bank, [])
+        shown = {i for i in data.get("facts") or () if isinstance(i, int)}
+        before = _ids(withheld.get(bank))
         now = list(dict.fromkeys([*(i for i in before if i not in shown), *out]))[-200:]
         if now != before:
             withheld[bank] = now
             changed = True
     if changed:
         _state().save(session_id, {b: ids for b, ids in withheld.items() if ids}, "withheld")
+
+
+def _ids(value: object) -> list[int]:
+    """The fact ids a state file holds for a bank (anything else in it is ignored: a bad
+    `withheld` would cost that bank its block, a 400)."""
+    if not isinstance(value, list):
+        return []
+    return [i for i in value if isinstance(i, int) and not isinstance(i, bool) and i > 0][-200:]
 
 
 def root_of(data: dict) -> str | None:

@@ -176,3 +176,20 @@ def test_pre_push_hook_warns_and_blocks_only_when_asked(env, capsys, tmp_path): 
     capsys.readouterr()
     assert main(["uninstall", "git"]) == 0
     assert not hook.exists() and not (env.repo / ".git" / "hooks" / "post-commit").exists()
+
+
+def test_inject_preview_shows_the_block_as_the_checked_hook_prints_it(env, capsys,  # noqa: F811
+                                                                      monkeypatch):
+    fid = add_file_fact(capsys, "The API listens on port 8080", "deploy/api.yaml:4",
+                        "port: 8080")["id"]
+    assert f"#{fid} (trust" in run(capsys, "inject-preview")[1]
+    (env.repo / "deploy" / "api.yaml").write_text("service: api\nport: 9090\n")  # uncommitted
+    code, out, _ = run(capsys, "inject-preview")
+    assert code == 0 and f"#{fid} (trust" not in out
+    assert f"- #{fid}: the quote is no longer at deploy/api.yaml:4" in out
+    data = json.loads(run(capsys, "inject-preview", "--json")[1])
+    assert fid not in data["facts"]
+    monkeypatch.setenv("FACTBANK_INJECT_CHECK", "0")
+    assert fid in json.loads(run(capsys, "inject-preview", "--json")[1])["facts"]
+    assert json.loads(run(capsys, "history", str(fid), "--json")[1])["fact"]["status"] == \
+        "active"

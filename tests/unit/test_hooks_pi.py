@@ -408,3 +408,48 @@ def test_pi_renders_bank_text_inert_as_the_python_client_does() -> None:
     assert got["inert"] == [inert(t) for t in texts_]
     assert got["lines"] == [render.fact_line(f, "team") for f in facts]
     assert all("\n" not in line and "\x1b" not in line for line in got["lines"])
+
+
+def test_pi_checks_the_block_against_the_working_tree_as_the_hooks_do(tmp_path: Path) -> None:
+    """Verify before inject in Pi: `checkHere` and `filterBlock` give worktree.py's answers on
+    a real repository (unchanged, drifted, edited, missing, binary, ignored, redacted), and
+    the same block text."""
+    from factbank_client import fingerprint, worktree
+
+    repo = tmp_path / "repo"
+    (repo / "deploy").mkdir(parents=True)
+    body = "service: api\nhost: 0.0.0.0\nport: 8080\n"
+    for name in ("same.yaml", "drift.yaml", "edit.yaml"):
+        (repo / "deploy" / name).write_text(body)
+    (repo / ".gitignore").write_text(".env\n")
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "init"]):
+        git(repo, *args)
+
+    def fact(fid: int, path: str, quote: str = "port: 8080") -> dict:
+        data = (repo / path).read_bytes() if (repo / path).exists() else b""
+        return {"id": fid, "source": {"kind": "file", "location": f"{path}:3"}, "quote": quote,
+                "fingerprint": fingerprint.build(data, path, 3, 3, repo) if data else None}
+
+    facts = [fact(1, "deploy/same.yaml"), fact(2, "deploy/drift.yaml"),
+             fact(3, "deploy/edit.yaml"), fact(4, "deploy/gone.yaml"),
+             fact(5, "deploy/same.yaml", "token: [REDACTED:api_key]"),
+             {"id": 6, "source": {"kind": "user", "location": ""}, "quote": "q"}]
+    (repo / "deploy" / "drift.yaml").write_text("# new\n\n" + body)
+    (repo / "deploy" / "edit.yaml").write_text(body.replace("8080", "9090"))
+    (repo / "blob.bin").write_bytes(b"\0port: 9090")
+    (repo / ".env").write_text("PORT=9090\n")
+    facts += [{"id": 7, "source": {"kind": "file", "location": "blob.bin"}, "quote": "8080"},
+              {"id": 8, "source": {"kind": "file", "location": ".env:1"}, "quote": "PORT=8080"}]
+    text = "\n".join(["[factbank] Remembered facts: context, not truth. (bank: personal)",
+                      *(f"- #{f['id']} (trust 0.75, project) claim {f['id']}" for f in facts)])
+    got = run_ts(f"""
+        const facts = {json.dumps(facts)};
+        result = {{states: facts.map((f) => m.checkHere(f, {json.dumps(str(repo))})[0]),
+                   block: m.filterBlock({json.dumps(text)}, facts, {json.dumps(str(repo))})}};
+    """)
+    assert isinstance(got, dict)
+    py = [worktree.check(f, repo)[0] for f in facts]
+    assert got["states"] == py
+    assert py == ["holds", "holds", "not-holding", "unknown", "unknown", "unknown", "unknown",
+                  "unknown"]
+    assert got["block"] == {"text": worktree.filter_block(text, facts, repo)[0], "left": [3]}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import uuid
@@ -20,10 +21,12 @@ from factbank_client.client import (
     IMPORT_CHUNK_FACTS,
     FactbankError,
     is_exported_fact,
+    merge_injections,
     new_fact,
     to_import_item,
 )
 from factbank_client.inert import inert_lines
+from factbank_client.project import repo_root
 from factbank_client.schema import ORIGINS, SOURCE_KINDS
 
 
@@ -354,7 +357,6 @@ def _fresh_quote(args) -> dict:
     fingerprint, checked against the file here like `add` checks it."""
     from factbank_client import fingerprint
     from factbank_client.client import QuoteNotFound, check_file_quote
-    from factbank_client.project import repo_root
 
     with common.client() as client:
         fact = call(client.get, args.id, bank=args.bank)
@@ -574,6 +576,14 @@ def cmd_inject_preview(args) -> int:
     with common.client() as client:
         data = call(client.inject, kind, session, project=common.project(args),
                     prompt=args.prompt, preview=True)
+    root = repo_root(Path.cwd())
+    if root is not None and os.environ.get("FACTBANK_INJECT_CHECK", "1") != "0":
+        # As the hooks print it: checked against this working tree first (worktree.py).
+        from factbank_client.worktree import check_answers
+
+        if check_answers(data["banks"], root):
+            data = {**merge_injections(list(data["banks"].items())),
+                    **({"errors": data["errors"]} if data.get("errors") else {})}
     if args.json:
         print_json(data)
         return 0
