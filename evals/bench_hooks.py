@@ -14,6 +14,11 @@ its row is what the harness waits for; the "recording child" row is that child's
 (run inline here: parse, buffer, send, conflicts left for the next hook), which nobody waits
 for but which the machine pays.
 
+The project's facts quote files of the bench repository, so the two block hooks run the
+working-tree check (verify before inject, factbank_client/worktree.py) on every run; each is
+paired, run by run, with a "working-tree check off" row (FACTBANK_INJECT_CHECK=0) timed in
+turn under the same load: the p50 difference is the check's cost (target: <= 5 ms).
+
 `--harness` adds the same rows for Gemini CLI, Qwen Code, Copilot CLI and OpenCode (issue 26):
 the command those installs register (`hooks.py <event> <harness>`) with that harness's own
 payload shape (as captured in tests/fixtures/harness-payloads), so the translation
@@ -36,6 +41,7 @@ from pathlib import Path
 import httpx
 
 from factbank.runtime.runner import free_port
+from factbank_client import fingerprint
 from factbank_client.installer import hook_script, python_exe
 from factbank_evals.metrics import percentile
 from factbank_evals.stack import running_stack
@@ -46,6 +52,24 @@ PROJECT = "github.com/acme/bench-api"
 HOOK = [python_exe(), "-I", "-S", hook_script()]
 HOOK_M = [python_exe(), "-m", "factbank_client.hooks"]
 
+# The project's facts quote files of the bench repository (FILES), so every session-start and
+# most prompt blocks carry facts the hook checks against the working tree before it prints
+# (verify before inject); the paired "check off" rows (FACTBANK_INJECT_CHECK=0) give its cost.
+FILES = {
+    "justfile": "build:\n    cargo build --release\n\ntest:\n    cargo test\n\n"
+                "migrate:\n    sqlx migrate run\n" + "".join(f"# recipe note {i}\n"
+                                                      for i in range(200)),
+    "deploy/staging.yaml": "service: bench-api\nport: 8443\nreplicas: 2\n"
+                           + "".join(f"env_{i}: value {i}\n" for i in range(400)),
+}
+FACT_SOURCES = {  # content -> (path, line, quote)
+    "bench-api builds with `just build` and tests with `just test`":
+        ("justfile", 1, "build:"),
+    "bench-api 的数据库迁移用 `just migrate`, 不要手动执行 SQL":
+        ("justfile", 7, "migrate:"),
+    "bench-api listens on port 8443 in staging and 8080 locally":
+        ("deploy/staging.yaml", 2, "port: 8443"),
+}
 FACTS = [
     ("project", PROJECT, "bench-api builds with `just build` and tests with `just test`",
      ["build", "构建", "just"]),
@@ -84,6 +108,9 @@ def make_home(root: Path, recall: str, ingest: str, token: str) -> tuple[dict, P
     (repo / ".git").mkdir(parents=True)
     (repo / ".git" / "config").write_text(
         '[remote "origin"]\n\turl = git@github.com:acme/bench-api.git\n')
+    for rel, text in FILES.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
     env = {"HOME": str(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
            "LANG": "C.UTF-8"}
     return env, repo
@@ -173,28 +200,44 @@ def timed(argv: list[str], stdin: bytes, env: dict, cwd: Path) -> tuple[float, f
 def measure(n: int, harnesses: tuple[str, ...] = ()) -> dict:
     rows: dict[str, dict] = {}
     with running_stack() as stack, tempfile.TemporaryDirectory() as tmp:
+        env, repo = make_home(Path(tmp), stack.recall, stack.ingest, stack.token)
         with httpx.Client(headers=stack.headers(), timeout=120) as http:
             for category, project, content, tags in FACTS:
                 body = {"content": content, "category": category, "tags": tags,
                         "source": {"kind": "user"}, "quote": content, "origin": "user"}
+                if content in FACT_SOURCES:
+                    rel, line, quote = FACT_SOURCES[content]
+                    data = (repo / rel).read_bytes()
+                    body.update(source={"kind": "file", "location": f"{rel}:{line}"},
+                                quote=quote, origin="verified",
+                                fingerprint=fingerprint.build(data, rel, line, line, repo))
                 if project:
                     body["project"] = project
                 http.post(stack.ingest + "/v1/facts", json=body).raise_for_status()
-        env, repo = make_home(Path(tmp), stack.recall, stack.ingest, stack.token)
         down_env, _ = make_home(Path(tmp) / "down", f"http://127.0.0.1:{free_port()}",
                                 stack.ingest, stack.token)
 
-        def series(name: str, runs: list[tuple[list[str], bytes, dict]]) -> None:
-            times, cpus, hits = [], [], 0
-            for argv, stdin, e in runs:
-                ms, cpu_ms, out = timed(argv, stdin, e, repo)
-                times.append(ms)
-                cpus.append(cpu_ms)
-                hits += bool(out.strip())
-            rows[name] = {"n": len(times), "p50_ms": round(statistics.median(times), 1),
-                          "p95_ms": round(percentile(times, 0.95), 1),
-                          "max_ms": round(max(times), 1),
-                          "cpu_p50_ms": round(statistics.median(cpus), 1), "printed": hits}
+        def series(name: str, runs: list[tuple[list[str], bytes, dict]],
+                   *more: tuple[str, list[tuple[list[str], bytes, dict]]]) -> None:
+            """Time `runs` as row `name`; with `more` (other rows' runs), run by run in turn,
+            so every row of the group sees the same load (an A/B in one sitting)."""
+            groups = [(name, runs), *more]
+            got: dict[str, tuple[list[float], list[float], list[bool]]] = {
+                g: ([], [], []) for g, _ in groups}
+            for i in range(max(len(r) for _, r in groups)):
+                for g, r in groups:
+                    if i < len(r):
+                        argv, stdin, e = r[i]
+                        ms, cpu_ms, out = timed(argv, stdin, e, repo)
+                        got[g][0].append(ms)
+                        got[g][1].append(cpu_ms)
+                        got[g][2].append(bool(out.strip()))
+            for g, (times, cpus, printed) in got.items():
+                rows[g] = {"n": len(times), "p50_ms": round(statistics.median(times), 1),
+                           "p95_ms": round(percentile(times, 0.95), 1),
+                           "max_ms": round(max(times), 1),
+                           "cpu_p50_ms": round(statistics.median(cpus), 1),
+                           "printed": sum(printed)}
 
         # warm the OS caches and the services (embedder, prepared statements)
         for _ in range(3):
@@ -205,13 +248,15 @@ def measure(n: int, harnesses: tuple[str, ...] = ()) -> dict:
 
         series("python -I -S (interpreter only)",
                [([python_exe(), "-I", "-S", "-c", "pass"], b"", env)] * n)
-        series("session-start", [([*HOOK, "session-start"],
-                                  payload("SessionStart", str(uuid.uuid4()), repo), env)
-                                 for _ in range(n)])
-        series("user-prompt-submit", [([*HOOK, "user-prompt-submit"],
-                                       payload("UserPromptSubmit", str(uuid.uuid4()), repo,
-                                               PROMPTS[i % len(PROMPTS)]), env)
-                                      for i in range(n)])
+        off = {**env, "FACTBANK_INJECT_CHECK": "0"}
+        for event, name in (("SessionStart", "session-start"),
+                            ("UserPromptSubmit", "user-prompt-submit")):
+            # Run by run in turn with the working-tree check off (same load): the p50
+            # difference of the two rows is what verify before inject costs.
+            runs = [([*HOOK, name], payload(event, str(uuid.uuid4()), repo,
+                                            PROMPTS[i % len(PROMPTS)]), e)
+                    for i in range(n) for e in (env, off)]
+            series(name, runs[0::2], (f"{name}, working-tree check off", runs[1::2]))
         series("stop", [([*HOOK, "stop"], payload("Stop", str(uuid.uuid4()), repo), env)
                         for _ in range(n)])
         claude = {**env, "CLAUDECODE": "1"}

@@ -26,6 +26,17 @@ Measured over every (step, fact) pair:
 * the grep control (principle 12): "stale when the quote is no longer in the file at the
   fact's original path", which knows nothing of moves or renames.
 
+Symbol anchors (docs/staleness.md#symbol-anchors). The repository also holds real-shaped
+code in each language with symbols (tests/fixtures/code: Python, TypeScript, JSX, Go, Rust),
+and facts anchored to 14 of its definitions (`src/retry.py::RetryPolicy.backoff`). The
+`CODE_SCRIPT` steps that follow drift every file's lines, reformat bodies (comments, blank
+lines, spacing), edit five bodies without touching the quoted line, move a function and a Go
+method to new files, rename a Python class, rename a Rust file and delete a method. Their
+truth is declared by each step (which fact it stales, where a fact now is), never computed by
+the parser under test. Measured: symbol precision/recall and location accuracy, beside two
+controls under the same truth: each symbol fact's **line-anchored twin** (the same quote at
+`path:line`, what a fact was before symbol anchors) and the grep control.
+
 `factbank eval staleness [--out DIR] [--json]` prints the table; the committed report is
 evals/reports/2026-12-01/staleness.{json,md}.
 """
@@ -150,19 +161,130 @@ SCRIPT: list[tuple[str, str, list[Callable[[World], None]]]] = [
 ]
 
 
+CODE_FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "code"
+# (fixture, path in the repository, [(key, symbol, a quote from its body)])
+CODE: list[tuple[str, str, list[tuple[str, str, str]]]] = [
+    ("retry.py", "src/retry.py", [
+        ("py.backoff", "RetryPolicy.backoff", "delay = min(self.cap, self.base * 2 ** attempt)"),
+        ("py.spend", "RetryPolicy.Budget.spend", "self.tokens -= 1"),
+        ("py.fetch", "fetch_with_retry", "return await client.get(url)")]),
+    ("retry.ts", "src/retry.ts", [
+        ("ts.delay", "RetryPolicy.delay",
+         "return this.jitter(Math.min(this.cap, 500 * 2 ** attempt));"),
+        ("ts.run", "RetryPolicy.run", "if (attempt + 1 >= this.attempts) throw err;"),
+        ("ts.withRetry", "withRetry", "return policy ? policy.run(run) : run();")]),
+    ("widget.jsx", "ui/widget.jsx", [
+        ("jsx.render", "Panel.render", "return <div>{this.props.title}</div>;"),
+        ("jsx.close", "Panel.handleClose", "this.props.onClose();")]),
+    ("retry.go", "retry/retry.go", [
+        ("go.backoff", "Policy.Backoff", "d := p.Base << n"),
+        ("go.do", "Do", "return ErrExhausted"),
+        ("go.push", "Stack.Push", "s.items = append(s.items, v)")]),
+    ("retry.rs", "src/retry.rs", [
+        ("rs.backoff", "RetryPolicy.backoff", "self.base * 2u32.pow(attempt)"),
+        ("rs.new", "RetryPolicy.new", "RetryPolicy { attempts, base: Duration::from_millis(500) }"),
+        ("rs.fmt", "RetryPolicy.fmt", 'write!(f, "{} attempts", self.attempts)')]),
+]
+
+
+def _replace(path: str, old: str, new: str) -> Callable[[World], None]:
+    """Replace the one occurrence of `old` in `path` (the step fails loudly if it is not
+    there exactly once: a fixture that changed must not make the truth silently wrong)."""
+    def op(w: World) -> None:
+        text = "\n".join(w.files[path]) + "\n"
+        if text.count(old) != 1:
+            raise AssertionError(f"{path}: {old!r} occurs {text.count(old)} times")
+        w.files[path] = text.replace(old, new).rstrip("\n").split("\n")
+        w.write(path)
+    return op
+
+
+def _prepend_all(w: World) -> None:
+    for _, path, _ in CODE:
+        mark = "#" if path.endswith(".py") else "//"
+        w.files[path][0:0] = [f"{mark} Generated header: do not edit.", f"{mark} (c) eval", ""]
+        w.write(path)
+
+
+def _move_out(path: str, start: str, end: str, to: str, head: str) -> Callable[[World], None]:
+    """Cut the text from `start` through `end` (both unique) out of `path` into a new file
+    `to`, after `head`."""
+    def op(w: World) -> None:
+        text = "\n".join(w.files[path]) + "\n"
+        a = text.index(start)
+        b = text.index(end, a) + len(end)
+        w.files[path] = (text[:a] + text[b:]).rstrip("\n").split("\n")
+        w.write(path)
+        w.files[to] = (head + text[a:b]).rstrip("\n").split("\n")
+        w.write(to)
+    return op
+
+
+# (name, what, operations, truth: fact key -> "stale" or its new location). One commit each.
+CODE_SCRIPT: list[tuple[str, str, list[Callable[[World], None]], dict[str, str]]] = [
+    ("code-drift", "three lines go in at the top of every code file", [_prepend_all], {}),
+    ("code-reformat", "comments, blank lines and spacing change inside four quoted symbols",
+     [_replace("src/retry.py", "        delay = min(", "        # capped, then jittered\n\n"
+               "        delay = min("),
+      _replace("retry/retry.go", "\tif d > MaxDelay {", "\t// never more than MaxDelay\n"
+               "\tif d > MaxDelay   {"),
+      _replace("src/retry.rs", "-> Duration {\n        self.base", "-> Duration {\n"
+               "        // doubling\n        self.base"),
+      _replace("src/retry.ts", "  delay(attempt: number): number {\n",
+               "  delay(attempt: number): number {\n    // doubling, capped\n\n")], {}),
+    ("code-body", "five bodies change on a line their fact does not quote",
+     [_replace("src/retry.py", "if self.tokens <= 0:", "if self.tokens < 1:"),
+      _replace("src/retry.ts", 'this.emit("retry", attempt);', 'this.emit("retry", attempt + 1);'),
+      _replace("retry/retry.go", "for n := 0; n < p.Attempts; n++ {",
+               "for n := 1; n < p.Attempts; n++ {"),
+      _replace("src/retry.rs", "pub fn new(attempts: u32) -> Self {\n",
+               "pub fn new(attempts: u32) -> Self {\n        let attempts = attempts.max(1);\n"),
+      _replace("ui/widget.jsx", "handleClose = () => {\n",
+               "handleClose = () => {\n    this.setState({ closed: true });\n")],
+     {"py.spend": "stale", "ts.run": "stale", "go.do": "stale", "rs.new": "stale",
+      "jsx.close": "stale"}),
+    ("code-move-file", "a Python function and a Go method move to new files",
+     [_move_out("src/retry.py", "async def fetch_with_retry(", "raise TransientError(url)\n",
+                "src/fetch.py", "from retry import RetryPolicy, TransientError\n\n\n"),
+      _move_out("retry/retry.go", "func (s *Stack[T]) Push(v T) {", "}\n",
+                "retry/stack.go", "package retry\n\n")],
+     {"py.fetch": "src/fetch.py::fetch_with_retry", "go.push": "retry/stack.go::Stack.Push"}),
+    ("code-rename-class", "a Python class is renamed; its methods' bodies stay",
+     [_replace("src/retry.py", "class RetryPolicy:", "class Backoff:")],
+     {"py.backoff": "src/retry.py::Backoff.backoff"}),
+    ("code-rename-file", "a Rust file is renamed (git mv)",
+     [_rename("src/retry.rs", "src/policy.rs")],
+     {"rs.backoff": "src/policy.rs::RetryPolicy.backoff",
+      "rs.fmt": "src/policy.rs::RetryPolicy.fmt"}),
+    ("code-delete", "a JSX method is deleted",
+     [_replace("ui/widget.jsx", "  render() {\n    return <div>{this.props.title}</div>;\n"
+               "  }\n", "")],
+     {"jsx.render": "stale"}),
+]
+
+
 @dataclass
 class Tracked:
     id: int
-    kind: str  # file | commit
+    kind: str  # file | commit | symbol | twin (a symbol fact's line-anchored twin)
     original: str  # path, or commit id
     text: str  # the quoted line, stripped (file facts)
     line: int = 0
     stale: bool = False  # the truth
     location: str = ""  # the true location while not stale
+    key: str = ""  # symbol and twin facts: CODE's key
 
 
-def _truth(w: World, facts: list[Tracked], reachable: Callable[[str], bool]) -> None:
+def _truth(w: World, facts: list[Tracked], reachable: Callable[[str], bool],
+           declared: dict[str, str] | None = None) -> None:
     for f in facts:
+        if f.kind in ("symbol", "twin"):  # what the step declared
+            said = (declared or {}).get(f.key)
+            if said == "stale":
+                f.stale = True
+            elif said and f.kind == "symbol" and not f.stale:
+                f.location = said
+            continue
         if f.stale:
             continue
         if f.kind == "commit":
@@ -184,6 +306,14 @@ def _grep_control(w: World, f: Tracked) -> bool:
         return False
     full = w.repo / f.original
     return not full.is_file() or f.text not in full.read_text("utf-8")
+
+
+def _add_code(w: World) -> None:
+    for fixture, path, _ in CODE:
+        w.files[path] = (CODE_FIXTURES / fixture).read_text("utf-8").rstrip("\n").split("\n")
+        w.write(path)
+    w.git("add", "-A")
+    w.git("commit", "-q", "-m", "code")
 
 
 def _counts(pred: dict[int, bool], truth: dict[int, bool]) -> tuple[int, int, int]:
@@ -211,8 +341,11 @@ def build_world(root: Path) -> World:
     return w
 
 
-def evaluate(stack: Any, *, steps: int | None = None, progress: bool = True) -> dict:
-    """Run the script against `stack` (evals/stack.py): the result the report shows."""
+def evaluate(stack: Any, *, steps: int | None = None, progress: bool = True,
+             code_only: bool = False) -> dict:
+    """Run the script against `stack` (evals/stack.py): the result the report shows.
+    `steps`: only the first N steps of SCRIPT (CODE_SCRIPT still follows unless steps is
+    given); `code_only`: CODE_SCRIPT alone."""
     from factbank_client.cli.staleness import run_verify
     from factbank_client.client import Client, new_fact
     from factbank_client.config import ClientConfig
@@ -249,6 +382,18 @@ def evaluate(stack: Any, *, steps: int | None = None, progress: bool = True) -> 
         main_sha = w.git("rev-parse", "HEAD")
         facts.append(Tracked(add("commit", main_sha, "init", "The repository began with init"),
                              "commit", main_sha, ""))
+        _add_code(w)
+        for _, path, symbols in CODE:
+            lines = w.files[path]
+            for key, name, quote in symbols:
+                loc = f"{path}::{name}"
+                facts.append(Tracked(add("file", loc, quote, f"In the code, {name} does: {quote}"),
+                                     "symbol", path, quote, location=loc, key=key))
+                line = next(i + 1 for i, x in enumerate(lines) if quote in x)
+                facts.append(Tracked(add("file", f"{path}:{line}", quote,
+                                         f"Line-anchored twin: {name} line reads {quote}"),
+                                     "twin", path, quote, line, location=f"{path}:{line}",
+                                     key=key))
 
         def reachable(sha: str) -> bool:
             return bool(w.git("branch", "--contains", sha)) if subprocess.run(
@@ -259,29 +404,49 @@ def evaluate(stack: Any, *, steps: int | None = None, progress: bool = True) -> 
         rows: list[dict] = []
         totals = {"tp": 0, "fp": 0, "fn": 0, "gtp": 0, "gfp": 0, "gfn": 0,
                   "relocated_ok": 0, "relocated_n": 0, "stale_injected": 0, "stale_asked": 0,
-                  "fresh_injected": 0, "fresh_asked": 0, "session_stale": 0}
+                  "fresh_injected": 0, "fresh_asked": 0, "session_stale": 0,
+                  "stp": 0, "sfp": 0, "sfn": 0, "ttp": 0, "tfp": 0, "tfn": 0,
+                  "sgtp": 0, "sgfp": 0, "sgfn": 0, "sym_ok": 0, "sym_n": 0}
+        plan = [(a, b, c, {}) for a, b, c in (SCRIPT[:steps] if steps else SCRIPT)]
+        if code_only:
+            plan = []
+        if code_only or not steps:
+            plan += CODE_SCRIPT
         try:
             os.chdir(w.repo)
-            for n, (name, what, ops) in enumerate(SCRIPT[:steps] if steps else SCRIPT):
+            for n, (name, what, ops, declared) in enumerate(plan):
                 for op in ops:
                     op(w)
                 if name != "branch-deleted":
                     w.git("add", "-A")
                     w.git("commit", "-q", "-m", name)
-                _truth(w, facts, reachable)
+                _truth(w, facts, reachable, declared)
                 run_verify(client, w.repo, PROJECT)
                 stored = {int(f["id"]): f for f in client.list_facts(
                     project=PROJECT, statuses=["active", "stale"])}
-                truth = {f.id: f.stale for f in facts}
-                pred = {f.id: stored[f.id]["status"] == "stale" for f in facts}
-                grep = {f.id: _grep_control(w, f) for f in facts}
+                judged = [f for f in facts if f.kind != "twin"]
+                truth = {f.id: f.stale for f in judged}
+                pred = {f.id: stored[f.id]["status"] == "stale" for f in judged}
+                grep = {f.id: _grep_control(w, f) for f in judged}
                 tp, fp, fn = _counts(pred, truth)
                 gtp, gfp, gfn = _counts(grep, truth)
                 moved_ok = [f for f in facts if f.kind == "file" and not f.stale]
                 ok = sum(1 for f in moved_ok if stored[f.id]["source"]["location"] == f.location)
+                # Symbol facts, and their line-anchored twins under the same truth.
+                sym = [f for f in facts if f.kind == "symbol"]
+                twins = [f for f in facts if f.kind == "twin"]
+                stp, sfp, sfn = _counts({f.id: pred[f.id] for f in sym},
+                                        {f.id: truth[f.id] for f in sym})
+                sgtp, sgfp, sgfn = _counts({f.id: grep[f.id] for f in sym},
+                                           {f.id: truth[f.id] for f in sym})
+                ttp, tfp, tfn = _counts({f.id: stored[f.id]["status"] == "stale" for f in twins},
+                                        {f.id: f.stale for f in twins})
+                sym_live = [f for f in sym if not f.stale]
+                sym_ok = sum(1 for f in sym_live
+                             if stored[f.id]["source"]["location"] == f.location)
                 injected_stale = injected_fresh = 0
-                stale_facts = [f for f in facts if f.stale]
-                fresh_facts = [f for f in facts if not f.stale]
+                stale_facts = [f for f in judged if f.stale]
+                fresh_facts = [f for f in judged if not f.stale]
                 for f in stale_facts + fresh_facts:
                     # a fresh session each ask: "at most once per session" is kept in Redis,
                     # which outlives a run
@@ -299,7 +464,11 @@ def evaluate(stack: Any, *, steps: int | None = None, progress: bool = True) -> 
                        "grep_fn": gfn, "relocated_ok": ok, "relocated_n": len(moved_ok),
                        "stale_injected": injected_stale, "stale_asked": len(stale_facts),
                        "fresh_injected": injected_fresh, "fresh_asked": len(fresh_facts),
-                       "session_stale": session_stale}
+                       "session_stale": session_stale,
+                       "symbol_stale_truth": sum(1 for f in sym if f.stale),
+                       "stp": stp, "sfp": sfp, "sfn": sfn, "ttp": ttp, "tfp": tfp, "tfn": tfn,
+                       "sgtp": sgtp, "sgfp": sgfp, "sgfn": sgfn,
+                       "sym_ok": sym_ok, "sym_n": len(sym_live)}
                 rows.append(row)
                 for k in totals:
                     src = {"gtp": "grep_tp", "gfp": "grep_fp", "gfn": "grep_fn"}.get(k, k)
@@ -311,8 +480,22 @@ def evaluate(stack: Any, *, steps: int | None = None, progress: bool = True) -> 
             os.chdir(cwd)
     p, r = _pr(totals["tp"], totals["fp"], totals["fn"])
     gp, gr = _pr(totals["gtp"], totals["gfp"], totals["gfn"])
+    sp, sr = _pr(totals["stp"], totals["sfp"], totals["sfn"])
+    tp_, tr = _pr(totals["ttp"], totals["tfp"], totals["tfn"])
+    sgp, sgr = _pr(totals["sgtp"], totals["sgfp"], totals["sgfn"])
     return {
         "facts": len(facts), "steps": rows,
+        "symbols": {
+            "facts": sum(1 for f in facts if f.kind == "symbol"),
+            "precision": round(sp, 4), "recall": round(sr, 4),
+            "location_accuracy": round(totals["sym_ok"] / totals["sym_n"], 4)
+            if totals["sym_n"] else 1.0,
+            "twin_precision": round(tp_, 4), "twin_recall": round(tr, 4),
+            "grep_precision": round(sgp, 4), "grep_recall": round(sgr, 4),
+            "tp": totals["stp"], "fp": totals["sfp"], "fn": totals["sfn"],
+            "twin_tp": totals["ttp"], "twin_fp": totals["tfp"], "twin_fn": totals["tfn"],
+            "grep_tp": totals["sgtp"], "grep_fp": totals["sgfp"], "grep_fn": totals["sgfn"],
+        },
         "summary": {
             "stale_precision": round(p, 4), "stale_recall": round(r, 4),
             "grep_precision": round(gp, 4), "grep_recall": round(gr, 4),
@@ -411,6 +594,23 @@ def format_table(result: dict) -> str:
             f"{len(result['steps'])} session blocks) | - | 0 |",
             f"| fresh facts injected (control) | {s['fresh_injected']} of {s['fresh_asked']} "
             "prompts | - | > 0 |"]
+    y = result.get("symbols")
+    code = [r for r in result["steps"] if r["step"].startswith("code-")]
+    if y and code:
+        out += ["", f"Symbol-anchored facts ({y['facts']}; Python, TypeScript, JSX, Go, Rust), "
+                "against their line-anchored twins and grep under the same truth:", "",
+                "| step | symbol facts stale (truth) | symbol tp/fp/fn | line twin tp/fp/fn | "
+                "grep tp/fp/fn | symbol located right |", "|---|---|---|---|---|---|"]
+        out += [f"| {r['step']} | {r['symbol_stale_truth']} | {r['stp']}/{r['sfp']}/{r['sfn']} "
+                f"| {r['ttp']}/{r['tfp']}/{r['tfn']} | {r['sgtp']}/{r['sgfp']}/{r['sgfn']} | "
+                f"{r['sym_ok']}/{r['sym_n']} |" for r in code]
+        out += ["", "| measure | symbol anchors | line twins | grep control | target |",
+                "|---|---|---|---|---|",
+                f"| stale precision | {y['precision']:.2f} | {y['twin_precision']:.2f} | "
+                f"{y['grep_precision']:.2f} | 1.00 |",
+                f"| stale recall | {y['recall']:.2f} | {y['twin_recall']:.2f} | "
+                f"{y['grep_recall']:.2f} | 1.00 |",
+                f"| location accuracy | {y['location_accuracy']:.2f} | - | - | 1.00 |"]
     return "\n".join(out)
 
 

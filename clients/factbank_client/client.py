@@ -12,7 +12,6 @@ This module talks HTTP only; it never imports the server packages.
 
 from __future__ import annotations
 
-import bisect
 import json
 import os
 import re
@@ -24,9 +23,10 @@ from typing import Any
 
 import httpx
 
-from factbank_client import fingerprint, safefs, written
+from factbank_client import fingerprint, safefs, schema, written
 from factbank_client.config import ClientConfig
 from factbank_client.project import repo_root
+from factbank_client.worktree import quote_spans
 
 AGENT_HEADER = "X-Factbank-Agent"
 # Connect fast (a down service should fail in seconds), read patiently (the first write of a
@@ -822,44 +822,13 @@ class QuoteCheck:
     spans: list[tuple[int, int]] = field(default_factory=list)
     path: Path | None = None  # the file that was read (its real path)
     data: bytes | None = None  # its bytes, as read (the fingerprint hashes these, not a re-read)
+    # A symbol source (`path::Qualified.name`): the definition, with its digest
+    # (factbank_client/code/anchor.py); the fingerprint records it.
+    symbol: Any = None
 
 
 class QuoteNotFound(FactbankError):
     """The quote is not in the file the fact cites: the fact would be unverifiable."""
-
-
-def _words_with_lines(text: str) -> tuple[str, list[int], list[int]]:
-    """The text with all whitespace collapsed, each word's offset in it, and its line."""
-    words, offsets, lines = [], [], []
-    pos = 0
-    line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
-    li = 0
-    for m in re.finditer(r"\S+", text):
-        while li + 1 < len(line_starts) and line_starts[li + 1] <= m.start():
-            li += 1
-        words.append(m.group())
-        offsets.append(pos)
-        lines.append(li + 1)
-        pos += len(m.group()) + 1
-    return " ".join(words), offsets, lines
-
-
-def quote_spans(text: str, quote: str) -> list[tuple[int, int]]:
-    """Every occurrence of `quote` in `text`, whitespace normalised, as (first line, last
-    line), 1-based, in file order. `factbank add` checks a quote with it and `factbank verify`
-    looks for the quote again with it, so both agree on what "still there" means."""
-    haystack, offsets, word_lines = _words_with_lines(text)
-    needle = " ".join(quote.split())
-    found: list[tuple[int, int]] = []
-    if not needle:
-        return found
-    start = haystack.find(needle)
-    while start != -1:
-        first = bisect.bisect_right(offsets, start) - 1
-        last = bisect.bisect_right(offsets, start + len(needle) - 1) - 1
-        found.append((word_lines[max(first, 0)], word_lines[max(last, 0)]))
-        start = haystack.find(needle, start + 1)
-    return found
 
 
 def check_file_quote(location: str, quote: str, *, cwd: Path | None = None,
@@ -874,7 +843,11 @@ def check_file_quote(location: str, quote: str, *, cwd: Path | None = None,
     one, inside `cwd`), never through a link that leaves it, never `~`, `.git`, a NUL byte or
     an overlong path; `location` may come from the bank (a confirm's fact) or an agent, and
     whether a quote is in a file outside the repository is not theirs to learn.
+
+    A symbol source, `path::Qualified.name`, is checked by `check_symbol_quote`.
     """
+    if schema.split_symbol(location) is not None:
+        return check_symbol_quote(location, quote, cwd=cwd, root=root)
     m = _LOCATION.match(location.strip())
     if not m or not quote.strip():
         raise QuoteNotFound(f"source {location!r}: need a file path and a quote")
@@ -922,5 +895,46 @@ def check_file_quote(location: str, quote: str, *, cwd: Path | None = None,
         suffix = ""
     where = fingerprint.relative(path, root) or raw_path
     return QuoteCheck(location=where + suffix, lines=lines, spans=found, path=path, data=data)
+
+
+def check_symbol_quote(location: str, quote: str, *, cwd: Path | None = None,
+                       root: Path | None = None) -> QuoteCheck:
+    """Check a symbol source, `path::Qualified.name` (docs/staleness.md#symbol-anchors): the
+    file is one of a language with symbols, the symbol is defined in it, and the quote is
+    inside the symbol's own lines (whitespace normalised). Every refusal names `source` or
+    `quote`. The file is read as `check_file_quote` reads it (safefs)."""
+    if problem := schema.symbol_problem(location):
+        raise QuoteNotFound(f"source: {problem}")
+    raw_path, name = schema.split_symbol(location) or ("", "")
+    if not quote.strip():
+        raise QuoteNotFound("quote: a verbatim quote from the symbol's own lines is required")
+    base = cwd or Path.cwd()
+    try:
+        path, data = safefs.read(root or base, raw_path, base=base)
+    except safefs.UnsafePath as exc:
+        raise QuoteNotFound(f"source file not read: {exc}") from None
+    except FileNotFoundError:
+        raise QuoteNotFound(f"source file not found: {raw_path}") from None
+    except OSError as exc:
+        raise QuoteNotFound(f"cannot read {raw_path}: {exc.strerror or exc}") from exc
+    try:
+        from factbank_client.code import anchor
+    except ImportError:  # the light client without the grammars
+        raise QuoteNotFound("source: symbol anchors need the tree-sitter grammars, which "
+                            "come with factbank: reinstall it (or cite path:line)") from None
+    try:
+        sym = anchor.resolve(data, raw_path, name)
+    except anchor.SymbolNotFound as exc:
+        raise QuoteNotFound(f"source: {exc}") from None
+    found = [(a, b) for a, b in quote_spans(data.decode("utf-8", errors="replace"), quote)
+             if a >= sym.start_line and b <= sym.end_line]
+    if not found:
+        raise QuoteNotFound(f"quote: the quote is not in {name} ({raw_path}:{sym.start_line}-"
+                            f"{sym.end_line}, whitespace normalised); quote the symbol's own "
+                            "lines verbatim")
+    where = fingerprint.relative(path, root) or raw_path
+    return QuoteCheck(location=f"{where}{schema.SYMBOL_SEPARATOR}{name}",
+                      lines=sorted({a for a, _ in found}), spans=found, path=path, data=data,
+                      symbol=sym)
 
 

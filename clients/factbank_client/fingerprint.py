@@ -19,6 +19,9 @@ The fields (the server's `Fingerprint`, services/factbank/models.py):
 * `commit`: HEAD when the file is in a git repository, and `dirty` when the file differed
   from HEAD's version (uncommitted edits, or not tracked). For a `commit` source, the commit
   itself (resolved to its full id when the repository has it).
+* `symbol`, `symbol_sha256`: for a symbol source (`path::Qualified.name`), the symbol and the
+  sha256 of its normalised text (code/anchor.py); `line`, `lines` and `quote_sha256` are then
+  the symbol's whole span.
 
 Git is asked once per fact (`git rev-parse HEAD HEAD:<path>`, 3-6 ms); the hashes are read
 from the bytes here. Nothing is raised: a fact without a fingerprint is still a fact (verify
@@ -139,8 +142,22 @@ def for_file(check: Any, root: Path | None) -> dict[str, Any] | None:
         return None
     rel = relative(path, root)
     first, last = spans[0]
-    return build(data, rel if rel is not None else str(path), first, last,
-                 root if rel is not None else None)
+    symbol = getattr(check, "symbol", None)
+    if symbol is not None:
+        first, last = symbol.start_line, symbol.end_line
+    fp = build(data, rel if rel is not None else str(path), first, last,
+               root if rel is not None else None)
+    return with_symbol(fp, symbol)
+
+
+def with_symbol(fp: dict[str, Any], symbol: Any) -> dict[str, Any]:
+    """A symbol source's fingerprint (docs/staleness.md#symbol-anchors): `line`/`lines` and
+    `quote_sha256` are of the symbol's span, plus its name and the digest of its normalised
+    text (code/anchor.py), which is what verify compares."""
+    if symbol is not None:
+        fp["symbol"] = symbol.qualname
+        fp["symbol_sha256"] = symbol.digest
+    return fp
 
 
 def relative(path: Path, root: Path | None) -> str | None:

@@ -10,6 +10,14 @@ back, so the file returns byte for byte with its mode. Re-running `install` rewr
 script in place. The verify runs detached (`&` in a subshell, output appended to
 ~/.cache/factbank/verify.log): a commit never waits for it.
 
+`factbank install git --pre-push` adds a `pre-push` hook too (optional, the same rules): before
+a push it prints what the pushed commits would do to this repository's facts (`factbank verify
+--diff REMOTE...LOCAL`, docs/staleness.md): would go stale, would move, each with the command
+that settles it. It never blocks by default (a memory tool's opinion is no reason to refuse a
+push; the CI job is where a team enforces it); `FACTBANK_PRE_PUSH=block` refuses a push that
+would make a fact stale (`git push --no-verify` still pushes), and a bank that cannot be reached
+never blocks. `uninstall git` removes whichever of the two hooks is ours.
+
 What is ours is proved, not guessed (issue 21, A3): a hook is factbank's only when it is a
 regular file whose bytes are exactly what `script` writes for the interpreter and log it
 names. A hook that merely mentions MARKER, one the user edited, a symbolic link (committed,
@@ -36,6 +44,8 @@ from factbank_client.project import repo_root
 MARKER = "factbank-post-commit"
 HOOK = "post-commit"
 CHAINED = "post-commit.factbank-chained"
+PRE_PUSH = "pre-push"
+PRE_PUSH_MARKER = "factbank-pre-push"
 
 
 class GitInstallError(Exception):
@@ -60,6 +70,47 @@ if [ "${{FACTBANK_VERIFY:-1}}" != "0" ]; then
     >/dev/null 2>&1
 fi
 exit $status
+"""
+
+
+def pre_push_script(python: str) -> str:
+    """The pre-push hook: one `factbank verify --diff` per pushed ref, from what the remote
+    has (or, for a new branch, the remote's default branch) to what is pushed, reported on
+    stderr. Exit 1 only with FACTBANK_PRE_PUSH=block and a fact that would go stale."""
+    q = shlex.quote
+    chained = f"{PRE_PUSH}.factbank-chained"
+    return f"""#!/bin/sh
+# {PRE_PUSH_MARKER}: installed by `factbank install git --pre-push`; `factbank uninstall git`
+# removes it (and puts back the hook it chained, byte for byte). Reports the facts of this
+# repository that the pushed commits would make stale or move (`factbank verify --diff`).
+# FACTBANK_PRE_PUSH=block refuses such a push; FACTBANK_VERIFY=0 skips the check.
+input=$(cat)
+chained="$(dirname "$0")/{chained}"
+if [ -x "$chained" ]; then
+  printf '%s\n' "$input" | "$chained" "$@" || exit $?
+fi
+[ "${{FACTBANK_VERIFY:-1}}" = "0" ] && exit 0
+fail=never
+[ "${{FACTBANK_PRE_PUSH:-warn}}" = "block" ] && fail=stale
+printf '%s\n' "$input" | {{
+  rc=0
+  while read -r lref lsha rref rsha; do
+    case "$lsha" in *[!0]*) ;; *) continue ;; esac
+    case "$rsha" in
+      *[!0]*) base="$rsha" ;;
+      *) base=$(git rev-parse -q --verify "refs/remotes/$1/HEAD") || continue ;;
+    esac
+    {q(python)} -m factbank_client.cli.main verify --diff "$base...$lsha" --fail-on "$fail" \
+      </dev/null >&2
+    [ $? -eq 1 ] && rc=1
+  done
+  exit $rc
+}} || {{
+  echo "factbank: push refused (FACTBANK_PRE_PUSH=block): settle the facts above, or push" \
+    "with --no-verify" >&2
+  exit 1
+}}
+exit 0
 """
 
 
@@ -92,9 +143,13 @@ _RUN = re.compile(r"^  \( (.+) -m factbank_client\.cli\.main verify --quiet </de
                   r"2>&1 & \) \\$", re.M)
 
 
+_PUSH_RUN = re.compile(r"^    (.+) -m factbank_client\.cli\.main verify --diff ", re.M)
+
+
 def ours(path: Path) -> bool:
-    """Whether `path` is a regular file holding exactly the script `install` writes (for the
-    interpreter and log named in it): the proof that removing or replacing it loses nothing."""
+    """Whether `path` is a regular file holding exactly the script `install` writes for its
+    name (post-commit, or pre-push), for the interpreter (and log) named in it: the proof
+    that removing or replacing it loses nothing."""
     try:
         data = safefs.read_own(path)
     except (safefs.UnsafePath, OSError):
@@ -102,14 +157,18 @@ def ours(path: Path) -> bool:
     if data is None:
         return False
     text = data.decode("utf-8", "replace")
-    m = _RUN.search(text)
+    m = (_PUSH_RUN if path.name == PRE_PUSH else _RUN).search(text)
     if not m:
         return False
     try:
-        python, log = shlex.split(m.group(1)), shlex.split(m.group(2))
+        words = [shlex.split(g) for g in m.groups()]
     except ValueError:
         return False
-    return len(python) == 1 and len(log) == 1 and text == script(python[0], log[0])
+    if any(len(w) != 1 for w in words):
+        return False
+    if path.name == PRE_PUSH:
+        return text == pre_push_script(words[0][0])
+    return text == script(words[0][0], words[1][0])
 
 
 def _what(path: Path) -> str:
@@ -132,10 +191,18 @@ def _text(path: Path) -> str | None:
     return None if data is None else data.decode("utf-8", "replace")
 
 
-def install(cwd: Path, python: str, log: str, *, dry_run: bool = False) -> list[Step]:
+def install(cwd: Path, python: str, log: str, *, dry_run: bool = False,
+            pre_push: bool = False) -> list[Step]:
+    """The post-commit hook, and with `pre_push` the pre-push hook too."""
     d = hooks_dir(cwd)
-    hook, chained = d / HOOK, d / CHAINED
-    text = script(python, log)
+    steps = _install_one(d, HOOK, script(python, log), dry_run)
+    if pre_push:
+        steps += _install_one(d, PRE_PUSH, pre_push_script(python), dry_run)
+    return steps
+
+
+def _install_one(d: Path, name: str, text: str, dry_run: bool) -> list[Step]:
+    hook, chained = d / name, d / f"{name}.factbank-chained"
     steps: list[Step] = []
     current: str | None = None
     chaining = os.path.lexists(hook) and not ours(hook)
@@ -145,7 +212,8 @@ def install(cwd: Path, python: str, log: str, *, dry_run: bool = False) -> list[
         if os.path.lexists(chained):
             raise GitInstallError(f"{chained} exists already and {hook} is not factbank's: "
                                   "move one of them away first")
-        steps.append(Step("renamed", hook, f"to {CHAINED}: {_what(hook)}, kept and run first"))
+        steps.append(Step("renamed", hook, f"to {chained.name}: {_what(hook)}, kept and run "
+                                           "first"))
         if not dry_run:
             os.rename(hook, chained)  # the entry moves; a link's target is never opened
     elif os.path.lexists(hook):
@@ -168,8 +236,16 @@ def install(cwd: Path, python: str, log: str, *, dry_run: bool = False) -> list[
 
 
 def uninstall(cwd: Path, *, dry_run: bool = False) -> list[Step]:
+    """The post-commit hook, and the pre-push hook when it is ours."""
     d = hooks_dir(cwd)
-    hook, chained = d / HOOK, d / CHAINED
+    steps = _uninstall_one(d, HOOK, dry_run)
+    if ours(d / PRE_PUSH):
+        steps += _uninstall_one(d, PRE_PUSH, dry_run)
+    return steps
+
+
+def _uninstall_one(d: Path, name: str, dry_run: bool) -> list[Step]:
+    hook, chained = d / name, d / f"{name}.factbank-chained"
     if not ours(hook):
         return [Step("unchanged", hook, "not factbank's: nothing to uninstall"
                      if os.path.lexists(hook) else "nothing to uninstall")]
@@ -179,7 +255,8 @@ def uninstall(cwd: Path, *, dry_run: bool = False) -> list[Step]:
         back = _text(chained)
         if not dry_run:
             os.replace(chained, hook)  # a chained link comes back as the link it was
-        return [Step("restored", hook, f"{_what(chained)}, from {CHAINED}", old=text, new=back)]
+        return [Step("restored", hook, f"{_what(chained)}, from {chained.name}", old=text,
+                     new=back)]
     if not dry_run and not safefs.delete(hook, data):
         return [Step("unchanged", hook, "changed while uninstalling: left alone")]
     return [Step("deleted", hook, old=text)]

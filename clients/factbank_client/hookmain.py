@@ -129,10 +129,13 @@ def event_name(arg: str) -> str | None:
 
 
 def inject(kind: str, session_id: str, project: str | None, prompt: str | None,
-           agent: str, deadline: float) -> str:
+           agent: str, deadline: float, root: str | None = None) -> str:
     """The merged injection text from every configured bank ("" when nothing qualifies or
     nothing answered in time). Banks are asked in parallel; a failing bank is logged and
-    skipped. Texts are joined in bank order, personal first, like client.merge_injections."""
+    skipped. Texts are joined in bank order, personal first, like client.merge_injections.
+
+    With `root` (the repository the session works in), each block's facts that quote a file
+    of this project are checked against that working tree first (`checked`)."""
     from factbank_client import config, minihttp
 
     cfg = config.load()
@@ -143,17 +146,22 @@ def inject(kind: str, session_id: str, project: str | None, prompt: str | None,
             "banks": len(banks)}  # the server gives each bank its share of the budget
     url = cfg.recall_url + "/v1/inject"
     answers: dict[str, str] = {}
+    replies: dict[str, dict] = {}
+    withheld = _state().load(session_id, "withheld") if root else {}
 
     from factbank_client import written
 
     def ask(bank: str) -> None:
         headers = {"Authorization": f"Bearer {cfg.tokens[bank]}", "X-Factbank-Agent": agent,
                    **written.headers(cfg.url, bank)}  # read-your-writes over a replica
+        held = _ids(withheld.get(bank))
         try:
-            data = minihttp.post_json(url, body, headers, deadline)
+            data = minihttp.post_json(url, {**body, "withheld": held} if held else body,
+                                      headers, deadline)
             text = data.get("text") if isinstance(data, dict) else None
             if isinstance(text, str) and text.strip():
                 answers[bank] = text.strip()
+                replies[bank] = data
         except Exception as exc:  # one bank failing must not stop the others
             _log(f"inject {kind} bank={bank}: {exc}")
 
@@ -167,7 +175,64 @@ def inject(kind: str, session_id: str, project: str | None, prompt: str | None,
             t.start()
         for t in threads:
             t.join(max(0.0, deadline - time.monotonic()))
+    if root is not None and any(r.get("sources") for r in replies.values()):
+        checked(answers, replies, withheld, root, session_id, deadline)
     return "\n\n".join(answers[b] for b in banks if b in answers)
+
+
+CHECK_MARGIN = 0.05  # seconds of the deadline the working-tree check needs; else it is skipped
+
+
+def checked(answers: dict, replies: dict, withheld: dict, root: str, session_id: str,
+            deadline: float) -> None:
+    """Verify before inject (worktree.py): each bank's block loses the facts whose quote this
+    working tree no longer has, and names them. Their ids are kept in the session's
+    "withheld" state and sent with the next blocks, so the bank does not count them as seen:
+    a fact left out during an uncommitted edit comes back once the edit is reverted. The bank
+    is told nothing else (only a commit is evidence for the team)."""
+    if deadline - time.monotonic() < CHECK_MARGIN:
+        _log("inject: no time left for the working-tree check; blocks shown unchecked")
+        return
+    from factbank_client import worktree
+
+    left = worktree.check_answers(replies, root)
+    changed = False
+    for bank, data in replies.items():
+        answers[bank] = str(data.get("text") or "").strip()
+        out = left.get(bank, [])
+        shown = {i for i in data.get("facts") or () if isinstance(i, int)}
+        before = _ids(withheld.get(bank))
+        now = list(dict.fromkeys([*(i for i in before if i not in shown), *out]))[-200:]
+        if now != before:
+            withheld[bank] = now
+            changed = True
+    if changed:
+        _state().save(session_id, {b: ids for b, ids in withheld.items() if ids}, "withheld")
+
+
+def _ids(value: object) -> list[int]:
+    """The fact ids a state file holds for a bank (anything else in it is ignored: a bad
+    `withheld` would cost that bank its block, a 400)."""
+    if not isinstance(value, list):
+        return []
+    return [i for i in value if isinstance(i, int) and not isinstance(i, bool) and i > 0][-200:]
+
+
+def root_of(data: dict) -> str | None:
+    """The repository the session works in, for the working-tree check (None outside one,
+    or with FACTBANK_INJECT_CHECK=0)."""
+    if os.environ.get("FACTBANK_INJECT_CHECK", "1") == "0":
+        return None
+    from pathlib import Path
+
+    from factbank_client.project import repo_root
+
+    cwd = data.get("cwd") or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
+    try:
+        root = repo_root(Path(cwd))
+    except OSError:
+        return None
+    return str(root) if root is not None else None
 
 
 def project_of(data: dict) -> str | None:
@@ -208,7 +273,8 @@ def on_session_start(data: dict, deadline: float) -> dict | None:
         from factbank_client import hookrecord
 
         hookrecord.record_session_start(data, deadline)
-    text = inject("session", session_id, project_of(data), None, agent_name(data), deadline)
+    text = inject("session", session_id, project_of(data), None, agent_name(data), deadline,
+                  root_of(data))
     from factbank_client import hookverify
 
     if hookverify.wanted(str(data.get("cwd") or os.environ.get("CLAUDE_PROJECT_DIR") or "")):
@@ -247,7 +313,7 @@ def on_user_prompt_submit(data: dict, deadline: float) -> dict | None:
         return context_output("UserPromptSubmit",
                               "\n\n".join(t for t in (start, told, carried) if t))
     text = inject("prompt", session_id, project_of(data), prompt[:MAX_PROMPT_CHARS],
-                  agent_name(data), deadline)
+                  agent_name(data), deadline, root_of(data))
     return context_output("UserPromptSubmit",
                           "\n\n".join(t for t in (start, told, text, carried) if t))
 

@@ -199,6 +199,11 @@ def asset_text(*parts: str) -> str:
     return resources.files("factbank_client").joinpath("assets", *parts).read_text("utf-8")
 
 
+CODE_ARGS = ("-m", "factbank_client.cli.main", "code")
+# A symbol source's check and fingerprint for Pi's add (code/anchor.py's main).
+ANCHOR_ARGS = ("-m", "factbank_client.code.anchor")
+
+
 def pi_extension_text() -> str:
     """The Pi extension as installed: the asset with `tools.pi_shared()` (the tool texts and
     the wire constants) written in as a JSON literal where SHARED is declared."""
@@ -209,7 +214,11 @@ def pi_extension_text() -> str:
     # interpreter, with site (the CLI needs httpx).
     from factbank_client.hookverify import VERIFY_ARGS
 
-    shared = json.dumps({**tools.pi_shared(), "verifyCommand": [python_exe(), *VERIFY_ARGS]},
+    # The code tools run `factbank code ... --json`-less text answers with the same
+    # interpreter: the graph is local, as in the stdio MCP server.
+    shared = json.dumps({**tools.pi_shared(), "verifyCommand": [python_exe(), *VERIFY_ARGS],
+                         "codeCommand": [python_exe(), *CODE_ARGS],
+                         "anchorCommand": [python_exe(), *ANCHOR_ARGS]},
                         ensure_ascii=False, indent=2)
     return text.replace(PI_SHARED, "/* factbank:shared */ " + shared)
 

@@ -70,6 +70,12 @@ ProjectArg = Annotated[str | None, Field(description=_text("project"))]
 FactId = Annotated[int, Field(description=_text("id", "confirm"))]
 Reason = Annotated[str, Field(description=_text("reason", "confirm"))]
 
+# The code graph's parameters (find_callers, find_references, explain_symbol).
+SymbolArg = Annotated[str, Field(min_length=1, description=_text("symbol", "find_callers"))]
+CodeLimit = Annotated[int, Field(ge=1, le=500, description=_text("limit", "find_callers"))]
+SearchCodeQuery = Annotated[str, Field(min_length=1, description=_text("query", "search_code"))]
+SearchCodeLimit = Annotated[int, Field(ge=1, le=100, description=_text("limit", "search_code"))]
+
 ClientFor = Callable[[Context], Client]
 T = TypeVar("T")
 _LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -217,6 +223,9 @@ def build_server(client_for: ClientFor, *, local_files: bool,
                     to_member=to_member or None, files=files, fact_ids=fact_ids)
         return render.handoff_line(out, project)
 
+    if local_files:  # the code graph reads this machine's checkout: stdio only
+        _code_tools(server, client_for, default_project)
+
     for key in ("add", "supersede"):  # required in what the agent sees; checked in the tool
         schema = server._tool_manager.get_tool(key).parameters
         if "tags" not in schema.setdefault("required", []):
@@ -227,6 +236,46 @@ def build_server(client_for: ClientFor, *, local_files: bool,
             if "anyOf" in prop:  # list[str] | None: show the list
                 prop.update(next(a for a in prop.pop("anyOf") if a.get("type") == "array"))
     return server
+
+
+def _code_tools(server: MCPServer, client_for: ClientFor,
+                default_project: Callable[[], str | None]) -> None:
+    """find_callers, find_references, explain_symbol, search_code: the local code graph
+    (factbank_client/code), answered in the words `factbank code` prints."""
+
+    def tool(fn: Callable[..., str]) -> Callable[..., str]:
+        return server.tool(description=TEXTS.tools[fn.__name__].description,
+                           structured_output=False)(fn)
+
+    def answer(name: str, arg: str, limit: int, **kw: Any) -> str:
+        from factbank_client.code import answers
+
+        try:
+            out = answers.run(name, arg, cwd=Path.cwd(), limit=limit, **kw)
+        except (answers.IndexError_, ValueError) as exc:
+            raise ToolError(str(exc)) from None
+        return "\n".join(answers.text(out))
+
+    @tool
+    def find_callers(symbol: SymbolArg, limit: CodeLimit = 20) -> str:
+        return answer("callers", symbol, limit)
+
+    @tool
+    def find_references(symbol: SymbolArg, limit: CodeLimit = 20) -> str:
+        return answer("refs", symbol, limit)
+
+    @tool
+    def explain_symbol(symbol: SymbolArg, ctx: Context, project: ProjectArg = None) -> str:
+        try:
+            client = client_for(ctx)
+        except Exception:  # no bank configured: the code is still explained
+            client = None
+        return answer("explain", symbol, 20, client=client,
+                      project=default_project() if project is None else project or None)
+
+    @tool
+    def search_code(query: SearchCodeQuery, limit: SearchCodeLimit = 10) -> str:
+        return answer("search", query, limit)
 
 
 # --- stdio ---------------------------------------------------------------------------------

@@ -498,6 +498,75 @@ def verify_lines(report: Mapping) -> list[str]:
     return lines
 
 
+_EFFECT_TEXT = {"stale": "would go stale", "moved": "would move", "unknown": "cannot tell",
+                "unaffected": "unaffected"}
+
+
+def _diff_summary(report: Mapping) -> str:
+    c = report["counts"]
+    n = report["checked"]
+    return (f"{n} fact{'s' if n != 1 else ''} of {inert(report.get('project') or '-', 200)} "
+            f"checked against {inert(report['range'], 100)}: {c['stale']} would go stale, "
+            f"{c['moved']} would move, {c['unaffected']} unaffected"
+            + (f", {c['unknown']} cannot tell" if c["unknown"] else ""))
+
+
+def verify_diff_lines(report: Mapping) -> list[str]:
+    """`factbank verify --diff/--staged`: each fact the change affects, with the command that
+    settles it, then the counts."""
+    lines: list[str] = []
+    for r in report["facts"]:
+        what = _EFFECT_TEXT[r["effect"]]
+        if r["effect"] == "moved":
+            detail = f"{inert(r['location'], 500)} -> {inert(r['new_location'] or '', 500)}"
+        else:
+            detail = f"{inert(r['location'], 500)}: {inert(r.get('reason') or '')}"
+        lines.append(f"#{r['id']} {what}: {detail}")
+        if r.get("command"):
+            lines.append(f"    {inert(r['command'])}")
+    lines.append(_diff_summary(report))
+    return lines
+
+
+def _cell(text: str, limit: int = 200) -> str:
+    return inert(text, limit, markdown=True).replace("|", "\\|")
+
+
+def verify_diff_markdown(report: Mapping) -> str:
+    """The same report as a pull-request comment: a table of the affected facts (content cut
+    to 120 characters) and, in one code block, the command that supersedes or confirms each."""
+    c = report["counts"]
+    head = ("### factbank: " + (f"{c['stale']} fact{'s' if c['stale'] != 1 else ''} would go "
+                                "stale" if c["stale"] else "no fact would go stale")
+            + (f", {c['moved']} would move" if c["moved"] else ""))
+    out = ["<!-- factbank-verify -->", head, "", _cell(_diff_summary(report), 400) + ".", ""]
+    def table(rows: list) -> list[str]:
+        lines = ["| fact | source | after this change |", "|---|---|---|"]
+        for r in rows:
+            if r["effect"] == "moved":
+                after = f"would move to `{_cell(r['new_location'] or '')}`"
+            else:
+                after = f"**{_EFFECT_TEXT[r['effect']]}**: {_cell(r.get('reason') or '')}"
+            lines.append(f"| #{r['id']} {_cell(r.get('content') or '', 120)} | "
+                         f"`{_cell(r['location'])}` | {after} |")
+        commands = [inert(r["command"]) for r in rows if r.get("command")]
+        return lines + (["", "```sh", *commands, "```"] if commands else [])
+
+    urgent = [r for r in report["facts"] if r["effect"] in ("stale", "unknown")]
+    moved = [r for r in report["facts"] if r["effect"] == "moved"]
+    if urgent:
+        if any(r["effect"] == "stale" for r in urgent):
+            out += ["Supersede each fact that would go stale, on this branch (write the new "
+                    "claim; the quote given is the line that replaces the old one):", ""]
+        out += table(urgent)
+    if moved:
+        # Folded: `factbank verify` relocates them after the merge by itself.
+        out += ["", f"<details><summary>{len(moved)} fact{'s' if len(moved) != 1 else ''} "
+                "would move (relocated by factbank verify after the merge; to record it now, "
+                "confirm)</summary>", "", *table(moved), "", "</details>"]
+    return "\n".join(out) + "\n"
+
+
 def rule_candidate_lines(candidates: Sequence[Mapping]) -> list[str]:
     """`factbank rules candidates`: each claim, the projects it held in, its evidence."""
     if not candidates:

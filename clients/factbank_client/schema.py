@@ -30,3 +30,55 @@ MAX_QUESTIONS = 6
 # wants a few good facts, not a page).
 SEARCH_LIMIT = 5
 SEARCH_LIMIT_MAX = 20
+
+# A file source may name a symbol instead of a line: "src/net.py::RetryPolicy.backoff"
+# (docs/staleness.md#symbol-anchors). The fact then moves with the symbol and goes stale only
+# when the symbol's own text changes. The languages whose files can be parsed for symbols, by
+# file suffix (the client parses with tree-sitter: factbank_client/code/symbols.py; the server
+# only checks the shape, it never reads a file).
+SYMBOL_SEPARATOR = "::"
+SYMBOL_LANGUAGES: dict[str, str] = {
+    ".py": "python", ".pyi": "python",
+    ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascript",
+    ".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "tsx",
+    ".go": "go",
+    ".rs": "rust",
+}
+MAX_SYMBOL_CHARS = 300
+SYMBOL_EXAMPLE = "src/net.py::RetryPolicy.backoff"
+
+
+def split_symbol(location: str) -> tuple[str, str] | None:
+    """(path, qualified name) of a symbol location, None for any other location. The name is
+    what follows the first "::"; it is checked by `symbol_problem`."""
+    path, sep, name = location.strip().partition(SYMBOL_SEPARATOR)
+    return (path.strip(), name.strip()) if sep else None
+
+
+def symbol_language(path: str) -> str | None:
+    """The language of a file whose symbols can be anchored to, from its suffix."""
+    name = path.rsplit("/", 1)[-1]
+    dot = name.rfind(".")
+    return SYMBOL_LANGUAGES.get(name[dot:].lower()) if dot > 0 else None
+
+
+def symbol_problem(location: str) -> str | None:
+    """Why a symbol location is not one (None: it is, or it names no symbol). One check for
+    the server's gate and the client, so both refuse the same locations with the same words."""
+    parts = split_symbol(location)
+    if parts is None:
+        return None
+    path, name = parts
+    if not path or not name:
+        return f"a symbol source is path::Qualified.name, e.g. {SYMBOL_EXAMPLE}"
+    if len(name) > MAX_SYMBOL_CHARS:
+        return f"the symbol name is longer than {MAX_SYMBOL_CHARS} characters"
+    if ":" in name or any(c.isspace() for c in name) or name.startswith(".") \
+            or name.endswith(".") or ".." in name:
+        return (f"'{name}' is not a qualified name (dotted, no spaces or colons), e.g. "
+                f"{SYMBOL_EXAMPLE}")
+    if symbol_language(path) is None:
+        kinds = ", ".join(sorted(SYMBOL_LANGUAGES))
+        return (f"symbol anchors are for Python, JavaScript/TypeScript, Go and Rust files "
+                f"({kinds}); '{path}' is none of them: cite it as path:line instead")
+    return None

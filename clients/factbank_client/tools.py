@@ -44,6 +44,7 @@ class Tool:
     label: str
     description: str
     params: dict[str, str]  # parameter -> text, in the order the tool takes them
+    local: bool = False  # needs this machine's checkout (the code graph): not over HTTP
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,7 @@ def texts(harness: str) -> Texts:
                 raise ValueError(f"tools.toml: no text for parameter {param!r} of {key}")
             params[param] = fill(text, f"{key}.{param}")
         tools[key] = Tool(key, names[key], f"factbank {key}",
-                          fill(spec["description"], key), params)
+                          fill(spec["description"], key), params, bool(spec.get("local")))
     messages = {key: fill(text, key) for key, text in table.get("messages", {}).items()}
     instructions = own.get("instructions")
     return Texts(harness, tools, messages,

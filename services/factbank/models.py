@@ -9,7 +9,7 @@ import msgspec
 
 # The closed vocabularies the client also sends: one definition, in the wire contract module
 # (dependency-free; see its docstring for why the server imports it from the client package).
-from factbank_client.schema import Origin, SourceKind
+from factbank_client.schema import MAX_SYMBOL_CHARS, Origin, SourceKind
 
 Status = Literal["active", "superseded", "disputed", "stale", "deleted"]
 STATUSES: tuple[str, ...] = get_args(Status)
@@ -42,6 +42,13 @@ class Fingerprint(Strict):
     file_blob: BlobId | None = None  # `git hash-object`, or "sha256:<hex>" outside git
     commit: CommitId | None = None  # HEAD (dirty: the file differed from it), or the commit
     dirty: bool = False
+    # A symbol-anchored file source ("path::Qualified.name", docs/staleness.md#symbol-anchors):
+    # the symbol's name and the sha256 of its normalised text; `line`/`lines` are its span.
+    # Left out of the JSON when absent (UNSET), so a line-anchored fingerprint reads as before.
+    symbol: Annotated[str, msgspec.Meta(max_length=MAX_SYMBOL_CHARS)] | msgspec.UnsetType = (
+        msgspec.UNSET
+    )
+    symbol_sha256: Sha256Hex | msgspec.UnsetType = msgspec.UNSET
 
 
 class NewFact(Strict):
@@ -164,6 +171,21 @@ class InjectRequest(Strict):
     # The same block, changing nothing: no handoff delivered, no conflict marked told, no
     # fact counted as seen by the session (`factbank inject-preview`, issue 21).
     preview: bool = False
+    # Facts this client left out of its earlier blocks because its working tree no longer has
+    # their quote (verify before inject, docs/staleness.md): not shown, so not "seen".
+    withheld: Annotated[list[int], msgspec.Meta(max_length=200)] = msgspec.field(
+        default_factory=list
+    )
+
+
+class InjectSource(msgspec.Struct, kw_only=True):
+    """A fact of the block that quotes a file of the caller's project: what the hook checks
+    against the working tree before it shows the block (factbank_client/worktree.py)."""
+
+    id: int
+    source: Source
+    quote: str
+    fingerprint: Fingerprint | None = None
 
 
 class Injection(msgspec.Struct, kw_only=True):
@@ -172,6 +194,7 @@ class Injection(msgspec.Struct, kw_only=True):
     tokens: int
     bank: str
     degraded: str | None = None
+    sources: list[InjectSource] = msgspec.field(default_factory=list)
 
 
 # --- issue 16: sources change, facts follow ---------------------------------------------------

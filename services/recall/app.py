@@ -142,6 +142,7 @@ async def inject_block(
             share=data.banks,
             member_id=user.member_id,
             preview=data.preview,
+            withheld=set(data.withheld),
         )
     else:
         block = await inject.prompt_block(
@@ -154,6 +155,7 @@ async def inject_block(
             min_version(request),
             share=data.banks,
             preview=data.preview,
+            withheld=set(data.withheld),
         )
     degraded = (
         None
@@ -166,6 +168,7 @@ async def inject_block(
         tokens=block.tokens,
         bank=user.bank_name,
         degraded=degraded,
+        sources=block.sources,
     )
 
 

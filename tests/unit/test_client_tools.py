@@ -15,13 +15,16 @@ from factbank_client.tools import texts, tool_name
 from tests.unit.test_hooks_pi import run_ts
 
 
-def server():
-    return mcp_server.build_server(lambda _ctx: None, local_files=False)  # type: ignore[arg-type]
+def server(local_files: bool = True):
+    """The stdio server (local files: every tool, the code graph's included), or the
+    streamable-HTTP one (no checkout)."""
+    return mcp_server.build_server(lambda _ctx: None,  # type: ignore[arg-type]
+                                   local_files=local_files)
 
 
-async def mcp_tools() -> dict[str, dict]:
+async def mcp_tools(local_files: bool = True) -> dict[str, dict]:
     """The tool list as an MCP client receives it: name -> description and input schema."""
-    async with McpClient(server()) as client:
+    async with McpClient(server(local_files)) as client:
         listed = (await client.list_tools()).tools
     return {t.name: {"description": t.description, "schema": t.input_schema} for t in listed}
 
@@ -50,6 +53,15 @@ async def test_mcp_shows_exactly_the_table() -> None:
     limit = got["search"]["schema"]["properties"]["limit"]
     assert (limit["minimum"], limit["maximum"], limit["default"]) == (
         1, schema.SEARCH_LIMIT_MAX, schema.SEARCH_LIMIT)
+
+
+async def test_the_http_server_offers_every_tool_but_the_local_code_graph() -> None:
+    """The code graph reads the agent's own checkout; a shared HTTP server has none."""
+    table = tools._table()
+    local = [key for key, spec in table["tools"].items() if spec.get("local")]
+    assert local == ["find_callers", "find_references", "explain_symbol", "search_code"]
+    got = await mcp_tools(local_files=False)
+    assert list(got) == [key for key in table["tools"] if key not in local]
 
 
 def _pi_wording(text: str) -> str:

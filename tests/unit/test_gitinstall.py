@@ -107,6 +107,44 @@ def test_core_hooks_path_is_honoured_and_dry_run_writes_nothing(repo, tmp_path, 
     assert not (repo / ".githooks" / "post-commit").exists()
 
 
+def test_pre_push_hook_is_optional_chained_and_proved_ours(repo, tmp_path, capsys,
+                                                           monkeypatch):
+    """`install git --pre-push`: the hook runs `verify --diff` from what the remote has to
+    what is pushed (a real bare remote, a real push); an existing pre-push is chained (run
+    first, its refusal kept) and given back byte for byte; an edited copy of ours is not
+    ours; `--pre-push` without `git` is refused."""
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
+    git(repo, "remote", "add", "origin", str(remote))
+    git(repo, "push", "-q", "origin", "main")
+    hooks = repo / ".git" / "hooks"
+    original = b"#!/bin/sh\ncat > \"$(git rev-parse --git-dir)/theirs.txt\"\nexit 0\n"
+    (hooks / "pre-push").write_bytes(original)
+    (hooks / "pre-push").chmod(0o755)
+    python, ran = fake_python(tmp_path)
+    steps = gitinstall.install(repo, python, str(tmp_path / "v.log"), pre_push=True)
+    assert [s.action for s in steps] == ["created", "renamed", "created"]
+    assert gitinstall.ours(hooks / "pre-push") and gitinstall.ours(hooks / "post-commit")
+    pushed_from = git(repo, "rev-parse", "HEAD")
+    (repo / "a.txt").write_text("two\n")
+    git(repo, "commit", "-q", "-am", "change", env={**os.environ, "FACTBANK_VERIFY": "0"})
+    head = git(repo, "rev-parse", "HEAD")
+    git(repo, "push", "-q", "origin", "main")
+    assert f"refs/heads/main {head}" in (repo / ".git" / "theirs.txt").read_text()  # ran first
+    assert f"{repo} -m factbank_client.cli.main verify --diff {pushed_from}...{head} " \
+        "--fail-on never" in ran.read_text()
+    # An edited copy is foreign: never replaced nor removed as ours.
+    text = (hooks / "pre-push").read_text()
+    (hooks / "pre-push").write_text(text.replace("fail=never", "fail=stale"))
+    assert not gitinstall.ours(hooks / "pre-push")
+    (hooks / "pre-push").write_text(text)
+    assert [s.action for s in gitinstall.uninstall(repo)] == ["deleted", "restored"]
+    assert (hooks / "pre-push").read_bytes() == original
+    monkeypatch.chdir(repo)
+    assert main(["install", "claude", "--pre-push", "--dry-run"]) == 2
+    assert "--pre-push is a git hook" in capsys.readouterr().err
+
+
 def test_session_start_starts_verify_in_the_background(tmp_path, standin: StandIn):  # noqa: F811
     hook = HookEnv(tmp_path, standin.url, {"personal": "tok-personal"})
     standin.texts["tok-personal"] = "[factbank] Remembered facts: ..."

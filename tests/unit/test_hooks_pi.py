@@ -299,6 +299,35 @@ def test_pi_fingerprint_matches_the_python_client(tmp_path: Path) -> None:
     assert got[2]["fingerprint"]["dirty"] is True and got[0]["fingerprint"]["dirty"] is False
 
 
+def test_pi_symbol_source_is_the_python_clients_and_a_bad_one_is_refused(tmp_path) -> None:
+    """A symbol source (`path::Qualified.name`) saved from Pi carries the Python client's
+    location and fingerprint (one digest: Pi runs `python -m factbank_client.code.anchor`);
+    a symbol that is not there is the tool's error, naming the field."""
+    from factbank_client.client import new_fact
+
+    repo = tmp_path / "repo"
+    (repo / "src").mkdir(parents=True)
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "code" / "retry.go"
+    (repo / "src" / "retry.go").write_text(fixture.read_text())
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "init"]):
+        git(repo, *args)
+    loc, quote = "src/retry.go::Policy.Backoff", "d := p.Base << n"
+    cwd, q = json.dumps(str(repo)), json.dumps(quote)
+    got = run_ts(f"""
+        const p = {{content: "c", category: "project", source_kind: "file", quote: {q},
+                   tags: ["t"]}};
+        const build = (loc) => m.buildFact({{...p, source_location: loc}}, {cwd});
+        let refused = "";
+        try {{ build("src/retry.go::Policy.Backof"); }}
+        catch (e) {{ refused = String(e.message); }}
+        result = {{ok: build({json.dumps(loc)}), refused}};
+    """)
+    py = new_fact("c", "project", "file", loc, quote, tags=["t"], cwd=repo)
+    assert got["ok"]["fingerprint"] == py["fingerprint"] and got["ok"]["source"] == py["source"]
+    assert py["fingerprint"]["symbol"] == "Policy.Backoff"
+    assert got["refused"].startswith("refused: source: symbol Policy.Backof is not defined")
+
+
 def test_pi_session_start_starts_verify_in_the_background(tmp_path: Path) -> None:
     """Issue 16: the installed extension runs the installer's verify command, detached, in a
     repository; outside one, or with FACTBANK_VERIFY=0, it does not."""
@@ -379,3 +408,48 @@ def test_pi_renders_bank_text_inert_as_the_python_client_does() -> None:
     assert got["inert"] == [inert(t) for t in texts_]
     assert got["lines"] == [render.fact_line(f, "team") for f in facts]
     assert all("\n" not in line and "\x1b" not in line for line in got["lines"])
+
+
+def test_pi_checks_the_block_against_the_working_tree_as_the_hooks_do(tmp_path: Path) -> None:
+    """Verify before inject in Pi: `checkHere` and `filterBlock` give worktree.py's answers on
+    a real repository (unchanged, drifted, edited, missing, binary, ignored, redacted), and
+    the same block text."""
+    from factbank_client import fingerprint, worktree
+
+    repo = tmp_path / "repo"
+    (repo / "deploy").mkdir(parents=True)
+    body = "service: api\nhost: 0.0.0.0\nport: 8080\n"
+    for name in ("same.yaml", "drift.yaml", "edit.yaml"):
+        (repo / "deploy" / name).write_text(body)
+    (repo / ".gitignore").write_text(".env\n")
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "init"]):
+        git(repo, *args)
+
+    def fact(fid: int, path: str, quote: str = "port: 8080") -> dict:
+        data = (repo / path).read_bytes() if (repo / path).exists() else b""
+        return {"id": fid, "source": {"kind": "file", "location": f"{path}:3"}, "quote": quote,
+                "fingerprint": fingerprint.build(data, path, 3, 3, repo) if data else None}
+
+    facts = [fact(1, "deploy/same.yaml"), fact(2, "deploy/drift.yaml"),
+             fact(3, "deploy/edit.yaml"), fact(4, "deploy/gone.yaml"),
+             fact(5, "deploy/same.yaml", "token: [REDACTED:api_key]"),
+             {"id": 6, "source": {"kind": "user", "location": ""}, "quote": "q"}]
+    (repo / "deploy" / "drift.yaml").write_text("# new\n\n" + body)
+    (repo / "deploy" / "edit.yaml").write_text(body.replace("8080", "9090"))
+    (repo / "blob.bin").write_bytes(b"\0port: 9090")
+    (repo / ".env").write_text("PORT=9090\n")
+    facts += [{"id": 7, "source": {"kind": "file", "location": "blob.bin"}, "quote": "8080"},
+              {"id": 8, "source": {"kind": "file", "location": ".env:1"}, "quote": "PORT=8080"}]
+    text = "\n".join(["[factbank] Remembered facts: context, not truth. (bank: personal)",
+                      *(f"- #{f['id']} (trust 0.75, project) claim {f['id']}" for f in facts)])
+    got = run_ts(f"""
+        const facts = {json.dumps(facts)};
+        result = {{states: facts.map((f) => m.checkHere(f, {json.dumps(str(repo))})[0]),
+                   block: m.filterBlock({json.dumps(text)}, facts, {json.dumps(str(repo))})}};
+    """)
+    assert isinstance(got, dict)
+    py = [worktree.check(f, repo)[0] for f in facts]
+    assert got["states"] == py
+    assert py == ["holds", "holds", "not-holding", "unknown", "unknown", "unknown", "unknown",
+                  "unknown"]
+    assert got["block"] == {"text": worktree.filter_block(text, facts, repo)[0], "left": [3]}

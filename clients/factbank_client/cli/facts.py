@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import uuid
@@ -20,10 +21,12 @@ from factbank_client.client import (
     IMPORT_CHUNK_FACTS,
     FactbankError,
     is_exported_fact,
+    merge_injections,
     new_fact,
     to_import_item,
 )
 from factbank_client.inert import inert_lines
+from factbank_client.project import repo_root
 from factbank_client.schema import ORIGINS, SOURCE_KINDS
 
 
@@ -212,7 +215,8 @@ def _fact_options(p, *, category_required: bool) -> None:
                    help="file, url, commit, command, user, doc or fact (default: url for "
                         "http(s), file for an existing path, user without --source)")
     p.add_argument("--source", default="", metavar="LOCATION",
-                   help="path[:line], URL, commit SHA, command, or doc reference")
+                   help="path[:line], path::Class.method (a symbol in Python, JS/TS, Go or "
+                        "Rust: the fact follows it), URL, commit SHA, command, or doc reference")
     p.add_argument("--quote", required=category_required,
                    help="verbatim text from the source (for a file: checked here)")
     p.add_argument("--origin", choices=ORIGINS,
@@ -353,7 +357,6 @@ def _fresh_quote(args) -> dict:
     fingerprint, checked against the file here like `add` checks it."""
     from factbank_client import fingerprint
     from factbank_client.client import QuoteNotFound, check_file_quote
-    from factbank_client.project import repo_root
 
     with common.client() as client:
         fact = call(client.get, args.id, bank=args.bank)
@@ -573,6 +576,14 @@ def cmd_inject_preview(args) -> int:
     with common.client() as client:
         data = call(client.inject, kind, session, project=common.project(args),
                     prompt=args.prompt, preview=True)
+    root = repo_root(Path.cwd())
+    if root is not None and os.environ.get("FACTBANK_INJECT_CHECK", "1") != "0":
+        # As the hooks print it: checked against this working tree first (worktree.py).
+        from factbank_client.worktree import check_answers
+
+        if check_answers(data["banks"], root):
+            data = {**merge_injections(list(data["banks"].items())),
+                    **({"errors": data["errors"]} if data.get("errors") else {})}
     if args.json:
         print_json(data)
         return 0

@@ -35,6 +35,10 @@ def register(sub) -> None:
     p.add_argument("--trust", action="store_true",
                    help="Codex: mark factbank's hooks trusted (asks `codex app-server`)")
     p.add_argument("--codex-bin", default=None, help="the codex binary for --trust")
+    p.add_argument("--pre-push", action="store_true",
+                   help="git: also a pre-push hook that reports the facts the pushed commits "
+                        "would make stale (`factbank verify --diff`); FACTBANK_PRE_PUSH=block "
+                        "refuses such a push")
     add_json_flag(p)
     p.set_defaults(func=cmd_install)
     p = sub.add_parser("uninstall", help="remove exactly what `factbank install` added",
@@ -99,7 +103,8 @@ def _git(args, verb: str) -> None:
     try:
         if verb == "install":
             steps = gitinstall.install(Path.cwd(), installer.python_exe(), hookverify.log_path(),
-                                       dry_run=args.dry_run)
+                                       dry_run=args.dry_run,
+                                       pre_push=getattr(args, "pre_push", False))
         else:
             steps = gitinstall.uninstall(Path.cwd(), dry_run=args.dry_run)
     except gitinstall.GitInstallError as exc:
@@ -123,6 +128,8 @@ def _git(args, verb: str) -> None:
 def cmd_install(args) -> int:
     from factbank_client import installer
 
+    if args.pre_push and "git" not in args.harness:
+        raise CommandError("--pre-push is a git hook: `factbank install git --pre-push`")
     if "git" in args.harness:
         _git(args, "install")
         args.harness = [h for h in args.harness if h != "git"]

@@ -39,6 +39,22 @@ def register(sub) -> None:
         p.add_argument("--quiet", action="store_true",
                        help="print only the summary line, and do nothing when another verify "
                             "of this repository is running (what the hooks run)")
+        change = p.add_mutually_exclusive_group()
+        change.add_argument("--diff", metavar="BASE..HEAD",
+                            help="report only (the bank is not changed): the facts whose "
+                                 "quoted lines this range of commits touches, as they would "
+                                 "be after it: would go stale, would move, unaffected "
+                                 "(BASE...HEAD: from their merge base, as a pull request; "
+                                 "BASE alone: up to HEAD)")
+        change.add_argument("--staged", action="store_true",
+                            help="the same report for what is staged (the index over HEAD)")
+        p.add_argument("--markdown", action="store_true",
+                       help="with --diff/--staged: the report as Markdown for a pull-request "
+                            "comment, with the command that supersedes or confirms each fact")
+        p.add_argument("--fail-on", choices=("stale", "moved", "never"), default="stale",
+                       help="with --diff/--staged: exit 1 when a fact would go stale "
+                            "(stale, the default), also when one would move (moved), or "
+                            "never (report only); exit 2 when the check could not run")
 
     rules = sub.add_parser("rules", help="the rule-promotion gate: candidates, and proposals "
                            "a person merges (never applied)",
@@ -141,6 +157,78 @@ def run_verify(client, root: Path, project: str, *, include_stale: bool = False,
     return report
 
 
+def run_verify_diff(client, change, project: str, banks: list[str] | None = None) -> dict:
+    """What `change` (verify.Change) would do to every active file fact of `project` in each
+    bank: the report `--diff`/`--staged` prints. Nothing is sent to the bank."""
+    from factbank_client.verify import effect_of
+
+    labels = banks or list(client.banks)
+    effects = []
+    for label in labels:
+        for fact in client.list_facts(bank=label, project=project, statuses=["active"],
+                                      source_kinds=["file"]):
+            effect = effect_of(fact, change)
+            effect.bank = label
+            effects.append(effect)
+    return diff_report(effects, change, project, several_banks=len(labels) > 1)
+
+
+def diff_report(effects: list, change, project: str, *, several_banks: bool = False) -> dict:
+    from factbank_client.redact import redact
+    from factbank_client.verify import command_for
+
+    counts = {k: 0 for k in ("stale", "moved", "unaffected", "unknown")}
+    listed = []
+    for e in effects:
+        counts[e.effect] += 1
+        if e.effect == "unaffected" and not e.reason:
+            continue
+        row = asdict(e)
+        # The new text comes from the change itself: what a comment shows holds no secret.
+        for key in ("reason", "new_text"):
+            if row[key]:
+                row[key] = redact(row[key])
+        row["command"] = command_for(row, change.label, bank=e.bank if several_banks else None)
+        listed.append(row)
+    order = {"stale": 0, "moved": 1, "unknown": 2, "unaffected": 3}
+    listed.sort(key=lambda r: (order[r["effect"]], r["id"]))
+    return {"project": project, "range": change.label, "base": change.base,
+            "head": change.head or None, "checked": len(effects),
+            "touched_files": len(change.touched), "counts": counts, "facts": listed}
+
+
+def diff_exit(report: dict, fail_on: str) -> int:
+    """0: nothing the policy fails on; 1: a fact would go stale (or move, with
+    --fail-on moved). 2 (a CommandError) is a check that could not run."""
+    counts = report["counts"]
+    if fail_on == "never":
+        return 0
+    if counts["stale"] or (fail_on == "moved" and counts["moved"]):
+        return 1
+    return 0
+
+
+def cmd_verify_diff(args, root: Path, project: str) -> int:
+    from factbank_client.verify import ChangeError, change_of
+
+    if args.quiet or args.all:
+        raise CommandError("--diff/--staged report on a change: --quiet and --all are for "
+                           "the verify that updates the bank")
+    try:
+        change = change_of(root, args.diff, staged=args.staged)
+    except ChangeError as exc:
+        raise CommandError(f"--diff: {exc}") from None
+    with common.client() as client:
+        report = call(run_verify_diff, client, change, project,
+                      [args.bank] if args.bank else None)
+    report["exit"] = diff_exit(report, args.fail_on)
+    if args.markdown and not args.json:
+        print(render.verify_diff_markdown(report), end="")
+    else:
+        show(args, report, lambda: render.verify_diff_lines(report))
+    return report["exit"]
+
+
 def cmd_verify(args) -> int:
     root = repo_root(Path.cwd())
     if root is None:
@@ -148,6 +236,10 @@ def cmd_verify(args) -> int:
     project = common.project(args)
     if not project:
         raise CommandError("no project key here: pass --project")
+    if args.diff is not None or args.staged:
+        return cmd_verify_diff(args, root, project)
+    if args.markdown or args.fail_on != "stale":
+        raise CommandError("--markdown and --fail-on go with --diff or --staged")
     lock = _lock(root) if args.quiet else None
     if args.quiet and lock is None:
         return 0  # another verify of this repository is running: it covers this one

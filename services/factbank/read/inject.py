@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from factbank.models import Fact, Hit
+from factbank.models import Fact, Hit, InjectSource
 from factbank.read.search import Recall, search
 from factbank.read.tokenizer import cjk_share
 from factbank.store import facts, timeline
@@ -72,6 +72,29 @@ class Block:
     facts: list[int] = field(default_factory=list)
     tokens: int = 0
     skipped: list[int] = field(default_factory=list)
+    sources: list[InjectSource] = field(default_factory=list)
+
+
+# The source kinds the hook checks against its working tree before showing a block
+# (factbank_client/worktree.py CHECKED_KINDS): a fact of the caller's project quoting a file.
+CHECKED_KINDS = ("file",)
+
+
+def checkable(shown: list[int], pool: Sequence[Fact], project: str | None) -> list[InjectSource]:
+    """The facts of the block (`shown`) that quote a file of `project`: what the client checks
+    against the checkout in front of the agent before it shows them (verify before inject).
+    Only the caller's project: a file path means nothing in another repository."""
+    if not project or not shown:
+        return []
+    by_id = {f.id: f for f in pool}
+    out = []
+    for fid in shown:
+        f = by_id.get(fid)
+        if f is not None and f.project == project and f.source.kind in CHECKED_KINDS:
+            out.append(
+                InjectSource(id=f.id, source=f.source, quote=f.quote, fingerprint=f.fingerprint)
+            )
+    return out
 
 
 def assemble(lines: list[tuple[int, str]], budget: int, bank: str) -> Block:
@@ -110,6 +133,7 @@ async def session_block(
     share: int = 1,
     member_id: int | None = None,
     preview: bool = False,
+    withheld: Container[int] = (),
 ) -> Block:
     pool = await r.pool_for(bank_id, min_version)
     async with pool.acquire() as conn:
@@ -128,7 +152,11 @@ async def session_block(
         )
     now = datetime.now(UTC)
     seen = await r.cache.seen(bank_id, session_id)
-    candidates = [facts.to_fact(row, now) for row in rows if row["id"] not in seen]
+    candidates = [
+        facts.to_fact(row, now)
+        for row in rows
+        if row["id"] not in seen or row["id"] in withheld  # withheld: never shown
+    ]
     candidates = [f for f in candidates if _injectable(f)]
     budget = SESSION_BUDGET // share
     stale = await _stale_section(
@@ -139,15 +167,12 @@ async def session_block(
     )
     spent = sum(estimate_tokens(t) for t in (stale, recent) if t)
     block = assemble([(f.id, line_for(f)) for f in candidates], budget - spent, bank)
+    block.sources = checkable(block.facts, candidates, project)
     if not preview:
         await r.cache.mark_seen(bank_id, session_id, block.facts)
     if stale or recent:
-        block = Block(
-            text="\n".join(t for t in (block.text, stale, recent) if t),
-            facts=block.facts,
-            tokens=block.tokens + spent,
-            skipped=block.skipped,
-        )
+        block.text = "\n".join(t for t in (block.text, stale, recent) if t)
+        block.tokens += spent
     return block
 
 
@@ -404,6 +429,7 @@ async def prompt_block(
     min_version: int | None = None,
     share: int = 1,
     preview: bool = False,
+    withheld: Container[int] = (),
 ) -> Block:
     # The query's best hit must clear the gate; the others it brings need only be within
     # PROMPT_MARGIN of it on the ranking score (and above the companion floor).
@@ -416,6 +442,8 @@ async def prompt_block(
         min_version=min_version,
     )
     seen = await r.cache.seen(bank_id, session_id)
+    if withheld:  # left out by the client's working-tree check: never shown, so not seen
+        seen = {i for i in seen if i not in withheld}
     hits = prompt_hits(result.results, seen)
     told = await _told_section(r, bank_id, session_id, project, preview)
     spent = estimate_tokens(told) if told else 0
@@ -424,11 +452,12 @@ async def prompt_block(
         PROMPT_BUDGET // share - spent,
         bank,
     )
+    block.sources = checkable(block.facts, [h.fact for h in hits], project)
     if not preview:
         await r.cache.mark_seen(bank_id, session_id, block.facts)
     if told:
-        block = Block(text="\n".join(t for t in (told, block.text) if t), facts=block.facts,
-                      tokens=block.tokens + spent, skipped=block.skipped)
+        block.text = "\n".join(t for t in (told, block.text) if t)
+        block.tokens += spent
     return block
 
 

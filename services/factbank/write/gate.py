@@ -11,6 +11,11 @@ quote must be verbatim (whitespace normalised) from one cited fact's content. `c
 the ids; `check_citations` decides on the cited rows the caller read (the gate itself never
 touches the database). A fingerprint (what the client saw of a file or commit source) is only
 for `file` and `commit` sources; its path is redacted with the fact's other fields.
+
+A file source may name a symbol, `src/net.py::RetryPolicy.backoff` (docs/staleness.md#symbol-
+anchors): the gate checks its shape and language (`schema.symbol_problem`, the client's check
+too) and that a fingerprint names the same symbol; the client found the symbol and the quote in
+it, since only it has the file.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import msgspec
 from factbank.errors import Refused, reason
 from factbank.models import Fingerprint, NewFact
 from factbank.write import redaction
+from factbank_client.schema import split_symbol, symbol_problem
 
 MAX_QUOTE_CHARS = 2000
 MAX_TAGS = 12
@@ -109,6 +115,8 @@ def check_source(kind: str, location: str) -> str | None:
         if len(ids) > MAX_CITES:
             return f"a derived fact cites {len(ids)} facts; the limit is {MAX_CITES}"
         return None
+    if kind == "file" and (why := symbol_problem(location)):
+        return why
     if kind in ("file", "doc", "command") and not location:
         hint = {
             "file": "a path, e.g. src/app.py:42",
@@ -121,6 +129,41 @@ def check_source(kind: str, location: str) -> str | None:
     if kind == "commit" and not any(_SHA.match(p) for p in re.split(r"[\s@:#]+", location)):
         return "source kind 'commit' needs a commit SHA (7-40 hex digits) in its location"
     return None
+
+
+def symbol_fingerprint_reasons(
+    kind: str, location: str, fp: Fingerprint, field: str = "fingerprint"
+) -> list[dict[str, str]]:
+    """Why a fingerprint does not fit its source's symbol (empty: it does). A symbol source's
+    fingerprint names that symbol and carries its digest; any other source's names none."""
+    parts = split_symbol(location) if kind == "file" else None
+    if not fp.symbol and not fp.symbol_sha256:
+        if parts is not None:
+            return [
+                reason(
+                    f"{field}.symbol",
+                    f"a symbol source's fingerprint names its symbol ({parts[1]}) and its "
+                    "digest (symbol_sha256)",
+                )
+            ]
+        return []
+    if parts is None:
+        return [
+            reason(
+                f"{field}.symbol",
+                "a fingerprint names a symbol only for a symbol source (path::Qualified.name)",
+            )
+        ]
+    if fp.symbol != parts[1]:
+        return [
+            reason(
+                f"{field}.symbol",
+                f"the fingerprint is of {fp.symbol!r}, the source names {parts[1]!r}",
+            )
+        ]
+    if not fp.symbol_sha256:
+        return [reason(f"{field}.symbol_sha256", "a symbol fingerprint needs the symbol's digest")]
+    return []
 
 
 def _clean_tags(tags: list[str], reasons: list[dict[str, str]]) -> list[str]:
@@ -235,6 +278,8 @@ def check(new: NewFact, *, max_chars: int, policy: str, agent: str = "") -> Prep
                 f"a fingerprint is for file and commit sources, not '{new.source.kind}'",
             )
         )
+    elif new.fingerprint is not None:
+        reasons.extend(symbol_fingerprint_reasons(new.source.kind, location, new.fingerprint))
     if reasons:
         raise Refused(reasons)
     cites: list[int] = []
@@ -251,6 +296,7 @@ def check(new: NewFact, *, max_chars: int, policy: str, agent: str = "") -> Prep
             "tags": tags,
             "questions": questions,
             "fingerprint.path": fp_path,
+            "fingerprint.symbol": new.fingerprint.symbol or None if new.fingerprint else None,
         }
     )
     if findings and policy == "reject":
@@ -273,7 +319,11 @@ def check(new: NewFact, *, max_chars: int, policy: str, agent: str = "") -> Prep
         questions=list(clean["questions"] or []),
         fingerprint=None
         if new.fingerprint is None
-        else msgspec.structs.replace(new.fingerprint, path=str(clean["fingerprint.path"])),
+        else msgspec.structs.replace(
+            new.fingerprint,
+            path=str(clean["fingerprint.path"]),
+            symbol=clean["fingerprint.symbol"] or msgspec.UNSET,
+        ),
         cites=cites,
     )
 

@@ -82,6 +82,12 @@ def _clean(results: Sequence[VerifyResult], policy: str) -> tuple[list[Clean], l
                     f"location is longer than {gate.MAX_LOCATION_CHARS} characters",
                 )
             )
+        if r.fingerprint is not None and location is not None:
+            why.extend(
+                gate.symbol_fingerprint_reasons(
+                    "file", location, r.fingerprint, f"{at}.fingerprint"
+                )
+            )
         if r.verdict == "stale" and not text:
             why.append(reason(f"{at}.reason", "say why the fact is stale"))
         if why:
@@ -92,6 +98,7 @@ def _clean(results: Sequence[VerifyResult], policy: str) -> tuple[list[Clean], l
             f"{at}.reason": text,
             f"{at}.context": (r.context or "").rstrip(),
             f"{at}.fingerprint.path": r.fingerprint.path if r.fingerprint else None,
+            f"{at}.fingerprint.symbol": r.fingerprint.symbol or None if r.fingerprint else None,
         }
         try:
             clean = redaction.clean_fields(fields, policy)
@@ -100,7 +107,11 @@ def _clean(results: Sequence[VerifyResult], policy: str) -> tuple[list[Clean], l
             continue
         fp = r.fingerprint
         if fp is not None:
-            fp = msgspec.structs.replace(fp, path=str(clean[f"{at}.fingerprint.path"]))
+            fp = msgspec.structs.replace(
+                fp,
+                path=str(clean[f"{at}.fingerprint.path"]),
+                symbol=clean[f"{at}.fingerprint.symbol"] or msgspec.UNSET,
+            )
         out.append(
             Clean(
                 id=r.id,

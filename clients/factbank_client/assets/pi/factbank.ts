@@ -21,7 +21,7 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { execFileSync, spawn } from "node:child_process";
+import { execFile, execFileSync, spawn } from "node:child_process";
 import { createHash, randomUUID } from "node:crypto";
 
 // Like the Claude Code / Codex hooks: FACTBANK_HOOK_TIMEOUT seconds, default 0.9.
@@ -48,6 +48,8 @@ interface Shared {
   searchLimit: number;
   searchLimitMax: number;
   verifyCommand?: string[]; // `python -m factbank_client.cli.main verify --quiet` (issue 16)
+  codeCommand?: string[]; // `python -m factbank_client.cli.main code`: the local code graph
+  anchorCommand?: string[]; // `python -m factbank_client.code.anchor`: a symbol source's check
 }
 
 export const SHARED: Shared = /* factbank:shared */ null as unknown as Shared;
@@ -316,14 +318,29 @@ async function owner(cfg: Config, id: number): Promise<string> {
 
 // --- injection ------------------------------------------------------------------------------
 
+// Facts left out of a block because this working tree contradicts them (verify before
+// inject): sent back with the session's next blocks so the bank does not count them as seen.
+const withheld = new Map<string, number[]>();
+
 async function inject(cfg: Config, kind: "session" | "prompt", sessionId: string,
-                      project: string | null, prompt: string | null): Promise<string> {
+                      project: string | null, prompt: string | null, root?: string): Promise<string> {
   // Each bank gets its share of the injection budget, so the merged block stays within it.
   const body = { kind, session_id: sessionId, project, prompt, banks: Math.max(1, banks(cfg).length) };
+  const check = root && process.env.FACTBANK_INJECT_CHECK !== "0" ? root : undefined;
   const answers = await Promise.all(banks(cfg).map(async (bank) => {
+    const key = `${sessionId}\0${bank}`;
+    const held = withheld.get(key) ?? [];
     try {
-      const data = await call(cfg, "POST", cfg.recallUrl, "/v1/inject", bank, body, INJECT_TIMEOUT_MS);
-      return typeof data?.text === "string" ? data.text.trim() : "";
+      const data = await call(cfg, "POST", cfg.recallUrl, "/v1/inject", bank,
+                              held.length ? { ...body, withheld: held } : body, INJECT_TIMEOUT_MS);
+      if (typeof data?.text !== "string") return "";
+      const { text, left } = filterBlock(data.text.trim(), data.sources, check);
+      if (check && Array.isArray(data.sources) && data.sources.length) {
+        const shown = new Set((data.facts ?? []) as number[]);
+        const now = [...new Set([...held.filter((i) => !shown.has(i)), ...left])].slice(-200);
+        if (now.length) withheld.set(key, now); else withheld.delete(key);
+      }
+      return text;
     } catch (err: any) {
       logError(`inject ${kind} bank=${bank}: ${err?.message ?? err}`);
       return "";
@@ -470,7 +487,7 @@ function gitOut(root: string, args: string[]): string[] {
  * the agent, relative to `cwd`) only when its real path is inside the repository's real path
  * (or `cwd`'s outside one), not in `.git`, a regular file; no NUL, `~`, backslash or overlong
  * path. A path refused is undefined: no fingerprint, nothing of that file hashed or sent. */
-export function readInside(root: string | undefined, cwd: string, p: string): { file: string; data: Buffer } | undefined {
+export function readInside(root: string | undefined, cwd: string, p: string, limit = 32 * 1024 * 1024): { file: string; data: Buffer } | undefined {
   if (!p || p.includes("\0") || p.startsWith("~") || p.includes("\\")) return undefined;
   if (Buffer.byteLength(p) > 4096 || p.split("/").some((c) => Buffer.byteLength(c) > 255)) return undefined;
   let top: string;
@@ -487,13 +504,93 @@ export function readInside(root: string | undefined, cwd: string, p: string): { 
   let fd: number | undefined;
   try {
     fd = fs.openSync(real, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
-    if (!fs.fstatSync(fd).isFile()) return undefined;
+    const st = fs.fstatSync(fd);
+    if (!st.isFile() || st.size > limit) return undefined;
     return { file: real, data: fs.readFileSync(fd) };
   } catch {
     return undefined;
   } finally {
     if (fd !== undefined) fs.closeSync(fd);
   }
+}
+
+/** factbank_client/worktree.py's `check` (verify before inject), the same answers: "holds"
+ * (the file's blob is the fingerprint's, or the quote, whitespace normalised, is in it),
+ * "not-holding" (readable here, the quote is not in it), "unknown" (anything this checkout
+ * cannot tell: missing, over 1 MiB, binary, refused, ignored by git, a redacted quote). */
+export const HOOK_LIMIT = 1024 * 1024;
+export function checkHere(fact: any, root: string): [string, string] {
+  const src = fact?.source ?? {};
+  if (src.kind !== "file") return ["unknown", `a ${src.kind} source: nothing in the working tree to check`];
+  const m = LOCATION_RE.exec(String(src.location ?? "").trim());
+  const quote = String(fact?.quote ?? "");
+  if (!m) return ["unknown", "no file in its location"];
+  if (!quote.trim() || quote.includes("[REDACTED")) return ["unknown", "no quote this checkout can look for"];
+  const fp = fact?.fingerprint ?? {};
+  const p = String(fp.path || m[1]);
+  const line = fp.line || m[2];
+  const read = readInside(root, root, p, HOOK_LIMIT);
+  if (!read) return ["unknown", `${p} is not read here`];
+  const blob = typeof fp.file_blob === "string" ? fp.file_blob : "";
+  if (blob) {
+    let id: string;
+    if (blob.startsWith("sha256:")) id = "sha256:" + createHash("sha256").update(read.data).digest("hex");
+    else {
+      const h = createHash(blob.length === 40 ? "sha1" : "sha256");
+      h.update(`blob ${read.data.length}\0`);
+      h.update(read.data);
+      id = h.digest("hex");
+    }
+    if (id === blob) return ["holds", `${p} is unchanged`];
+  }
+  if (read.data.subarray(0, 8192).includes(0)) return ["unknown", `${p} is binary`];
+  const norm = (t: string) => t.split(/\s+/).filter((w) => w).join(" ");
+  if (norm(read.data.toString("utf-8")).includes(norm(quote))) return ["holds", `the quote is in ${p}`];
+  try {
+    execFileSync("git", ["-C", root, "check-ignore", "-q", "--", p.startsWith("-") ? "./" + p : p],
+                 { stdio: "ignore", timeout: 2000 });
+    return ["unknown", `${p} is ignored by git here: this machine's own file`];
+  } catch (err: any) {
+    if (err?.status !== 1) return ["unknown", `git cannot tell whether ${p} is ignored here`];
+  }
+  return ["not-holding", `the quote is no longer at ${line ? `${p}:${line}` : p} in this working tree`];
+}
+
+export const NOTE_HEADER = "[factbank] Not holding in this checkout (left out of this block: the working tree no longer has their quote; the bank is told only by a commit):";
+
+/** factbank_client/worktree.py's `filter_block`: the block without the facts that do not hold
+ * here (only the facts section; a header left with no fact goes too), and a note naming them. */
+export function filterBlock(text: string, sources: any[], root: string | undefined): { text: string; left: number[] } {
+  if (!text || !Array.isArray(sources) || !sources.length || !root) return { text, left: [] };
+  const out: Array<[number, string]> = [];
+  for (const f of sources.slice(0, 50)) {
+    try {
+      const [state, why] = checkHere(f, root);
+      if (state === "not-holding" && Number.isInteger(f.id)) out.push([f.id, why]);
+    } catch { /* unknown: the fact stays */ }
+  }
+  if (!out.length) return { text, left: [] };
+  const gone = new Set(out.map(([id]) => id));
+  const factId = (ln: string) => { const m = /^- #(\d+) /.exec(ln); return m ? Number(m[1]) : undefined; };
+  const lines: string[] = [];
+  let header: number | undefined;
+  let count = 0;
+  const close = () => { if (header !== undefined && !count) lines.splice(header, 1); };
+  for (const ln of text.split("\n")) {
+    if (ln.startsWith("[factbank] ")) {
+      close();
+      header = ln.startsWith("[factbank] Remembered facts") ? lines.length : undefined;
+      count = 0;
+    } else if (header !== undefined) {
+      const id = factId(ln);
+      if (id !== undefined && gone.has(id)) continue;
+      count++;
+    }
+    lines.push(ln);
+  }
+  close();
+  return { text: [...lines, NOTE_HEADER, ...out.map(([id, why]) => `- #${id}: ${why}`)].join("\n"),
+           left: out.map(([id]) => id) };
 }
 
 export function fingerprintOf(kind: string, location: string, quote: string, cwd: string): { location: string; fingerprint: any } | undefined {
@@ -574,6 +671,18 @@ export function startVerify(dir: string): boolean {
   }
 }
 
+/** A symbol source (`path::Qualified.name`, docs/staleness.md#symbol-anchors): checked and
+ * fingerprinted by the Python client (`python -m factbank_client.code.anchor LOCATION QUOTE`,
+ * the one digest there is), its refusal thrown as the tool's error, naming the field. */
+export function anchorOf(location: string, quote: string, cwd: string): { location: string; fingerprint: any } | undefined {
+  const cmd = SHARED.anchorCommand;
+  if (!cmd?.length) return undefined; // an extension installed before symbol anchors: no fingerprint
+  const out = JSON.parse(String(execFileSync(cmd[0], [...cmd.slice(1), location, quote],
+    { cwd, stdio: ["ignore", "pipe", "ignore"], timeout: 30000 })));
+  if (out.error) throw new Error(`refused: ${out.error}`);
+  return { location: out.location, fingerprint: out.fingerprint };
+}
+
 export function buildFact(p: any, cwd: string): any {
   const fact: any = {
     content: p.content, category: p.category,
@@ -581,14 +690,22 @@ export function buildFact(p: any, cwd: string): any {
     quote: p.quote, tags: p.tags ?? [], origin: p.origin ?? "inferred",
     tentative: Boolean(p.tentative), agent: AGENT,
   };
-  try {
-    const seen = fingerprintOf(String(p.source_kind ?? ""), String(p.source_location ?? ""), String(p.quote ?? ""), cwd);
+  if (p.source_kind === "file" && String(p.source_location ?? "").includes("::")) {
+    const seen = anchorOf(String(p.source_location), String(p.quote ?? ""), cwd);
     if (seen) {
       fact.source.location = seen.location;
       fact.fingerprint = seen.fingerprint;
     }
-  } catch (err: any) {
-    logError(`fingerprint: ${err?.message ?? err}`);
+  } else {
+    try {
+      const seen = fingerprintOf(String(p.source_kind ?? ""), String(p.source_location ?? ""), String(p.quote ?? ""), cwd);
+      if (seen) {
+        fact.source.location = seen.location;
+        fact.fingerprint = seen.fingerprint;
+      }
+    } catch (err: any) {
+      logError(`fingerprint: ${err?.message ?? err}`);
+    }
   }
   if (Array.isArray(p.questions) && p.questions.length) fact.questions = p.questions.map(String);
   const project = p.project === undefined || p.project === null ? projectKey(cwd) : p.project;
@@ -816,6 +933,21 @@ function within<T>(p: Promise<T>, ms: number): Promise<T | undefined> {
   return Promise.race([p, new Promise<undefined>((r) => setTimeout(() => r(undefined), ms))]);
 }
 
+/** The code graph's tools run `factbank code SUB ARG --limit N` in the session's directory
+ * with the interpreter the installer found, and answer with its text: the index is local to
+ * this machine (factbank_client/code), exactly as the stdio MCP server answers. */
+export function runCode(args: string[], dir: string, timeoutMs = 120000): Promise<string> {
+  const cmd = SHARED.codeCommand;
+  if (!cmd?.length) return Promise.reject(new Error("the code tools need `factbank install pi` to have written the interpreter"));
+  return new Promise((resolve, reject) => {
+    execFile(cmd[0], [...cmd.slice(1), ...args], { cwd: dir, timeout: timeoutMs, maxBuffer: 8 << 20 },
+      (err: any, stdout: any, stderr: any) => {
+        if (err) reject(new Error(String(stderr || err.message).trim().split("\n").slice(-3).join(" ")));
+        else resolve(String(stdout));
+      });
+  });
+}
+
 // --- the extension ----------------------------------------------------------------------------
 
 export default function factbank(pi: any) {
@@ -892,8 +1024,8 @@ export default function factbank(pi: any) {
       const wantSession = sessionBlockDue;
       sessionBlockDue = false;
       const [sessionText, promptText] = await Promise.all([
-        wantSession ? inject(cfg, "session", sid, project, null) : Promise.resolve(""),
-        prompt.trim() ? inject(cfg, "prompt", sid, project, prompt) : Promise.resolve(""),
+        wantSession ? inject(cfg, "session", sid, project, null, repoRoot(cwd)) : Promise.resolve(""),
+        prompt.trim() ? inject(cfg, "prompt", sid, project, prompt, repoRoot(cwd)) : Promise.resolve(""),
       ]);
       const content = [timeline.takeWarnings(), sessionText, promptText].filter((t) => t).join("\n\n");
       if (!content) return undefined;
@@ -1013,6 +1145,30 @@ export default function factbank(pi: any) {
       return text(`Stored fact #${o.fact.id} in ${audience(o, bank)}; it supersedes ${replaces.map((i: number) => "#" + i).join(", ")} (${params.reason}).`);
     },
   });
+
+  const codeTool = (key: string, sub: string, arg: string, extra: string, dflt: number) => pi.registerTool({
+    ...described(key),
+    parameters: {
+      type: "object",
+      properties: {
+        [arg]: { type: "string", minLength: 1, description: T[key].params[arg] },
+        [extra]: extra === "project"
+          ? { type: "string", description: T[key].params[extra] }
+          : { type: "integer", minimum: 1, maximum: key === "search_code" ? 100 : 500, default: dflt, description: T[key].params[extra] },
+      },
+      required: [arg],
+    },
+    async execute(_id: string, params: any) {
+      const args = [sub, String(params[arg] ?? "")];
+      if (extra === "project" && params.project !== undefined && params.project !== null) args.push("--project", String(params.project));
+      if (extra === "limit") args.push("--limit", String(Number(params.limit ?? dflt)));
+      return text(await runCode(args, cwd));
+    },
+  });
+  codeTool("find_callers", "callers", "symbol", "limit", 20);
+  codeTool("find_references", "refs", "symbol", "limit", 20);
+  codeTool("explain_symbol", "explain", "symbol", "project", 20);
+  codeTool("search_code", "search", "query", "limit", 10);
 
   pi.registerTool({
     ...described("handoff"),
