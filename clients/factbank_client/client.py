@@ -119,6 +119,10 @@ class Client:
                  http: httpx.Client | None = None) -> None:
         self.config = config
         self.agent = agent or os.environ.get("FACTBANK_AGENT") or "cli"
+        # The harness session this runs in (sessionid.py), looked up at each call: an MCP
+        # server starts before the hook that marks its session. Sent so the services can
+        # count repeats and what each session was shown (docs/misses.md).
+        self.session: str | None = None
         self._owns_http = http is None
         self.http = http or httpx.Client(timeout=timeout)
 
@@ -148,7 +152,13 @@ class Client:
         token = self.config.tokens.get(bank)
         if not token:
             raise FactbankError(f"no token configured for bank {bank!r}")
-        return {"Authorization": f"Bearer {token}", AGENT_HEADER: self.agent}
+        headers = {"Authorization": f"Bearer {token}", AGENT_HEADER: self.agent}
+        from factbank_client import sessionid
+
+        session = self.session if self.session is not None else sessionid.current()
+        if session:
+            headers[sessionid.HEADER] = session
+        return headers
 
     def request(self, method: str, service: Service, path: str, bank: str, *,
                 json_body: Any = None, params: dict | None = None, content: Any = None,

@@ -164,6 +164,9 @@ class InjectRequest(Strict):
     # The same block, changing nothing: no handoff delivered, no conflict marked told, no
     # fact counted as seen by the session (`factbank inject-preview`, issue 21).
     preview: bool = False
+    # The prompt hook recognised a correction in `prompt` (factbank_client.correction): the
+    # answer names the prompt's top hit (`subject`) and the nudge is counted (docs/misses.md).
+    correction: bool = False
 
 
 class Injection(msgspec.Struct, kw_only=True):
@@ -172,6 +175,9 @@ class Injection(msgspec.Struct, kw_only=True):
     tokens: int
     bank: str
     degraded: str | None = None
+    # With `correction`: the fact the prompt is most likely correcting (its top hit, past the
+    # recall gate, even when the session was already shown it); None when nothing cleared it.
+    subject: int | None = None
 
 
 # --- issue 16: sources change, facts follow ---------------------------------------------------

@@ -72,6 +72,7 @@ class Block:
     facts: list[int] = field(default_factory=list)
     tokens: int = 0
     skipped: list[int] = field(default_factory=list)
+    subject: int | None = None  # a prompt's top hit past the gate, seen or not
 
 
 def assemble(lines: list[tuple[int, str]], budget: int, bank: str) -> Block:
@@ -429,6 +430,8 @@ async def prompt_block(
     if told:
         block = Block(text="\n".join(t for t in (told, block.text) if t), facts=block.facts,
                       tokens=block.tokens + spent, skipped=block.skipped)
+    if result.results:
+        block.subject = result.results[0].fact.id
     return block
 
 
