@@ -7,7 +7,7 @@ through `sh -c`), its MCP servers and its shell commands. So the prompt and sess
 hooks leave a marker naming the session for the nearest ancestor that is not a shell (the
 harness), and a client looks for a marker on its own ancestors. A marker holds the process's
 start time too, so a recycled pid never inherits a session. `FACTBANK_SESSION_ID` overrides
-it (a harness that exports one, or a script).
+it (a script), then `CLAUDE_CODE_SESSION_ID` (Claude Code exports its own).
 
 Standard library only, and cheap: the prompt hook runs it at every prompt (one read of
 /proc/<ppid>/stat and one small file written, ~0.1 ms).
@@ -87,7 +87,8 @@ def mark(session_id: str) -> None:
 def current() -> str:
     """The session this process runs in: $FACTBANK_SESSION_ID, else the marker of the nearest
     ancestor that has one (and the same start time), else ""."""
-    explicit = os.environ.get(ENV, "").strip()
+    # Claude Code exports its session id to what it runs (hookentry.session_of reads it too).
+    explicit = (os.environ.get(ENV) or os.environ.get("CLAUDE_CODE_SESSION_ID") or "").strip()
     if explicit:
         return explicit[:200]
     try:
