@@ -526,6 +526,14 @@ class Client:
         return {label: self._json("GET", RECALL, "/v1/stats", label)
                 for label in (banks or self.banks)}
 
+    def misses(self, *, weeks: int = 4, since: str | None = None, around: str | None = None,
+               banks: Sequence[str] | None = None) -> dict[str, dict]:
+        """Each bank's miss report (`/v1/stats/misses`): repeats per week, project and kind,
+        by what the writing session was shown; with `around`, before against after."""
+        params = {"weeks": weeks, "since": since, "around": around}
+        return {label: self._json("GET", RECALL, "/v1/stats/misses", label, params=params)
+                for label in (banks or self.banks)}
+
     def list_facts(self, *, bank: str | None = None, status: str | None = None,
                    category: str | None = None, project: str | None = None,
                    statuses: Sequence[str] | None = None,
