@@ -211,7 +211,7 @@ def register(sub) -> None:
         p.add_argument("--weeks", type=int, default=4, metavar="N",
                        help="with --misses: the last N weeks (default 4); with --around: N "
                        "weeks on each side")
-        p.add_argument("--since", metavar="DATE", help="with --misses: from this date "
+        p.add_argument("--since", help="with --misses: from this date "
                        "(YYYY-MM-DD) instead of --weeks back")
         p.add_argument("--around", metavar="DATE", help="with --misses: the totals of the "
                        "--weeks before DATE (YYYY-MM-DD) against the weeks from it")
