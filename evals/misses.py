@@ -44,7 +44,8 @@ SEED = [
     ("runbook", "reference", "The on-call runbook is the wiki page Runbook/Staging"),
 ]
 PORT_8081 = "The staging API listens on port 8081"
-PORT_8082 = "The staging API listens on port 8082"
+# The current claim reworded and filed under another category: an equivalent existed.
+PORT_8081_PROJECT = "In staging, the API listens on port 8081"
 
 # Each session: the machine, and its steps. A step is a hook event, or a CLI command that an
 # agent runs; `repeat` names the truth of a write that repeats a held fact: (kind, held key).
@@ -76,12 +77,13 @@ SESSIONS: list[dict[str, Any]] = [
     ]},
     {"name": "s5", "machine": "A", "steps": [
         {"hook": "user-prompt-submit", "prompt": "bump the version to 1.5.0"},
-        {"add": ("environment", PORT_8082), "repeat": ("near", "port2"), "stores": "port3"},
+        {"add": ("project", PORT_8081_PROJECT), "repeat": ("equivalent", "port2"),
+         "stores": "port3"},
     ]},
     {"name": "s6", "machine": "B", "steps": [
         {"hook": "session-start"},
         {"hook": "user-prompt-submit", "correction": True,
-         "prompt": "no! I told you: the staging API is on 8081, not 8082"},
+         "prompt": "no! I told you: the staging API is on 8081, not 8080"},
         {"add": ("environment", PORT_8081), "repeat": ("same", "port2"),
          "repeated_correction": True},
     ]},
@@ -237,7 +239,7 @@ def expected_totals(run: dict[str, Any]) -> dict[str, int]:
     truth = run["truth"]
     kinds = Counter(t["kind"] for t in truth)
     classes = Counter(CLASS[t["shown"]] for t in truth)
-    return {"repeats": len(truth), **{k: kinds[k] for k in ("same", "correction", "near",
+    return {"repeats": len(truth), **{k: kinds[k] for k in ("same", "correction", "equivalent",
                                                             "retired")},
             **{c: classes[c] for c in ("recall_miss", "presentation_miss", "no_session")},
             "repeated_correction": sum(t["repeated_correction"] for t in truth),
@@ -271,7 +273,7 @@ def evaluate() -> dict[str, Any]:
         "sessions": len(SESSIONS), "machines": 2, "expected": expected, "reported": got,
         "repeats_expected": want_rows, "repeats_reported": got_rows,
         "nudges_shown": run["nudges_shown"],
-        "covers_every_kind_and_class": covered >= {"same", "correction", "near", "retired",
+        "covers_every_kind_and_class": covered >= {"same", "correction", "equivalent", "retired",
                                                    "recall_miss", "presentation_miss",
                                                    "no_session"},
         "exact": expected == got and want_rows == got_rows

@@ -45,8 +45,9 @@ CREATE INDEX session_writes_fact ON session_writes (fact_id);
 CREATE INDEX session_writes_at ON session_writes (bank_id, at);
 
 -- A repeat: a write whose claim the bank already held when it was written. `kind`: the same
--- claim (a reinforce), a correction of an existing fact (a supersede), a fact stored beside a
--- near-duplicate (`possible_duplicate_of`), or a claim the bank had retired. `fact_id` is the
+-- claim (a reinforce), a correction of an existing fact (a supersede), a fact stored although
+-- an equivalent one existed (the same claim by meaning, filed under another category or
+-- project, so the reinforce path did not see it), or a claim the bank had retired. `fact_id` is the
 -- fact the bank held, `new_fact_id` what the write stored (none for a reinforce or a retired
 -- claim). `shown`: whether that fact was injected into the writing session, found by a search
 -- in it, or never shown ('unknown': the write named no session). `repeated_correction`: the
@@ -55,7 +56,7 @@ CREATE INDEX session_writes_at ON session_writes (bank_id, at);
 CREATE TABLE repeats (
     id                  bigserial PRIMARY KEY,
     bank_id             bigint NOT NULL REFERENCES banks (id) ON DELETE CASCADE,
-    kind                text NOT NULL CHECK (kind IN ('same', 'correction', 'near', 'retired')),
+    kind                text NOT NULL CHECK (kind IN ('same', 'correction', 'equivalent', 'retired')),
     fact_id             bigint NOT NULL REFERENCES facts (id) ON DELETE CASCADE,
     new_fact_id         bigint REFERENCES facts (id) ON DELETE CASCADE,
     session_key         text,

@@ -633,9 +633,9 @@ def dispatch_handoff_line(r: Mapping, handoff_id: int, to_agent: str | None) -> 
             f"({r['agent']}, {r['status']}); it appears once, in that session's start block")
 
 
-MISS_COLUMNS = ("repeats", "same", "correction", "near", "retired", "recall_miss",
+MISS_COLUMNS = ("repeats", "same", "correction", "equivalent", "retired", "recall_miss",
                 "presentation_miss", "no_session", "repeated_correction")
-MISS_HEADS = ("repeats", "same", "corr", "near", "retired", "recall miss", "present. miss",
+MISS_HEADS = ("repeats", "same", "corr", "equivalent", "retired", "recall miss", "present. miss",
               "no session", "repeated corr.")
 
 

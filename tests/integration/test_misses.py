@@ -132,3 +132,18 @@ async def test_bad_dates_are_a_400_naming_the_field(stack, conn):
         assert r.status_code == 400 and name in r.text, r.text
     r = await stack.recall.get("/v1/stats/misses", params={"weeks": 0}, headers=auth(bank.ro))
     assert r.status_code == 400 and "weeks" in r.text
+
+
+async def test_an_equivalent_elsewhere_counts_and_a_different_claim_does_not(stack, conn):
+    bank = await make_bank(conn, "alpha")
+    held = (await add(stack, bank.rw, fact_body(project="p")))["fact"]["id"]
+    # The same claim reworded, filed under another category: stored, and a repeat of it.
+    out = await add(stack, bank.rw, fact_body("In production the API listens on port 8080",
+                                              category="project", project="p"), "s")
+    assert out["status"] == "stored"
+    # A near-duplicate that is another claim (another port): stored, not a repeat.
+    other = await add(stack, bank.rw, fact_body("The API listens on port 9090",
+                                                quote="port: 9090", project="p"), "s")
+    assert other["status"] == "stored"
+    rows = await conn.fetch("SELECT kind, fact_id, new_fact_id FROM repeats ORDER BY id")
+    assert [tuple(r) for r in rows] == [("equivalent", held, out["fact"]["id"])]

@@ -18,7 +18,7 @@ from typing import Any
 
 import asyncpg
 
-KINDS = ("same", "correction", "near", "retired")
+KINDS = ("same", "correction", "equivalent", "retired")
 
 
 def _empty() -> dict[str, Any]:

@@ -11,6 +11,10 @@ the session saw of the held fact (`fact_exposures`, the durable inject log):
   the agent, which repeated it anyway);
 * a correction the user had to give twice -> a repeated correction.
 
+Kinds: the same claim saved again (a reinforce), a correction (a supersede), a fact stored
+although an equivalent one existed elsewhere in the bank (`equivalents`), and a claim the bank
+had retired (answered with its successor).
+
 Everything here runs inside the write's own transaction (a repeat is recorded exactly when
 its write commits) or, for the read side (exposures, nudges), is best effort: a failure is
 logged and counted, never costs the block or the search it records.
@@ -28,7 +32,7 @@ from factbank.store.ceremony import Write
 
 log = logging.getLogger(__name__)
 
-KINDS = ("same", "correction", "near", "retired")
+KINDS = ("same", "correction", "equivalent", "retired")
 SHOWN = ("injected", "searched", "never", "unknown")
 
 
@@ -108,9 +112,46 @@ async def after_add(
     elif status == "retired":
         await record_repeat(w, "retired", fact_id, None, project, agent)
     elif status == "stored":
-        for held in dict.fromkeys(possible):
-            await record_repeat(w, "near", held, fact_id, project, agent)
+        del possible  # different claims on the subject: the answer says "supersede it?"
+        for held in await equivalents(w.conn, w.bank_id, fact_id):
+            await record_repeat(w, "equivalent", held, fact_id, project, agent)
         await record_write(w, fact_id, "stored")
+
+
+async def equivalents(conn: asyncpg.Connection, bank_id: int, fact_id: int) -> list[int]:
+    """Active facts of the bank that make the same claim as the fact just stored, in any
+    category or project (in the same ones the claim would have reinforced, not been stored):
+    the same text, or the nearest by meaning (cosine >= retain.NEAR) that `claims.compare`
+    calls the same claim. A near-duplicate that is a different claim ("port 8081" after
+    "port 8080", or worker pool 2 after pool 1) is not a repeat: the add's answer already
+    names it as a possible supersede. Measured on the browser fixture's 26 similar worker
+    pools: counting every possible duplicate gave 117 "repeats" for 0 real ones."""
+    from factbank.write import claims
+    from factbank.write.retain import NEAR
+
+    row = await conn.fetchrow(
+        "SELECT content, content_hash, embedding FROM facts WHERE id = $1", fact_id)
+    same = [r["id"] for r in await conn.fetch(
+        "SELECT id FROM facts WHERE bank_id = $1 AND content_hash = $2 AND id <> $3 "
+        "AND status IN ('active', 'disputed') ORDER BY id", bank_id, row["content_hash"],
+        fact_id)]
+    if row["embedding"] is None:
+        return same
+    async with conn.transaction():
+        await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        near = await conn.fetch(
+            """SELECT id, content, 1 - (embedding <=> $2) AS similarity FROM facts
+               WHERE bank_id = $1 AND status IN ('active', 'disputed') AND id <> $3
+                 AND embedding IS NOT NULL
+               ORDER BY embedding <=> $2 LIMIT 5""",
+            bank_id, row["embedding"], fact_id,
+        )
+    for r in near:
+        if r["id"] not in same and r["similarity"] >= NEAR and (
+            await asyncio.to_thread(claims.compare, row["content"], r["content"])
+        ).same_claim:
+            same.append(r["id"])
+    return same
 
 
 async def after_supersede(
