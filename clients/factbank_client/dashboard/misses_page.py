@@ -5,7 +5,7 @@ the prompt hook recognised, and the before/after table around a chosen date."""
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime, timedelta
 
 from litestar import Request, get
 from litestar.exceptions import HTTPException
@@ -38,6 +38,12 @@ def misses_page(request: Request) -> Template:
     except FactbankError as exc:
         error = str(exc)
     per_week: dict[str, int] = {}
+    if report:  # every week of the range, the empty ones too
+        day = datetime.fromisoformat(report["since"]).date()
+        day -= timedelta(days=day.weekday())
+        while day <= datetime.fromisoformat(report["until"]).date():
+            per_week[day.isoformat()] = 0
+            day += timedelta(weeks=1)
     for w in (report or {}).get("weeks", []):
         per_week[w["week"]] = per_week.get(w["week"], 0) + w["repeats"]
     return page(request, "misses.html", bank=bank, weeks=weeks, around=around or "",
