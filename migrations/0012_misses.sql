@@ -22,7 +22,6 @@ CREATE TABLE correction_nudges (
     id          bigserial PRIMARY KEY,
     bank_id     bigint NOT NULL REFERENCES banks (id) ON DELETE CASCADE,
     session_key text NOT NULL,
-    project     text,
     fact_id     bigint REFERENCES facts (id) ON DELETE SET NULL,
     at          timestamptz NOT NULL DEFAULT now()
 );

@@ -174,9 +174,7 @@ async def inject_block(
             r.primary or r.pool, user.bank_id, data.session_id, block.facts, "inject"
         )
         if data.correction and data.kind == "prompt":
-            await misses.record_nudge(
-                r.primary or r.pool, user.bank_id, data.session_id, data.project, subject
-            )
+            await misses.record_nudge(r.primary or r.pool, user.bank_id, data.session_id, subject)
     return Injection(
         text=block.text,
         facts=block.facts,

@@ -182,23 +182,17 @@ async def record_exposures(
         log.exception("recording the facts shown to a session failed")
 
 
-async def record_nudge(
-    pool: asyncpg.Pool, bank_id: int, session: str, project: str | None, fact_id: int | None
-) -> None:
+async def record_nudge(pool: asyncpg.Pool, bank_id: int, session: str, fact_id: int | None) -> None:
     """A correction the prompt hook recognised in this session, naming `fact_id`. Best
-    effort."""
+    effort; one INSERT on the prompt's path (nothing else: no text is stored)."""
     if not session:
         return
     try:
-        if project:
-            from factbank.write import redaction
-
-            project = (await asyncio.to_thread(redaction.redact_text, project, "project"))[0]
         async with pool.acquire() as conn:
             await conn.execute(
-                """INSERT INTO correction_nudges (bank_id, session_key, project, fact_id)
-                   SELECT $1, $2, $3, (SELECT id FROM facts WHERE bank_id = $1 AND id = $4)""",
-                bank_id, session[:200], project, fact_id,
+                """INSERT INTO correction_nudges (bank_id, session_key, fact_id)
+                   SELECT $1, $2, (SELECT id FROM facts WHERE bank_id = $1 AND id = $3)""",
+                bank_id, session[:200], fact_id,
             )
     except Exception:
         log.exception("recording a recognised correction failed")
