@@ -12,7 +12,9 @@ the prompt hook.
   fresh interpreter as the hook pays it (the module imported and one call).
 * With `--ab N`: an A/B of the real prompt hook (the command `factbank install` registers, one
   process per prompt, against a real stack), the same prompts with the detector and with it
-  replaced by a stub that says "no", interleaved. Target: it adds <= 2 ms to the p50.
+  replaced by a stub that says "no", interleaved, corrections and other prompts alternating.
+  Target: it adds <= 2 ms to the p50, judged on the hook process's CPU time (wall time is
+  printed too; on a loaded machine it is noise).
 """
 
 from __future__ import annotations
@@ -190,9 +192,13 @@ def evaluate(ab: int = 0, fresh: int = 30) -> dict[str, Any]:
         out["hook_ab"] = hook_ab(rows, ab)
     out["load_avg"] = list(os.getloadavg())
     s = out["slices"]["all"]
+    # The time target is judged on what the detector costs the hook process: its CPU time in
+    # the A/B and the fresh-process import + call. Wall time on this shared 2-core machine
+    # swung by +-90 ms between arms of the same run (load average 16-19), hiding 2 ms.
     out["meets_target"] = (s["precision"] or 0) >= TARGET_PRECISION and (
         s["recall"] or 0) >= TARGET_RECALL and ("hook_ab" not in out or out["hook_ab"][
-            "added_p50_ms"] <= TARGET_MS)
+            "added_cpu_p50_ms"] <= TARGET_MS) and ("fresh_process" not in out or out[
+                "fresh_process"]["p50_ms"] <= TARGET_MS)
     return out
 
 

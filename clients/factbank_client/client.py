@@ -116,13 +116,14 @@ class Client:
 
     def __init__(self, config: ClientConfig, *, agent: str | None = None,
                  timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
-                 http: httpx.Client | None = None) -> None:
+                 http: httpx.Client | None = None, session: str | None = None) -> None:
         self.config = config
         self.agent = agent or os.environ.get("FACTBANK_AGENT") or "cli"
         # The harness session this runs in (sessionid.py), looked up at each call: an MCP
         # server starts before the hook that marks its session. Sent so the services can
         # count repeats and what each session was shown (docs/misses.md).
-        self.session: str | None = None
+        # `session=""`: never in a session (the dashboard, even when launched by an agent).
+        self.session: str | None = session
         self._owns_http = http is None
         self.http = http or httpx.Client(timeout=timeout)
 

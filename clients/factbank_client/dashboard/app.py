@@ -71,7 +71,7 @@ class Dash:
         self.runs_store: Any = None
         self.keys = keys
         self.http = httpx.Client(timeout=httpx.Timeout(30.0, connect=3.0))
-        self.client = Client(config, agent="dashboard", http=self.http)
+        self.client = Client(config, agent="dashboard", http=self.http, session="")
         self.evals_dir = evals_dir
         self.home = home
         self._cache: dict[tuple, tuple[float, Any]] = {}
@@ -94,7 +94,7 @@ class Dash:
             return
         with self._lock:
             self.config, self._stamp = config, stamp
-            self.client = Client(config, agent="dashboard", http=self.http)
+            self.client = Client(config, agent="dashboard", http=self.http, session="")
             self._cache.clear()  # scopes and categories were the old tokens'
 
     @property
