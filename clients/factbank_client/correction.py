@@ -9,9 +9,9 @@ Why word lists and string tests, not a model and not regular expressions: it run
 prompt hook, a fresh process at every prompt, whose whole budget is ~100 ms
 (docs/harnesses.md). A first version with two dozen regular expressions spent 10-18 ms
 compiling them in each new process (the module is imported and run fresh at every prompt);
-these tests cost tens of microseconds. Measured on the labelled set (evals/sets/corrections,
-`factbank eval corrections`): precision, recall and the time per prompt are in
-docs/misses.md.
+these tests cost ~9 µs a prompt, 0.56 ms with the import in a fresh process. Measured on the
+labelled set (evals/sets/corrections, `factbank eval corrections`): precision 0.96 and recall
+0.90 on the 60 held-out prompts (0.99 / 0.97 on all 319); docs/misses.md has the rest.
 
 The shape of a correction: a corrective opener ("no", "wrong", "actually", "不对", "错了",
 "其实") followed by a statement (not a request or a question: "no, can you try again?",

@@ -16,7 +16,7 @@ def test_the_labelled_set_meets_its_targets() -> None:
     assert 0.4 <= positives / len(rows) <= 0.6  # about half are corrections
     assert {r["lang"] for r in rows} == {"en", "zh", "mixed"}
     result = corrections.score(rows)
-    for name in ("all", "split:test"):
+    for name in ("all", "split:test", "split:holdout"):
         s = result["slices"][name]
         assert s["precision"] >= corrections.TARGET_PRECISION, (name, result["errors"])
         assert s["recall"] >= corrections.TARGET_RECALL, (name, result["errors"])
