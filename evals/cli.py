@@ -56,6 +56,25 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_staleness)
 
     p = kinds.add_parser(
+        "corrections", help="the prompt hook's correction detector: precision/recall on "
+        "its labelled set, time per prompt, and an A/B of the hook"
+    )
+    p.add_argument("--ab", type=int, default=0,
+                   help="also time the real prompt hook with and without it over N prompts "
+                   "each, against a throwaway stack (0: skip)")
+    p.add_argument("--fresh", type=int, default=30,
+                   help="fresh interpreter runs timing its import and one call (0: skip)")
+    add_json_flag(p)
+    p.set_defaults(func=cmd_corrections)
+
+    p = kinds.add_parser(
+        "misses", help="miss counting: scripted sessions through the real hooks on two "
+        "machines, each kind of repeat counted exactly"
+    )
+    add_json_flag(p)
+    p.set_defaults(func=cmd_misses)
+
+    p = kinds.add_parser(
         "all", help="agent-memory + every BEIR set under --data: report folder with plots"
     )
     p.add_argument("--data", type=Path, default=Path("../shared/evaldata"),
@@ -174,6 +193,26 @@ def cmd_staleness(args) -> int:
         if result.get("scale"):
             print("\n" + staleness.format_scale(result["scale"]))
     return 0
+
+
+def cmd_corrections(args) -> int:
+    from factbank_evals import corrections, run_all
+
+    run_all.quiet()
+    result = corrections.evaluate(ab=args.ab, fresh=args.fresh)
+    print(json.dumps(result, indent=2, ensure_ascii=False) if args.json
+          else corrections.table(result))
+    return 0 if result["meets_target"] else 1
+
+
+def cmd_misses(args) -> int:
+    from factbank_evals import misses, run_all
+
+    run_all.quiet()
+    result = misses.evaluate()
+    print(json.dumps(result, indent=2, ensure_ascii=False) if args.json
+          else misses.table(result))
+    return 0 if result["exact"] else 1
 
 
 def cmd_all(args) -> int:

@@ -116,9 +116,14 @@ class Client:
 
     def __init__(self, config: ClientConfig, *, agent: str | None = None,
                  timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
-                 http: httpx.Client | None = None) -> None:
+                 http: httpx.Client | None = None, session: str | None = None) -> None:
         self.config = config
         self.agent = agent or os.environ.get("FACTBANK_AGENT") or "cli"
+        # The harness session this runs in (sessionid.py), looked up at each call: an MCP
+        # server starts before the hook that marks its session. Sent so the services can
+        # count repeats and what each session was shown (docs/misses.md).
+        # `session=""`: never in a session (the dashboard, even when launched by an agent).
+        self.session: str | None = session
         self._owns_http = http is None
         self.http = http or httpx.Client(timeout=timeout)
 
@@ -148,7 +153,13 @@ class Client:
         token = self.config.tokens.get(bank)
         if not token:
             raise FactbankError(f"no token configured for bank {bank!r}")
-        return {"Authorization": f"Bearer {token}", AGENT_HEADER: self.agent}
+        headers = {"Authorization": f"Bearer {token}", AGENT_HEADER: self.agent}
+        from factbank_client import sessionid
+
+        session = self.session if self.session is not None else sessionid.current()
+        if session:
+            headers[sessionid.HEADER] = session
+        return headers
 
     def request(self, method: str, service: Service, path: str, bank: str, *,
                 json_body: Any = None, params: dict | None = None, content: Any = None,
@@ -514,6 +525,14 @@ class Client:
 
     def stats(self, *, banks: Sequence[str] | None = None) -> dict[str, dict]:
         return {label: self._json("GET", RECALL, "/v1/stats", label)
+                for label in (banks or self.banks)}
+
+    def misses(self, *, weeks: int = 4, since: str | None = None, around: str | None = None,
+               banks: Sequence[str] | None = None) -> dict[str, dict]:
+        """Each bank's miss report (`/v1/stats/misses`): repeats per week, project and kind,
+        by what the writing session was shown; with `around`, before against after."""
+        params = {"weeks": weeks, "since": since, "around": around}
+        return {label: self._json("GET", RECALL, "/v1/stats/misses", label, params=params)
                 for label in (banks or self.banks)}
 
     def list_facts(self, *, bank: str | None = None, status: str | None = None,

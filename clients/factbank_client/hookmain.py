@@ -128,8 +128,13 @@ def event_name(arg: str) -> str | None:
 # --- the service ---------------------------------------------------------------------------
 
 
+# With a recognised correction, each bank names the prompt's top hit (`subject`); kept here.
+SUBJECTS: dict[str, int] = {}
+
+
 def inject(kind: str, session_id: str, project: str | None, prompt: str | None,
-           agent: str, deadline: float, root: str | None = None) -> str:
+           agent: str, deadline: float, root: str | None = None,
+           correction: bool = False) -> str:
     """The merged injection text from every configured bank ("" when nothing qualifies or
     nothing answered in time). Banks are asked in parallel; a failing bank is logged and
     skipped. Texts are joined in bank order, personal first, like client.merge_injections.
@@ -144,6 +149,8 @@ def inject(kind: str, session_id: str, project: str | None, prompt: str | None,
         return ""
     body = {"kind": kind, "session_id": session_id, "project": project, "prompt": prompt,
             "banks": len(banks)}  # the server gives each bank its share of the budget
+    if correction:
+        body["correction"] = True
     url = cfg.recall_url + "/v1/inject"
     answers: dict[str, str] = {}
     replies: dict[str, dict] = {}
@@ -162,6 +169,8 @@ def inject(kind: str, session_id: str, project: str | None, prompt: str | None,
             if isinstance(text, str) and text.strip():
                 answers[bank] = text.strip()
                 replies[bank] = data
+            if correction and isinstance(data, dict) and type(data.get("subject")) is int:
+                SUBJECTS[bank] = data["subject"]
         except Exception as exc:  # one bank failing must not stop the others
             _log(f"inject {kind} bank={bank}: {exc}")
 
@@ -273,6 +282,9 @@ def on_session_start(data: dict, deadline: float) -> dict | None:
         from factbank_client import hookrecord
 
         hookrecord.record_session_start(data, deadline)
+    from factbank_client import sessionid
+
+    sessionid.mark(session_id)  # so the agent's MCP and CLI writes name this session
     text = inject("session", session_id, project_of(data), None, agent_name(data), deadline,
                   root_of(data))
     from factbank_client import hookverify
@@ -312,8 +324,15 @@ def on_user_prompt_submit(data: dict, deadline: float) -> dict | None:
     if not prompt.strip():
         return context_output("UserPromptSubmit",
                               "\n\n".join(t for t in (start, told, carried) if t))
+    from factbank_client import correction, sessionid
+
+    sessionid.mark(session_id)
+    corrects = correction.is_correction(prompt)
     text = inject("prompt", session_id, project_of(data), prompt[:MAX_PROMPT_CHARS],
-                  agent_name(data), deadline, root_of(data))
+                  agent_name(data), deadline, root_of(data), correction=corrects)
+    if corrects:  # one line: save it quoting the user, or supersede the fact named
+        text = "\n\n".join(t for t in (text, correction.nudge(
+            next(iter(SUBJECTS.values()), None))) if t)
     return context_output("UserPromptSubmit",
                           "\n\n".join(t for t in (start, told, text, carried) if t))
 

@@ -700,3 +700,42 @@ def dispatch_handoff_line(r: Mapping, handoff_id: int, to_agent: str | None) -> 
     target = inert(to_agent or "the next session", 200)
     return (f"handoff #{handoff_id} for {target} in {inert(r.get('project'), 200)}: run {r['id']} "
             f"({r['agent']}, {r['status']}); it appears once, in that session's start block")
+
+
+MISS_COLUMNS = ("repeats", "same", "correction", "equivalent", "retired", "recall_miss",
+                "presentation_miss", "no_session", "repeated_correction")
+MISS_HEADS = ("repeats", "same", "corr", "equivalent", "retired", "recall miss", "present. miss",
+              "no session", "repeated corr.")
+
+
+def _miss_row(label: str, counts: Mapping) -> str:
+    return "| " + " | ".join([label, *(str(counts.get(c, 0)) for c in MISS_COLUMNS)]) + " |"
+
+
+def miss_lines(bank: str, report: Mapping) -> list[str]:
+    """`factbank stats --misses` for one bank: a table of repeats per week and project, the
+    facts involved under it, the corrections recognised, and the before/after table."""
+    head = "| week, project | " + " | ".join(MISS_HEADS) + " |"
+    rule = "|---" * (len(MISS_HEADS) + 1) + "|"
+    lines = [f"{bank}: repeats since {str(report.get('since', ''))[:10]}", "", head, rule]
+    for w in report.get("weeks", []):
+        lines.append(_miss_row(short(f"{w['week']} {w.get('project') or '(global)'}", 60), w))
+    lines.append(_miss_row("total", report.get("totals", {})))
+    for w in report.get("weeks", []):
+        for f in w.get("facts", []):
+            rc = ", repeated correction" if f.get("repeated_correction") else ""
+            new = f" -> #{f['new']}" if f.get("new") else ""
+            lines.append(f"  {w['week']} #{f['id']}{new} {f['kind']}, {f['shown']}{rc}: "
+                         f"{short(f.get('content') or '', 70)}")
+    t = report.get("totals", {})
+    lines += ["", f"corrections recognised by the prompt hook: {t.get('recognised', 0)}; "
+              f"facts saved after one: {t.get('saved_after_nudge', 0)}; repeats of those: "
+              f"{t.get('repeats_of_nudged', 0)}"]
+    around = report.get("around")
+    if around:
+        n = around["weeks"]
+        lines += ["", f"around {around['date']} ({n} weeks each side):", "",
+                  "| | " + " | ".join(MISS_HEADS) + " |", rule,
+                  _miss_row(f"{n} weeks before", around["before"]),
+                  _miss_row(f"{n} weeks after", around["after"])]
+    return lines

@@ -186,6 +186,9 @@ class InjectSource(msgspec.Struct, kw_only=True):
     source: Source
     quote: str
     fingerprint: Fingerprint | None = None
+    # The prompt hook recognised a correction in `prompt` (factbank_client.correction): the
+    # answer names the prompt's top hit (`subject`) and the nudge is counted (docs/misses.md).
+    correction: bool = False
 
 
 class Injection(msgspec.Struct, kw_only=True):
@@ -195,6 +198,9 @@ class Injection(msgspec.Struct, kw_only=True):
     bank: str
     degraded: str | None = None
     sources: list[InjectSource] = msgspec.field(default_factory=list)
+    # With `correction`: the fact the prompt is most likely correcting (its top hit, past the
+    # recall gate, even when the session was already shown it); None when nothing cleared it.
+    subject: int | None = None
 
 
 # --- issue 16: sources change, facts follow ---------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import AsyncIterator
+from datetime import date
 from typing import Any, Literal
 
 import asyncpg
@@ -28,13 +29,14 @@ from factbank.models import (
     SearchResult,
 )
 from factbank.read import inject, rules
+from factbank.read import misses as miss_report
 from factbank.read.cache import Cache
 from factbank.read.search import Recall, load_background, search
 from factbank.runtime.settings import Settings
 from factbank.runtime.web import ServiceState, create_app, requires
 from factbank.store import facts, timeline
 from factbank.store.banks import Principal
-from factbank.write import categories
+from factbank.write import categories, misses
 from factbank.write.retain import NEAR
 from factbank_client.schema import SOURCE_KINDS
 
@@ -105,7 +107,7 @@ async def search_facts(
     clears the recall gate (relevance 0.5), no result; after one that does, weaker related
     matches follow (relevance under 0.5). A superseded match comes back as its current
     successor, with `via` saying why."""
-    return await search(
+    result = await search(
         recall,
         principal.bank_id,
         data.query[:MAX_QUERY_CHARS],
@@ -116,6 +118,12 @@ async def search_facts(
         use_floor=data.floor,
         min_version=min_version(request),
     )
+    if principal.session:  # a search in a harness session: its results were shown there
+        await misses.record_exposures(
+            recall.primary or recall.pool, principal.bank_id, principal.session,
+            [h.fact.id for h in result.results], "search",
+        )
+    return result
 
 
 @post(
@@ -162,6 +170,13 @@ async def inject_block(
         if r.embedder is not None or data.kind == "session"
         else f"{r.embedder_error}; lexical results only"
     )
+    subject = block.subject if data.correction and data.kind == "prompt" else None
+    if not data.preview:
+        await misses.record_exposures(
+            r.primary or r.pool, user.bank_id, data.session_id, block.facts, "inject"
+        )
+        if data.correction and data.kind == "prompt":
+            await misses.record_nudge(r.primary or r.pool, user.bank_id, data.session_id, subject)
     return Injection(
         text=block.text,
         facts=block.facts,
@@ -169,6 +184,7 @@ async def inject_block(
         bank=user.bank_name,
         degraded=degraded,
         sources=block.sources,
+        subject=subject,
     )
 
 
@@ -278,6 +294,39 @@ async def stats(reader: asyncpg.Pool, recall: Recall, principal: Principal) -> d
         "embedder_error": recall.embedder_error,
         "cache": cache_of(recall, principal.bank_id),
     }
+
+
+def _date(name: str, text: str | None) -> date | None:
+    """A YYYY-MM-DD query parameter (None: not given); anything else is a 400 naming it."""
+    if text is None or not text.strip():
+        return None
+    try:
+        return date.fromisoformat(text.strip())
+    except ValueError:
+        raise ValidationException(f"{name}: {text!r} is not a date (YYYY-MM-DD)") from None
+
+
+@get("/v1/stats/misses")
+async def stats_misses(
+    reader: asyncpg.Pool,
+    principal: Principal,
+    weeks: int = Parameter(default=4, ge=1, le=104),
+    since: str | None = Parameter(default=None, max_length=20, description="YYYY-MM-DD"),
+    around: str | None = Parameter(
+        default=None, max_length=20,
+        description="YYYY-MM-DD: the `weeks` weeks before this date against the weeks after",
+    ),
+) -> dict:
+    """Repeats (writes whose claim the bank already held) per week and project, by kind
+    (same claim, correction, near-duplicate, retired claim) and by what the writing session
+    had been shown (never: a recall miss; injected or searched: a presentation miss), with the
+    facts involved; corrections the prompt hook recognised, facts saved after one, repeats of
+    those; with `around`, the same totals before and after that date (docs/misses.md)."""
+    async with reader.acquire() as conn:
+        return await miss_report.report(
+            conn, principal.bank_id, weeks=weeks, since=_date("since", since),
+            around=_date("around", around),
+        ) | {"bank": principal.bank_name}
 
 
 @get("/v1/stats/growth")
@@ -411,6 +460,7 @@ READS = Router(
         list_categories,
         stats,
         stats_growth,
+        stats_misses,
         fact_duplicates,
         whoami,
         get_timeline,

@@ -200,11 +200,24 @@ def register(sub) -> None:
         common.add_project_option(p)
         p.add_argument("--session-id", help="default: a fresh one, so nothing counts as seen")
 
-    with command(sub, "stats", cmd_stats, help="counts per bank",
+    with command(sub, "stats", cmd_stats, help="counts per bank, or repeats (--misses)",
                  description="For each configured bank: its name, kind and version, its "
                  "facts by status, the size of its keyword index, and the facts still waiting "
-                 "for their vectors after an import (vectors_pending)."):
-        pass
+                 "for their vectors after an import (vectors_pending). With --misses: "
+                 "the repeats instead (writes whose claim the bank already held), per week, "
+                 "project and kind, split into recall misses (never shown to the writing "
+                 "session), presentation misses (shown, repeated anyway) and repeated "
+                 "corrections, with the facts involved; --around compares the --weeks before "
+                 "a date with the weeks after it (docs/misses.md).") as p:
+        p.add_argument("--misses", action="store_true",
+                       help="repeats per week, project and kind instead of the counts")
+        p.add_argument("--weeks", type=int, default=4, metavar="N",
+                       help="with --misses: the last N weeks (default 4); with --around: N "
+                       "weeks on each side")
+        p.add_argument("--since", help="with --misses: from this date "
+                       "(YYYY-MM-DD) instead of --weeks back")
+        p.add_argument("--around", metavar="DATE", help="with --misses: the totals of the "
+                       "--weeks before DATE (YYYY-MM-DD) against the weeks from it")
 
 
 def _fact_options(p, *, category_required: bool) -> None:
@@ -597,7 +610,31 @@ def cmd_inject_preview(args) -> int:
 
 
 def cmd_stats(args) -> int:
+    if args.misses:
+        return cmd_stats_misses(args)
+    if args.since or args.around:
+        raise CommandError("--since and --around go with --misses")
     with common.client() as client:
         data = call(client.stats)
     return show(args, data, lambda: [line for bank, stats in data.items()
                                      for line in (f"{bank}:", *render.nested_lines(stats, "  "))])
+
+
+def cmd_stats_misses(args) -> int:
+    from datetime import date
+
+    for name in ("since", "around"):
+        value = getattr(args, name)
+        if value is not None:
+            try:
+                date.fromisoformat(value)
+            except ValueError:
+                raise CommandError(f"--{name}: {value!r} is not a date (YYYY-MM-DD)") from None
+    if not 1 <= args.weeks <= 104:
+        raise CommandError(f"--weeks: {args.weeks} is out of range (1-104)")
+    with common.client() as client:
+        data = call(lambda: client.misses(weeks=args.weeks, since=args.since,
+                                          around=args.around))
+    return show(args, data, lambda: [line for bank, report in data.items()
+                                     for line in render.miss_lines(bank, report)])
+

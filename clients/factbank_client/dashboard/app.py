@@ -71,7 +71,7 @@ class Dash:
         self.runs_store: Any = None
         self.keys = keys
         self.http = httpx.Client(timeout=httpx.Timeout(30.0, connect=3.0))
-        self.client = Client(config, agent="dashboard", http=self.http)
+        self.client = Client(config, agent="dashboard", http=self.http, session="")
         self.evals_dir = evals_dir
         self.home = home
         self._cache: dict[tuple, tuple[float, Any]] = {}
@@ -94,7 +94,7 @@ class Dash:
             return
         with self._lock:
             self.config, self._stamp = config, stamp
-            self.client = Client(config, agent="dashboard", http=self.http)
+            self.client = Client(config, agent="dashboard", http=self.http, session="")
             self._cache.clear()  # scopes and categories were the old tokens'
 
     @property
@@ -765,14 +765,14 @@ def create(config: ClientConfig, keys: security.Secrets, port: int, *,
            dispatch_binaries: dict[str, str] | None = None,
            extra_routes: Sequence[Any] = ()) -> Any:
     """The dashboard as an ASGI app behind its gate (security.Gate)."""
-    from factbank_client.dashboard import dispatch_page
+    from factbank_client.dashboard import dispatch_page, misses_page
 
     dash = Dash(config, keys, evals_dir=evals_dir if evals_dir is not None
                 else default_evals_dir(), home=home, dispatch_dir=dispatch_dir,
                 dispatch_env=dispatch_env, dispatch_binaries=dispatch_binaries)
     templates = TemplateConfig(directory=HERE / "templates", engine=JinjaTemplateEngine)
     app = Litestar(
-        route_handlers=[*ROUTES, *dispatch_page.ROUTES, *extra_routes,
+        route_handlers=[*ROUTES, *dispatch_page.ROUTES, *misses_page.ROUTES, *extra_routes,
                         create_static_files_router(path="/static", directories=[HERE / "static"])],
         template_config=templates,
         state=State({"dash": dash}),

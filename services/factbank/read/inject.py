@@ -73,6 +73,7 @@ class Block:
     tokens: int = 0
     skipped: list[int] = field(default_factory=list)
     sources: list[InjectSource] = field(default_factory=list)
+    subject: int | None = None  # a prompt's top hit past the gate, seen or not
 
 
 # The source kinds the hook checks against its working tree before showing a block
@@ -458,6 +459,8 @@ async def prompt_block(
     if told:
         block.text = "\n".join(t for t in (told, block.text) if t)
         block.tokens += spent
+    if result.results:
+        block.subject = result.results[0].fact.id
     return block
 
 

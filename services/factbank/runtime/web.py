@@ -22,6 +22,7 @@ never a 500: the write's transaction never committed, so nothing is half-written
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hmac
 import logging
 import os
@@ -156,6 +157,9 @@ class BearerAuth(AbstractAuthenticationMiddleware):
             principal = await banks.authenticate(conn, token.strip(), agent)
         if principal is None:
             raise NotAuthorizedException("invalid or revoked token")
+        session = header_text(connection.scope, b"x-factbank-session").strip()
+        if session:
+            principal = dataclasses.replace(principal, session=session[:200])
         return AuthenticationResult(user=principal, auth=token)
 
 
@@ -274,6 +278,8 @@ class InputGuard:
                 raise BadInput(f"header {name.decode('latin-1')}: the NUL character is not allowed")
             if name.lower() == b"x-factbank-agent":  # stored text: UTF-8 or refused
                 check_utf8(value, "header X-Factbank-Agent")
+            if name.lower() == b"x-factbank-session":
+                check_utf8(value, "header X-Factbank-Session")
         if "\x00" in scope.get("path", ""):
             raise BadInput("path: the NUL character is not allowed")
         for name, value in (scope.get("path_params") or {}).items():

@@ -36,6 +36,9 @@ class Principal:
     token_id: int
     scopes: frozenset[str]
     agent: str = ""
+    # The harness's session id (X-Factbank-Session), "" outside a session: miss counting
+    # (factbank.write.misses) records which session wrote and was shown what.
+    session: str = ""
 
     def can(self, scope: str) -> bool:
         return scope in self.scopes

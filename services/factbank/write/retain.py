@@ -28,7 +28,7 @@ from factbank.runtime.settings import Settings
 from factbank.store import banks, ceremony, facts
 from factbank.store.banks import Principal
 from factbank.trust import DEFAULT as POLICY
-from factbank.write import claims, derived, gate
+from factbank.write import claims, derived, gate, misses
 from factbank.write import vectors as vector_queue
 from factbank.write.gate import Prepared
 
@@ -477,6 +477,7 @@ async def add_many(deps: Deps, principal: Principal, items: Sequence[NewFact]) -
             status, fact_id, possible, note = await _retain_one(w, p, v, _model(deps))
             done.append((status, fact_id, possible, note, p))
             await _recorded(w, status, fact_id, p, possible)
+            await misses.after_add(w, status, fact_id, possible, p.project, p.agent)
         return await _outcomes(w, done)
 
 
@@ -549,6 +550,7 @@ async def supersede(
         await w.audit(
             "fact.supersede", str(new_id), {"replaces": [o["id"] for o in olds], "flagged": flagged}
         )
+        await misses.after_supersede(w, new_id, [o["id"] for o in olds], p.project, p.agent)
         fact = await w.fact(new_id)
     return Outcome(
         "stored", fact, [], _redacted(p), f"supersedes #{', #'.join(str(o['id']) for o in olds)}"
