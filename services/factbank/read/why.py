@@ -36,12 +36,13 @@ def _clip(text: str, limit: int) -> str:
 
 
 def shared_words(prompt: str, hit: Hit) -> list[str]:
-    """The prompt's tokens (in prompt order, once each) that the fact's text also holds."""
+    """The prompt's tokens (in prompt order, once each) that the fact's text also holds; a
+    part of a token already named (数据 of 数据库, `port` of `db_port`) is not named again."""
     fact = hit.fact
     own = set(tokenize(" ".join([fact.content, *fact.tags, *fact.questions])))
     out: list[str] = []
     for token in tokenize(prompt):
-        if token in own and token not in out:
+        if token in own and not any(token in named for named in out):
             out.append(token)
     return out
 
