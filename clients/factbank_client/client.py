@@ -419,6 +419,35 @@ class Client:
         merged = merge_questions(current, questions, remove)
         return self.edit(fact_id, questions=merged, bank=label)
 
+    # --- enrichment: questions and tags for facts that have none ----------------------------
+
+    def enrich_batch(self, *, limit: int = 20, lacking: str = "either",
+                     project: str | None = None, bank: str | None = None) -> dict:
+        """Facts of one bank lacking writer questions or tags (oldest first), and how many
+        remain: {"facts": [...], "remaining": N, "bank": label}."""
+        label = self._write_bank(None, bank)
+        data = self._json("GET", RECALL, "/v1/enrich", label,
+                          params={"limit": limit, "lacking": lacking, "project": project})
+        data["bank"] = label
+        return data
+
+    def enrich_fact(self, fact_id: int, *, tags: Sequence[str] = (),
+                    questions: Sequence[str] = (), bank: str | None = None) -> dict:
+        """Add tags and questions to a stored fact (kept: what it has), in ONE PATCH: the
+        normal edit path (redacted, re-embedded, audited)."""
+        label = self._owner(fact_id, bank)
+        current = self.get(fact_id, bank=label)
+        merged_tags = list(current.get("tags") or [])
+        seen = {t.casefold() for t in merged_tags}
+        for t in tags:
+            t = " ".join(t.split())
+            if t and t.casefold() not in seen:
+                seen.add(t.casefold())
+                merged_tags.append(t)
+        merged_qs = merge_questions(current.get("questions") or [], questions)
+        return self.edit(fact_id, tags=merged_tags if tags else None,
+                         questions=merged_qs if questions else None, bank=label)
+
     # --- the review queue (services/factbank/write/queue.py) ------------------------------
 
     def queue_list(self, *, status: str = "pending", fact: int | None = None,
