@@ -430,6 +430,89 @@ class Client:
         merged = merge_questions(current, questions, remove)
         return self.edit(fact_id, questions=merged, bank=label)
 
+    # --- enrichment: questions and tags for facts that have none ----------------------------
+
+    def enrich_batch(self, *, limit: int = 20, lacking: str = "either",
+                     project: str | None = None, bank: str | None = None) -> dict:
+        """Facts of one bank lacking writer questions or tags (oldest first), and how many
+        remain: {"facts": [...], "remaining": N, "bank": label}."""
+        label = self._write_bank(None, bank)
+        data = self._json("GET", RECALL, "/v1/enrich", label,
+                          params={"limit": limit, "lacking": lacking, "project": project})
+        data["bank"] = label
+        return data
+
+    def enrich_fact(self, fact_id: int, *, tags: Sequence[str] = (),
+                    questions: Sequence[str] = (), bank: str | None = None) -> dict:
+        """Add tags and questions to a stored fact (kept: what it has), in ONE PATCH: the
+        normal edit path (redacted, re-embedded, audited)."""
+        label = self._owner(fact_id, bank)
+        current = self.get(fact_id, bank=label)
+        merged_tags = list(current.get("tags") or [])
+        seen = {t.casefold() for t in merged_tags}
+        for t in tags:
+            t = " ".join(t.split())
+            if t and t.casefold() not in seen:
+                seen.add(t.casefold())
+                merged_tags.append(t)
+        merged_qs = merge_questions(current.get("questions") or [], questions)
+        return self.edit(fact_id, tags=merged_tags if tags else None,
+                         questions=merged_qs if questions else None, bank=label)
+
+    # --- the review queue (services/factbank/write/queue.py) ------------------------------
+
+    def queue_list(self, *, status: str = "pending", fact: int | None = None,
+                   banks: Sequence[str] | None = None) -> list[dict]:
+        """Candidates of each bank, oldest first, each labelled with its bank."""
+        out: list[dict] = []
+        for label in (banks or self.banks):
+            after = 0
+            while True:
+                page = self._json("GET", INGEST, "/v1/queue", label,
+                                  params={"status": status, "fact": fact, "after": after,
+                                          "limit": 500})
+                out.extend({**c, "bank": label} for c in page["candidates"])
+                if page.get("next_cursor") is None:
+                    break
+                after = page["next_cursor"]
+        return out
+
+    def _candidate_owner(self, cand_id: int, bank: str | None) -> str:
+        """The bank holding candidate `cand_id`: the one named, else the first that has it."""
+        if bank or len(self.banks) == 1:
+            return bank or self.banks[0]
+        for label in self.banks:
+            try:
+                self.request("GET", INGEST, f"/v1/queue/{int(cand_id)}", label)
+                return label
+            except FactbankError as exc:
+                if exc.status != 404:
+                    raise
+        raise FactbankError(f"candidate {cand_id} not found in any configured bank", status=404)
+
+    def queue_add(self, fact: dict, *, replaces: int | None = None, reason: str = "",
+                  bank: str | None = None) -> dict:
+        """Queue a fact for review instead of saving it (in the bank of `replaces`, if any)."""
+        label = (self._owner(replaces, bank) if replaces is not None
+                 else self._write_bank(fact.get("category"), bank))
+        return self._labelled(label, self._json(
+            "POST", INGEST, "/v1/queue", label,
+            json_body={"fact": fact, "replaces": replaces, "reason": reason}))
+
+    def queue_accept(self, cand_id: int, *, edits: dict | None = None,
+                     bank: str | None = None) -> dict:
+        """Accept a candidate (with `edits`: content, category, tags, questions)."""
+        label = self._candidate_owner(cand_id, bank)
+        return self._labelled(label, self._json(
+            "POST", INGEST, f"/v1/queue/{int(cand_id)}/accept", label,
+            json_body={"edits": edits or None}))
+
+    def queue_reject(self, cand_id: int, reason: str = "", *, bank: str | None = None) -> dict:
+        label = self._candidate_owner(cand_id, bank)
+        return self._labelled(label, self._json(
+            "POST", INGEST, f"/v1/queue/{int(cand_id)}/reject", label,
+            json_body={"reason": reason}))
+
     def delete(self, fact_id: int, reason: str = "", *, bank: str | None = None) -> dict:
         """Soft delete: no longer recalled; the row and its audited history stay."""
         label = self._owner(fact_id, bank)

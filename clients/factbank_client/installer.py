@@ -70,7 +70,8 @@ MCP_AGENT = {"claude": "claude-code", "codex": "codex"}
 # Non-destructive tools Claude Code may call without a prompt (not delete/add_category).
 CLAUDE_ALLOW = tuple(f"mcp__{MCP_NAME}__{t}" for t in
                      ("search", "get", "add", "confirm", "dispute", "supersede",
-                      "list_categories", "handoff"))
+                      "list_categories", "handoff", "facts_to_enrich", "enrich", "review_queue",
+                      "decide_candidate", "queue_correction"))
 CODEX_ENV_VARS = ("FACTBANK_CONFIG", "FACTBANK_URL", "FACTBANK_RECALL_URL", "FACTBANK_TOKEN",
                   "FACTBANK_TEAM_TOKEN")
 PI_EXTENSION = "factbank.ts"

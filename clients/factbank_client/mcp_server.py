@@ -25,7 +25,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import httpx
 from mcp.server.mcpserver import Context, MCPServer
@@ -88,6 +88,22 @@ def _call(fn: Callable[..., T], *args: Any, **kw: Any) -> T:
         return fn(*args, **kw)
     except FactbankError as exc:
         raise ToolError(str(exc)) from None
+
+
+def enrich_text(data: dict, tool: str) -> str:
+    """A batch of facts to enrich, one line each, and what to do with it."""
+    from factbank_client.inert import inert
+
+    facts = data.get("facts") or []
+    if not facts:
+        return "No fact lacks questions or tags."
+    lines = [f"{len(facts)} of {data.get('remaining', len(facts))} facts lacking questions or "
+             f"tags. For each, call {tool} with its id, 3-8 tags and 2-4 questions (English "
+             "AND Chinese), written from the fact alone:"]
+    for f in facts:
+        have = f"{len(f.get('tags') or [])} tags, {len(f.get('questions') or [])} questions"
+        lines.append(inert(f"- #{f['id']} ({f['category']}; {have}) {f['content']}", 800))
+    return "\n".join(lines)
 
 
 def build_server(client_for: ClientFor, *, local_files: bool,
@@ -223,10 +239,81 @@ def build_server(client_for: ClientFor, *, local_files: bool,
                     to_member=to_member or None, files=files, fact_ids=fact_ids)
         return render.handoff_line(out, project)
 
+    @tool
+    def facts_to_enrich(ctx: Context,
+                        limit: Annotated[int, Field(ge=1, le=50, description=_text(
+                            "limit", "facts_to_enrich"))] = 10,
+                        lacking: Annotated[Literal["questions", "tags", "either"], Field(
+                            description=_text("lacking", "facts_to_enrich"))] = "either") -> str:
+        data = _call(client_for(ctx).enrich_batch, limit=limit, lacking=lacking)
+        return enrich_text(data, TEXTS.name("enrich"))
+
+    @tool
+    def enrich(id: FactId, ctx: Context, tags: Tags = None,
+               questions: Questions = []) -> str:  # noqa: B006 (pydantic copies it)
+        if not tags and not questions:
+            raise ToolError("give tags, questions or both; nothing was changed")
+        fact = _call(client_for(ctx).enrich_fact, id, tags=tags or [], questions=questions)
+        return (f"Fact #{fact['id']} now has {len(fact.get('tags') or [])} tags and "
+                f"{len(fact.get('questions') or [])} questions.")
+
+    @tool
+    def review_queue(ctx: Context) -> str:
+        from factbank_client.cli.queue import candidate_lines
+
+        data = _call(client_for(ctx).queue_list)
+        if not data:
+            return "The review queue is empty."
+        return "\n".join(line for c in data for line in candidate_lines(c))
+
+    @tool
+    def decide_candidate(id: Annotated[int, Field(description=_text("id", "decide_candidate"))],
+                         accept: Annotated[bool, Field(description=_text(
+                             "accept", "decide_candidate"))],
+                         ctx: Context,
+                         reason: Annotated[str, Field(description=_text(
+                             "reason", "decide_candidate"))] = "",
+                         content: Annotated[str | None, Field(description=_text(
+                             "content", "decide_candidate"))] = None,
+                         tags: Annotated[list[str] | None, Field(description=_text(
+                             "tags", "decide_candidate"))] = None,
+                         questions: Annotated[list[str] | None, Field(description=_text(
+                             "questions", "decide_candidate"))] = None) -> str:
+        client = client_for(ctx)
+        if not accept:
+            _call(client.queue_reject, id, reason)
+            return f"Rejected candidate {id}: its text will not be proposed again."
+        edits = {k: v for k, v in (("content", content), ("tags", tags),
+                                   ("questions", questions)) if v}
+        data = _call(client.queue_accept, id, edits=edits or None)
+        fact = data["outcome"]["fact"]
+        cand = data["candidate"]
+        return (f"Accepted candidate {id}: stored #{fact['id']}"
+                + (f", superseding #{cand['replaces']} ({cand['reason']})"
+                   if cand.get("replaces") else "") + ".")
+
+    @tool
+    def queue_correction(replaces: Annotated[int, Field(ge=0, description=_text(
+                             "replaces", "queue_correction"))],
+                         reason: Annotated[str, Field(description=_text(
+                             "reason", "queue_correction"))],
+                         content: Content, category: Category, source_kind: Kind,
+                         source_location: Location, quote: Quote, ctx: Context,
+                         tags: Tags = None,
+                         questions: Questions = [],  # noqa: B006 (pydantic copies it)
+                         origin: OriginArg = "inferred", tentative: Tentative = False,
+                         project: ProjectArg = None) -> str:
+        fact = build_fact(content, category, source_kind, source_location, quote, tags,
+                          questions, origin, tentative, project)
+        cand = _call(client_for(ctx).queue_add, fact, replaces=replaces or None, reason=reason)
+        return (f"Queued candidate {cand['id']} for review"
+                + (f" (it would supersede #{replaces})" if replaces else "")
+                + ": nothing changed until someone accepts it.")
+
     if local_files:  # the code graph reads this machine's checkout: stdio only
         _code_tools(server, client_for, default_project)
 
-    for key in ("add", "supersede"):  # required in what the agent sees; checked in the tool
+    for key in ("add", "supersede", "queue_correction"):  # required in what the agent sees
         schema = server._tool_manager.get_tool(key).parameters
         if "tags" not in schema.setdefault("required", []):
             schema["required"].append("tags")

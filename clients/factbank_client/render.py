@@ -484,6 +484,10 @@ def verify_lines(report: Mapping) -> list[str]:
         for s in ans.get("skipped", []):
             lines.append(f"#{s['id']} left as it is by the server ({inert(label, 100)}): "
                          f"{inert(s['reason'])}")
+    proposed = [i for a in banks.values() for i in a.get("proposed", [])]
+    if proposed:
+        lines.append(f"successor(s) proposed for review: candidate {id_list(proposed)} "
+                     "(factbank queue list)")
     total = {k: sum(int(a.get(k) or 0) for a in banks.values())
              for k in ("fresh", "moved", "stale", "still_stale", "flagged")}
     flagged = [i for a in banks.values() for i in a.get("flagged_ids", [])]

@@ -13,7 +13,8 @@ Per fact, in this order:
   server updates the location and records `relocated`); a location without a line stays as it
   is (fresh with the new fingerprint: nothing the fact says moved).
 * the quote is gone: **stale**, with the reason (`the quote changed at path:14: now '...'`)
-  and the new text around the old line.
+  and the new text around the old line; when git's diff shows which line replaced it, the
+  fact with that line as its quote goes along as a `successor` for the review queue.
 * the file is gone: renamed (git's rename detection, `git diff -M` from the fingerprint's
   commit to the working tree, or the renames in HEAD's history when the fact has no commit)
   and the quote is in the new file: **moved** there ("relocated when the rename is clean");
@@ -53,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from factbank_client import fingerprint as fpr
-from factbank_client import safefs, schema
+from factbank_client import safefs, schema, successor
 from factbank_client.worktree import quote_spans
 
 _LOCATION = re.compile(r"^(?P<path>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")
@@ -74,10 +75,11 @@ class Verdict:
     reason: str | None = None
     context: str | None = None
     bank: str = ""
+    successor: dict | None = None  # stale: the changed line, proposed for review (successor.py)
 
     def wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "verdict": self.verdict}
-        for key in ("location", "fingerprint", "reason", "context"):
+        for key in ("location", "fingerprint", "reason", "context", "successor"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
@@ -314,7 +316,8 @@ def check_file(fact: dict, repo: Repo) -> Verdict | Skip:
         spans = quote_spans(data.decode("utf-8", "replace"), quote)
         if not spans:
             return Verdict(fid, "stale", loc, reason=_changed_reason(path, old_line, lines),
-                           context=_context(lines, old_line, count))
+                           context=_context(lines, old_line, count),
+                           successor=successor.propose(repo, fact, path, data, located))
         first, last = _nearest(spans, old_line)
         new_fp = fpr.build(data, path, first, last, repo.root if repo.git else None,
                            repo.head)

@@ -225,6 +225,17 @@ class Confirm(Strict):
     )
 
 
+class Successor(Strict):
+    """What verify proposes for a stale fact whose quoted line changed (the review queue,
+    write/queue.py): the new line as its quote, where it is, and the commit that changed it
+    (None: the change is not committed)."""
+
+    quote: Annotated[str, msgspec.Meta(min_length=1, max_length=2000)]
+    location: Annotated[str, msgspec.Meta(min_length=1, max_length=1000)]
+    fingerprint: Fingerprint | None = None
+    commit: CommitId | None = None
+
+
 class VerifyResult(Strict):
     """What the client found of one fact's source: still there (fresh), elsewhere (moved: the
     new `location` and `fingerprint`), or gone or changed (stale: why, and the new text around
@@ -236,6 +247,7 @@ class VerifyResult(Strict):
     fingerprint: Fingerprint | None = None
     reason: Annotated[str, msgspec.Meta(max_length=1000)] | None = None
     context: Annotated[str, msgspec.Meta(max_length=4000)] | None = None
+    successor: Successor | None = None  # stale only: the changed line, queued for review
 
 
 class VerifyBatch(Strict):
@@ -259,6 +271,7 @@ class VerifyAnswer(msgspec.Struct, kw_only=True):
     changed: list[Fact] = msgspec.field(default_factory=list)
     flagged_ids: list[int] = msgspec.field(default_factory=list)
     skipped: list[Skipped] = msgspec.field(default_factory=list)
+    proposed: list[int] = msgspec.field(default_factory=list)  # review queue candidates
 
 
 class CheckBatch(Strict):

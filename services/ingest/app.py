@@ -37,6 +37,7 @@ from factbank.write import categories, check, lifecycle, redaction, retain, stal
 from factbank.write import vectors as vector_queue
 from factbank.write.retain import Deps, Outcome
 from factbank_ingest.admin import ADMIN
+from factbank_ingest.queue import QUEUE
 
 log = logging.getLogger(__name__)
 
@@ -526,7 +527,7 @@ WRITES = Router(
         add_handoff,
     ],
 )
-ROUTES = [WRITES, purge_fact, get_fact, ADMIN]
+ROUTES = [WRITES, purge_fact, get_fact, ADMIN, QUEUE]
 
 
 class WriteVersion:

@@ -39,6 +39,7 @@ from factbank.store.banks import Principal
 from factbank.write import categories, misses
 from factbank.write.retain import NEAR
 from factbank_client.schema import SOURCE_KINDS
+from factbank_recall.enrich import ENRICH
 
 # The text /v1/inject and /v1/search work on: the head of a prompt (a hook sends all of it, up
 # to 20,000 characters) or of a query (up to 4,000). The embedder reads 512 tokens at most
@@ -468,7 +469,7 @@ READS = Router(
         list_handoffs,
     ],
 )
-ROUTES = [READS]
+ROUTES = [READS, ENRICH]
 
 
 def create(settings: Settings | None = None, *, dsn: str | None = None) -> Litestar:

@@ -25,7 +25,8 @@ from tests.integration.test_cli import Env
 env = test_cli.env  # the same fixture: both services on free ports, a repo, two banks
 
 TOOLS = {"add", "search", "get", "supersede", "confirm", "dispute", "delete", "list_categories",
-         "add_category", "handoff"}
+         "add_category", "handoff", "facts_to_enrich", "enrich", "review_queue",
+         "decide_candidate", "queue_correction"}
 
 
 def text_of(result) -> str:

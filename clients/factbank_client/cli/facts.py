@@ -133,6 +133,9 @@ def register(sub) -> None:
         _fact_options(p, category_required=False)
         p.add_argument("--bank", help="which of your configured banks (default: the one "
                                       "holding the first replaced fact)")
+        p.add_argument("--queue", action="store_true",
+                       help="queue it for review instead (`factbank queue`): nothing changes "
+                            "until someone accepts it (one ID only)")
 
     with command(sub, "categories", cmd_categories,
                  help="list categories (or `categories add NAME`)",
@@ -436,6 +439,14 @@ def cmd_supersede(args) -> int:
     with common.client() as client:
         old = call(client.get, args.ids[0], bank=args.bank)
         fact = _build_fact(args, content, defaults=old)
+        if args.queue:
+            if len(args.ids) != 1:
+                raise CommandError("--queue takes one ID: a candidate supersedes one fact")
+            cand = call(client.queue_add, fact, replaces=args.ids[0], reason=args.reason,
+                        bank=args.bank or old["bank_label"])
+            return show(args, cand, lambda: [
+                f"queued candidate {cand['id']} (supersedes #{args.ids[0]} once accepted: "
+                f"factbank queue accept {cand['id']})"])
         outcome = call(client.supersede, fact, args.ids, args.reason,
                        bank=args.bank or old["bank_label"])
     return show(args, outcome, lambda: [

@@ -32,7 +32,7 @@ from factbank_client.safefs import UnsafePath
 
 COMMANDS_GROUP = "factbank.commands"
 HELP_ORDER = ("server", "admin", "login", "facts", "mcp", "install", "eval", "timeline", "history",
-              "staleness", "code", "dispatch", "dashboard")
+              "staleness", "code", "queue", "enrich", "dispatch", "dashboard")
 EXTRA_INSTALL = "pip install 'factbank[{extra}]'"
 
 

@@ -765,14 +765,15 @@ def create(config: ClientConfig, keys: security.Secrets, port: int, *,
            dispatch_binaries: dict[str, str] | None = None,
            extra_routes: Sequence[Any] = ()) -> Any:
     """The dashboard as an ASGI app behind its gate (security.Gate)."""
-    from factbank_client.dashboard import dispatch_page, misses_page
+    from factbank_client.dashboard import dispatch_page, misses_page, queue_page
 
     dash = Dash(config, keys, evals_dir=evals_dir if evals_dir is not None
                 else default_evals_dir(), home=home, dispatch_dir=dispatch_dir,
                 dispatch_env=dispatch_env, dispatch_binaries=dispatch_binaries)
     templates = TemplateConfig(directory=HERE / "templates", engine=JinjaTemplateEngine)
     app = Litestar(
-        route_handlers=[*ROUTES, *dispatch_page.ROUTES, *misses_page.ROUTES, *extra_routes,
+        route_handlers=[*ROUTES, *dispatch_page.ROUTES, *misses_page.ROUTES, *queue_page.ROUTES,
+                        *extra_routes,
                         create_static_files_router(path="/static", directories=[HERE / "static"])],
         template_config=templates,
         state=State({"dash": dash}),

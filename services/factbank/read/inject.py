@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from factbank.models import Fact, Hit, InjectSource
+from factbank.read import why
 from factbank.read.search import Recall, search
 from factbank.read.tokenizer import cjk_share
 from factbank.store import facts, timeline
@@ -449,7 +450,9 @@ async def prompt_block(
     told = await _told_section(r, bank_id, session_id, project, preview)
     spent = estimate_tokens(told) if told else 0
     block = assemble(
-        [(h.fact.id, line_for(h.fact, _via_note(h))) for h in hits[:PROMPT_TOP]],
+        # Each line says what matched it (read/why.py): the writer question, or the words.
+        [(h.fact.id, line_for(h.fact, _via_note(h) + why.note(h, prompt)))
+         for h in hits[:PROMPT_TOP]],
         PROMPT_BUDGET // share - spent,
         bank,
     )

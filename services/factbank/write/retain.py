@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -442,7 +442,9 @@ async def _recorded(
     )
 
 
-Done = tuple[str, int, list[int], str, Prepared]  # (status, fact id, possible, note, fact)
+Done = tuple[str, int, list[int], str, Prepared]
+# A step run last inside a write's transaction, given the fact id it stored.
+Then = Callable[[ceremony.Write, int], Awaitable[None]]  # (status, fact id, possible, note, fact)
 
 
 def _redacted(p: Prepared) -> list[dict[str, str]]:
@@ -465,8 +467,11 @@ async def _outcomes(w: ceremony.Write, done: Sequence[Done]) -> list[Outcome]:
     return out
 
 
-async def add_many(deps: Deps, principal: Principal, items: Sequence[NewFact]) -> list[Outcome]:
-    """Retain facts in ONE transaction: any refusal refuses the whole batch, per-item reasons."""
+async def add_many(
+    deps: Deps, principal: Principal, items: Sequence[NewFact], *, then: Then | None = None
+) -> list[Outcome]:
+    """Retain facts in ONE transaction: any refusal refuses the whole batch, per-item reasons.
+    `then(w, first fact id)` runs last inside it (the review queue marks its candidate)."""
     prepared, errors, vectors = await prepare(deps, principal, items)
     if errors:
         raise BatchRefused(errors)
@@ -478,6 +483,8 @@ async def add_many(deps: Deps, principal: Principal, items: Sequence[NewFact]) -
             done.append((status, fact_id, possible, note, p))
             await _recorded(w, status, fact_id, p, possible)
             await misses.after_add(w, status, fact_id, possible, p.project, p.agent)
+        if then is not None:
+            await then(w, done[0][1])
         return await _outcomes(w, done)
 
 
@@ -489,9 +496,17 @@ async def add(deps: Deps, principal: Principal, item: NewFact) -> Outcome:
 
 
 async def supersede(
-    deps: Deps, principal: Principal, item: NewFact, replaces: Sequence[int], reason: str
+    deps: Deps,
+    principal: Principal,
+    item: NewFact,
+    replaces: Sequence[int],
+    reason: str,
+    *,
+    then: Then | None = None,
 ) -> Outcome:
-    """Store the new fact and retire the ones it replaces, linked to it with the reason."""
+    """Store the new fact and retire the ones it replaces, linked to it with the reason.
+    `then(w, new id)` runs last in the same transaction (the review queue marks its candidate
+    accepted there, so two accepts of one candidate store one fact)."""
     if not reason.strip():
         raise Refused.one("reason", "say why the old fact no longer holds")
     if not replaces:
@@ -551,6 +566,8 @@ async def supersede(
             "fact.supersede", str(new_id), {"replaces": [o["id"] for o in olds], "flagged": flagged}
         )
         await misses.after_supersede(w, new_id, [o["id"] for o in olds], p.project, p.agent)
+        if then is not None:
+            await then(w, new_id)
         fact = await w.fact(new_id)
     return Outcome(
         "stored", fact, [], _redacted(p), f"supersedes #{', #'.join(str(o['id']) for o in olds)}"

@@ -11,7 +11,8 @@ project against the working tree and git, and posts one verdict per fact:
   fact's status becomes `stale`, with the reason and the new text around the old line (both
   redacted and bounded), event `staled`, and every fact that cites it is flagged for review
   (`derived.flag_dependents`). A fact already stale stays stale; its reason is updated only
-  when it changed.
+  when it changed. When the client could tell which line replaced the quoted one, the
+  successor it sends is queued for review (write/queue.py), never stored.
 
 A stale fact keeps its trust: staleness says the source moved on, not that the claim was
 judged wrong (trust.py), and it "counts against nothing else". It stays searchable, marked,
@@ -33,11 +34,11 @@ from dataclasses import dataclass
 import msgspec
 
 from factbank.errors import BatchRefused, Refused, reason
-from factbank.models import Fingerprint, Skipped, VerifyAnswer, VerifyResult
+from factbank.models import Fingerprint, Skipped, Successor, VerifyAnswer, VerifyResult
 from factbank.runtime.observability import STALENESS
 from factbank.store import ceremony, facts
 from factbank.store.banks import Principal
-from factbank.write import derived, gate, redaction
+from factbank.write import derived, gate, queue, redaction
 from factbank.write.retain import Deps
 
 MAX_REASON_CHARS = 500
@@ -54,6 +55,7 @@ class Clean:
     fingerprint: Fingerprint | None
     reason: str
     context: str
+    successor: Successor | None = None
 
 
 def _clip(text: str, limit: int) -> str:
@@ -100,6 +102,12 @@ def _clean(results: Sequence[VerifyResult], policy: str) -> tuple[list[Clean], l
             f"{at}.fingerprint.path": r.fingerprint.path if r.fingerprint else None,
             f"{at}.fingerprint.symbol": r.fingerprint.symbol or None if r.fingerprint else None,
         }
+        nxt = r.successor if r.verdict == "stale" else None
+        if nxt is not None:
+            fields[f"{at}.successor.quote"] = nxt.quote
+            fields[f"{at}.successor.location"] = nxt.location
+            fields[f"{at}.successor.fingerprint.path"] = (
+                nxt.fingerprint.path if nxt.fingerprint else None)
         try:
             clean = redaction.clean_fields(fields, policy)
         except Refused as exc:
@@ -112,6 +120,14 @@ def _clean(results: Sequence[VerifyResult], policy: str) -> tuple[list[Clean], l
                 path=str(clean[f"{at}.fingerprint.path"]),
                 symbol=clean[f"{at}.fingerprint.symbol"] or msgspec.UNSET,
             )
+        if nxt is not None:
+            nfp = nxt.fingerprint
+            if nfp is not None:
+                nfp = msgspec.structs.replace(
+                    nfp, path=str(clean[f"{at}.successor.fingerprint.path"]))
+            nxt = msgspec.structs.replace(
+                nxt, quote=str(clean[f"{at}.successor.quote"]),
+                location=str(clean[f"{at}.successor.location"]), fingerprint=nfp)
         out.append(
             Clean(
                 id=r.id,
@@ -120,6 +136,7 @@ def _clean(results: Sequence[VerifyResult], policy: str) -> tuple[list[Clean], l
                 fingerprint=fp,
                 reason=_clip(str(clean[f"{at}.reason"]), MAX_REASON_CHARS),
                 context=_clip(str(clean[f"{at}.context"]), MAX_CONTEXT_CHARS),
+                successor=nxt,
             )
         )
     return out, errors
@@ -191,6 +208,10 @@ async def verify(
             elif c.verdict == "stale":
                 if await _stale(w, row, c, project, answer):
                     changed.append(c.id)
+                if c.successor is not None and (
+                    cand := await queue.propose_successor(w, c.id, c.successor)
+                ) is not None:
+                    answer.proposed.append(cand)
             elif status == "stale":
                 answer.skipped.append(
                     Skipped(
@@ -244,6 +265,7 @@ async def verify(
                 "still_stale": answer.still_stale,
                 "flagged": answer.flagged_ids,
                 "skipped": [s.id for s in answer.skipped],
+                "proposed": answer.proposed,
             },
         )
         answer.changed = [await w.fact(i) for i in changed]
