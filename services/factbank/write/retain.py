@@ -632,7 +632,8 @@ def bound_restores(
             clamped.append(f"trust {r.trust:.2f} clamped to {cap:.2f}" + (
                 "" if admin else f" (what an add of an {p.origin} fact gets; restoring a "
                 "higher trust needs an admin token)"))
-        why = r.supersede_reason if r.superseded_by is not None else None
+        # The gate's redacted copy of the reason (`Prepared.restore_reason`), on one line.
+        why = p.restore_reason if r.superseded_by is not None else None
         out.append(dataclasses.replace(
             r, trust=POLICY.stored(trust), confirmed_at=at,
             supersede_reason=" ".join(why.split()) if why else None, clamped=tuple(clamped),
@@ -657,7 +658,7 @@ async def import_many(
     exported (status, trust, supersede link); one without is retained like `add_many` (a
     repeat in other words still reinforces) -- unless `vectors="queue"`. `items` are the
     import's lines: the gate redacts a line's `restore.supersede_reason` with its other fields,
-    and `restores[i].supersede_reason` is stored as the gate left it.
+    and that copy is what is stored (`bound_restores`).
 
     Set-based (issue 12: 3,000 facts took 5 min): the facts to store go in with one COPY per
     table (facts, citations, vectors, postings, events, audit, queue) instead of about a dozen
@@ -715,11 +716,9 @@ async def import_many(
                 k = len(ready[i].questions)
                 vecs[i] = Vectors(got[n], list(got[at : at + k]))
                 at += k
-        # The gate redacted each line's restore.supersede_reason with its other fields.
-        reasons = [
-            p.restore_reason if r is not None and r.supersede_reason else None
-            for p, r in zip(ready, restores, strict=True)
-        ]
+        # The gate redacted each line's restore.supersede_reason with its other fields, and
+        # bound_restores kept that copy on one line.
+        reasons = [r.supersede_reason if r is not None else None for r in restores]
         tokens = await asyncio.to_thread(
             lambda: {
                 i: tokenize(lexicon.lexical_text(ready[i].content, ready[i].tags,
