@@ -112,6 +112,8 @@ def bench_arguments(parser: argparse.ArgumentParser) -> None:
                         help="facts in the batch import")
     parser.add_argument("--hook-runs", type=int, default=20,
                         help="runs per hook event (0: skip)")
+    parser.add_argument("--drain-n", type=int, default=200,
+                        help="facts the vector-queue drain bench imports (0: skip)")
     parser.add_argument("--out", default=None, help="also write bench.json and bench.md here")
     add_json_flag(parser)
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import re
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated, Literal
 
@@ -18,7 +16,7 @@ import msgspec
 from litestar import Litestar, Request, Response, Router, delete, get, patch, post
 from litestar.params import FromPath, JSONBody, Parameter
 
-from factbank.errors import BatchRefused, Refused, reason
+from factbank.errors import BatchRefused, reason
 from factbank.models import (
     CheckAnswer,
     CheckBatch,
@@ -113,61 +111,24 @@ class ImportLine(NewFact):
     restore: ImportRestore | None = None
 
 
-# What the write gate does not redact, redacted here under the bank's policy before anything
-# is stored or echoed: a fact's project, agent and category (echoed by "unknown category"), the
-# X-Factbank-Agent header and the reasons. The core redacts again where rows are written
-# (`facts.record_event`, `audit.append`); this step applies the policy (reject: a 422 naming
-# the field).
-CATEGORY_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")  # the database's rule for a name
+# Where a request's text is redacted: a fact's writes (add, import, supersede, check) in the
+# write gate, every field and the X-Factbank-Agent header in one pass (`gate.check`); on the
+# other routes the header here (`caller`) and the reasons where they are taken. The core
+# redacts again where rows are written (`facts.record_event`, `audit.append`). Each step
+# applies the bank's policy carried on the principal (reject: a 422 naming the field).
 
 
 async def caller(deps: Deps, user: Principal) -> tuple[Principal, str]:
     """The request's principal with its agent (the X-Factbank-Agent header) cleaned, and the
-    bank's redaction policy. A call in the handler, not a dependency: it reads the database,
-    and litestar resolves dependencies before it validates the body."""
-    policy = await lifecycle.policy_of(deps.pool, user.bank_id)
+    bank's redaction policy (read with the token). Routes that write a fact do not call it:
+    the write gate cleans the header with the fact."""
+    policy = user.redaction_policy
     if user.agent:
         agent = await asyncio.to_thread(
             redaction.clean_text, "X-Factbank-Agent", user.agent, policy
         )
         user = dataclasses.replace(user, agent=agent)
     return user, policy
-
-
-def clean_facts(items: Sequence[NewFact], policy: str) -> tuple[list[NewFact], list[dict]]:
-    """Each fact with its project, agent and category redacted (or refused: errors by index)."""
-    out: list[NewFact] = []
-    errors: list[dict] = []
-    for i, item in enumerate(items):
-        fields = {"project": item.project, "agent": item.agent}
-        if not CATEGORY_NAME.match(item.category):
-            fields["category"] = item.category
-        restore = getattr(item, "restore", None)
-        if restore is not None and restore.supersede_reason:
-            fields["restore.supersede_reason"] = restore.supersede_reason
-        if not any(fields.values()):
-            out.append(item)
-            continue
-        try:
-            clean = redaction.clean_fields(fields, policy)
-        except Refused as exc:
-            errors.append({"index": i, "reasons": exc.reasons})
-            continue
-        if "restore.supersede_reason" in clean:
-            why = clean.pop("restore.supersede_reason")
-            clean["restore"] = msgspec.structs.replace(restore, supersede_reason=why)
-        out.append(msgspec.structs.replace(item, **clean))
-    return out, errors
-
-
-async def cleaned(
-    deps: Deps, principal: Principal, items: Sequence[NewFact]
-) -> tuple[Principal, list[NewFact]]:
-    user, policy = await caller(deps, principal)
-    clean, errors = await asyncio.to_thread(clean_facts, items, policy)
-    if errors:
-        raise BatchRefused(errors)
-    return user, clean
 
 
 @post("/v1/facts", status_code=201, opt={"example": EXAMPLE_FACT})
@@ -180,11 +141,8 @@ async def add_fact(
     claim the bank already superseded or deleted is not stored again: the answer (200, status
     "retired") gives the fact that holds now (`successor`) and why (`via.reason`); to store it
     again, supersede the successor with it."""
-    try:
-        user, (item,) = await cleaned(deps, principal, [data])
-    except BatchRefused as exc:
-        raise Refused(exc.errors[0]["reasons"]) from None
-    outcome = await retain.add(deps, user, item)
+    user = principal  # the gate redacts the fact, its agent and the header, once
+    outcome = await retain.add(deps, user, data)
     # A claim the bank already retired is answered, not stored: 200 with status "retired",
     # its successor and the reason.
     if outcome.status == "retired":
@@ -251,7 +209,7 @@ async def import_facts(
     if errors:
         raise BatchRefused(errors)
     try:
-        user, items = await cleaned(deps, principal, items)
+        user = principal  # the gate redacts each line, its agent and the header, once
         restores = [_restore(it.restore) for it in items]
         if existing == "skip" or any(restores) or vectors == "queue":
             outcomes = await retain.import_many(
@@ -287,10 +245,7 @@ def _restore(r: ImportRestore | None) -> retain.Restore | None:
 async def supersede_facts(deps: Deps, principal: Principal, data: JSONBody[Supersede]) -> Outcome:
     """Replace facts that no longer hold: stores the new fact, retires the old ones and links
     them to it with the reason, so a recall that hits an old claim returns the current one."""
-    try:
-        user, (item,) = await cleaned(deps, principal, [data.fact])
-    except BatchRefused as exc:
-        raise Refused(exc.errors[0]["reasons"]) from None
+    user, item = principal, data.fact  # the gate redacts the fact, its agent and the header
     # The reason lands in facts.supersede_reason and is injected with the successor.
     why = await lifecycle.clean_reason(deps, user, data.reason)
     outcome = await retain.supersede(deps, user, item, data.replaces, why)
@@ -357,13 +312,7 @@ async def check_facts(deps: Deps, principal: Principal, data: JSONBody[CheckBatc
     and the duplicate decision. Per fact: "new" (with `possible_duplicate_of`), "same_claim"
     (`same_as`: the fact a save would reinforce) or "refused" (`reasons`); `redacted` says what
     redaction would remove (field and kind)."""
-    user, policy = await caller(deps, principal)
-    items, errors = await asyncio.to_thread(clean_facts, data.facts, policy)
-    refused = {e["index"]: e["reasons"] for e in errors}
-    # clean_facts drops refused items: put each back at its index, to be answered refused.
-    kept = iter(items)
-    ordered = [data.facts[i] if i in refused else next(kept) for i in range(len(data.facts))]
-    return CheckAnswer(results=await check.check_many(deps, user, ordered, refused))
+    return CheckAnswer(results=await check.check_many(deps, principal, data.facts))
 
 
 @post(

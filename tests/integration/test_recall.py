@@ -340,25 +340,21 @@ async def test_small_bank_in_large_table_gets_dense_results(stack, two_banks, co
             "trust",
             "created_by_member",
             "content_hash",
-            "embedding",
         ],
         records=[
-            (
-                bank,
-                f"synthetic {i}",
-                "reference",
-                "user",
-                "q",
-                "user",
-                0.9,
-                member,
-                bytes(32),
-                v.astype(np.float32),
-            )
-            for i, v in enumerate(vecs)
+            (bank, f"synthetic {i}", "reference", "user", "q", "user", 0.9, member, bytes(32))
+            for i in range(len(vecs))
         ],
     )
+    ids = [r["id"] for r in await conn.fetch(
+        "SELECT id FROM facts WHERE bank_id = $1 ORDER BY id", bank)]
+    await conn.copy_records_to_table(
+        "fact_vectors",
+        columns=["fact_id", "bank_id", "ord", "lang", "embedding"],
+        records=[(i, bank, 0, "en", v.astype(np.float32)) for i, v in zip(ids, vecs, strict=True)],
+    )
     await conn.execute("ANALYZE facts")
+    await conn.execute("ANALYZE fact_vectors")
     res = await search(stack, beta.ro, "部署用什么工具", mode="dense", limit=5)
     assert len(res["results"]) >= 1
     assert all(h["fact"]["bank"] == "beta" for h in res["results"])

@@ -33,8 +33,10 @@ pytestmark = pytest.mark.slow
 TABLES = {
     "facts": "SELECT id, bank_id, content, category, tags, source_kind, source_location, quote,"
     " project, origin, tentative, trust, status, superseded_by, supersede_reason,"
-    " created_by_member, created_by_agent, created_at, content_hash,"
-    " embedding::text AS embedding, doc_len FROM facts ORDER BY id",
+    " created_by_member, created_by_agent, created_at, content_hash, embedding_model,"
+    " doc_len FROM facts ORDER BY id",
+    "fact_vectors": "SELECT fact_id, ord, lang, embedding::text AS embedding FROM fact_vectors"
+    " ORDER BY fact_id, ord",
     "fact_events": "SELECT * FROM fact_events ORDER BY id",
     "tokens": "SELECT * FROM tokens ORDER BY id",
     "members": "SELECT * FROM members ORDER BY id",

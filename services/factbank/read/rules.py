@@ -114,6 +114,14 @@ async def candidates(conn: asyncpg.Connection, bank_id: int) -> list[RuleCandida
             sorted({e["fact_id"] for e in events}),
         )
     }
+    # Each fact's own vector, from the one vector store (fact_vectors ord 0; none: queued).
+    own = dict(await conn.fetch(
+        "SELECT fact_id, embedding FROM fact_vectors WHERE fact_id = ANY($1::bigint[]) "
+        "AND ord = 0",
+        list(rows),
+    ))
+    for fact_id, row in rows.items():
+        row["embedding"] = own.get(fact_id)
     groups = await asyncio.to_thread(_claims, rows)
     by_fact: dict[int, list] = defaultdict(list)
     for e in events:

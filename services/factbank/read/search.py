@@ -272,7 +272,9 @@ async def _legs(
         ],
         query_terms=len(set(tokens)),
         query_lang=language(query),
-        doc_lang={i: language(row["content"]) for i, row in rows.items()},
+        # The language stored with the fact's own vector (FACT_SELECT's `lang`); detected
+        # only for a fact whose vector is still queued.
+        doc_lang={i: row["lang"] or language(row["content"]) for i, row in rows.items()},
         doc_tagged={i: bool(row["tags"]) for i, row in rows.items()},
         background=background,
     )

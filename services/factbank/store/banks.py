@@ -39,6 +39,9 @@ class Principal:
     # The harness's session id (X-Factbank-Session), "" outside a session: miss counting
     # (factbank.write.misses) records which session wrote and was shown what.
     session: str = ""
+    # The bank's redaction policy (`redact` or `reject`), read with the token: every step of
+    # the request that applies it reads it here, never from the database again.
+    redaction_policy: str = "redact"
 
     def can(self, scope: str) -> bool:
         return scope in self.scopes
@@ -121,11 +124,6 @@ async def get_bank(conn: asyncpg.Connection, name: str) -> Bank:
     if row is None:
         raise NotFound(f"no bank named {name!r}")
     return _bank(row)
-
-
-async def redaction_policy(conn: asyncpg.Connection, bank_id: int) -> str:
-    """The bank's redaction policy: `redact` (store with the secret replaced) or `reject`."""
-    return await conn.fetchval("SELECT redaction_policy FROM banks WHERE id = $1", bank_id)
 
 
 async def list_banks(conn: asyncpg.Connection) -> list[Bank]:
@@ -306,6 +304,7 @@ async def authenticate(conn: asyncpg.Connection, token: str, agent: str = "") ->
         return None
     row = await conn.fetchrow(
         """SELECT t.id, t.scopes, t.bank_id, b.name AS bank, b.kind, t.member_id, m.name AS member,
+                  b.redaction_policy,
                   t.last_used_at IS NULL OR t.last_used_at < now() - interval '1 minute' AS stale
            FROM tokens t JOIN banks b ON b.id = t.bank_id JOIN members m ON m.id = t.member_id
            WHERE t.token_hash = $1 AND t.revoked_at IS NULL""",
@@ -324,4 +323,5 @@ async def authenticate(conn: asyncpg.Connection, token: str, agent: str = "") ->
         token_id=row["id"],
         scopes=frozenset(row["scopes"]),
         agent=agent[:64],
+        redaction_policy=row["redaction_policy"],
     )

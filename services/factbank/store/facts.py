@@ -18,10 +18,13 @@ from factbank.models import Author, Fact, Fingerprint, Review, Source, Stale
 from factbank.write import redaction
 
 # `cites`: a derived fact's sources, one primary-key lookup in fact_citations per row.
+# `lang`: the language of the fact's own text as its vector was stored (fact_vectors ord 0,
+# one primary-key lookup; None while the vector is queued), so recall never detects it again.
 FACT_SELECT = """
 SELECT f.*, b.name AS bank, m.name AS member, c.decays,
        ARRAY(SELECT fc.cites FROM fact_citations fc WHERE fc.fact_id = f.id ORDER BY fc.cites)
-           AS cites
+           AS cites,
+       (SELECT fv.lang FROM fact_vectors fv WHERE fv.fact_id = f.id AND fv.ord = 0) AS lang
 FROM facts f
 JOIN banks b ON b.id = f.bank_id
 JOIN members m ON m.id = f.created_by_member
@@ -343,8 +346,8 @@ async def duplicates_of(
     a cosine of at least `near` between the stored embeddings (an HNSW scan), itself left
     out, most similar first."""
     fact = await conn.fetchrow(
-        "SELECT category, project, content_hash, embedding FROM facts "
-        "WHERE bank_id = $1 AND id = $2",
+        "SELECT category, project, content_hash, (SELECT embedding FROM fact_vectors "
+        "WHERE fact_id = $2 AND ord = 0) AS embedding FROM facts WHERE bank_id = $1 AND id = $2",
         bank_id,
         fact_id,
     )
@@ -357,11 +360,12 @@ async def duplicates_of(
                WHERE bank_id = $1 AND id <> $2 AND content_hash = $5 AND category = $3
                  AND project IS NOT DISTINCT FROM $4 AND status IN ('active', 'disputed', 'stale')
                UNION ALL
-               (SELECT id, content, status, 1 - (embedding <=> $6) AS similarity FROM facts
-                WHERE bank_id = $1 AND id <> $2 AND category = $3
-                  AND project IS NOT DISTINCT FROM $4 AND $6::vector IS NOT NULL
-                  AND status IN ('active', 'disputed', 'stale') AND embedding IS NOT NULL
-                ORDER BY embedding <=> $6 LIMIT $7)""",
+               (SELECT f.id, f.content, f.status, 1 - (v.embedding <=> $6) AS similarity
+                FROM fact_vectors v JOIN facts f ON f.id = v.fact_id
+                WHERE v.bank_id = $1 AND v.ord = 0 AND f.id <> $2 AND f.category = $3
+                  AND f.project IS NOT DISTINCT FROM $4 AND $6::vector IS NOT NULL
+                  AND f.status IN ('active', 'disputed', 'stale')
+                ORDER BY v.embedding <=> $6 LIMIT $7)""",
             bank_id,
             fact_id,
             fact["category"],

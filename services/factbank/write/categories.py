@@ -7,7 +7,7 @@ import asyncio
 import asyncpg
 
 from factbank.errors import Conflict, Refused
-from factbank.store import banks, ceremony
+from factbank.store import ceremony
 from factbank.store.banks import Principal
 from factbank.write import redaction
 
@@ -31,8 +31,7 @@ async def add(
     auto_inject: bool,
     decays: bool,
 ) -> dict:
-    async with pool.acquire() as conn:
-        policy = await banks.redaction_policy(conn, principal.bank_id)
+    policy = principal.redaction_policy
     # A description is shown to every member and agent: redacted (or refused under the reject
     # policy) like a fact. A name holding a secret no longer fits the name rule: refused.
     clean = await asyncio.to_thread(

@@ -19,7 +19,7 @@ against the others in the same list.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from factbank.models import CheckVerdict, NewFact
 from factbank.read import embedder, lexicon
@@ -34,18 +34,14 @@ async def check_many(
     deps: Deps,
     principal: Principal,
     items: Sequence[NewFact],
-    refused: Mapping[int, list[dict[str, str]]] | None = None,
 ) -> list[CheckVerdict]:
-    """One verdict per item, in order. `refused`: items the caller already refused (their
-    project, agent or category under the bank's policy), by index: not gated again."""
-    refused = dict(refused or {})
+    """One verdict per item, in order (the gate redacts each with its project, agent and the
+    header, or refuses it, as a save would)."""
     out: list[CheckVerdict | None] = [None] * len(items)
-    todo = [i for i in range(len(items)) if i not in refused]
     async with deps.pool.acquire() as conn, conn.transaction(readonly=True):
-        prepared, errors = await retain._gated(conn, deps, principal, [items[i] for i in todo])
-        for e in errors:
-            refused[todo[e["index"]]] = e["reasons"]
-        ok = [(todo[k], p) for k, p in enumerate(prepared) if p is not None]
+        prepared, errors = await retain._gated(conn, deps, principal, items)
+        refused = {e["index"]: e["reasons"] for e in errors}
+        ok = [(k, p) for k, p in enumerate(prepared) if p is not None]
         vectors = [Vectors() for _ in ok]
         if deps.embedder is not None and ok:
             texts = [lexicon.indexed_text(p.content, p.tags) for _, p in ok]

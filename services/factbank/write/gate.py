@@ -28,6 +28,7 @@ import msgspec
 
 from factbank.errors import Refused, reason
 from factbank.models import Fingerprint, NewFact
+from factbank.store import facts
 from factbank.write import redaction
 from factbank_client.schema import split_symbol, symbol_problem
 
@@ -60,6 +61,11 @@ _LOG_LINE = re.compile(
 _SHA = re.compile(r"^[0-9a-f]{7,40}$", re.IGNORECASE)
 _URL = re.compile(r"^https?://\S+$", re.IGNORECASE)
 _CITATION = re.compile(r"^#?(\d{1,18})$")
+CATEGORY_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")  # the database's rule for a name
+# Fields the gate redacts besides the fact's own: echoed or stored, but not part of the claim.
+# Under the `reject` policy each is refused by its own name (the fact's own fields by
+# "content", as always).
+_CALLER_FIELDS = ("project", "agent", "X-Factbank-Agent", "category", "restore.supersede_reason")
 
 
 @dataclass
@@ -80,6 +86,8 @@ class Prepared:
     questions: list[str] = field(default_factory=list)
     fingerprint: Fingerprint | None = None
     cites: list[int] = field(default_factory=list)  # source kind `fact`: the cited ids
+    content_hash: bytes = b""  # `facts.content_hash` of the content, computed here once
+    restore_reason: str | None = None  # an imported line's `restore.supersede_reason`, redacted
 
 
 def _dump_reason(text: str, what: str) -> str | None:
@@ -223,7 +231,13 @@ def clean_questions(questions: list[str], reasons: list[dict[str, str]]) -> list
 
 
 def check(new: NewFact, *, max_chars: int, policy: str, agent: str = "") -> Prepared:
-    """Validate and redact one fact; raise `Refused` listing every problem found."""
+    """Validate and redact one fact; raise `Refused` listing every problem found.
+
+    The one redaction of a write: the fact's fields, and with them everything the request
+    adds that is stored or echoed -- its project, agent, the X-Factbank-Agent header (`agent`)
+    and a category that is not a valid name (an "unknown category" refusal echoes it), in ONE
+    `redact_fields` call. The store's two doors (`facts.record_event`, `audit.append`) redact
+    again what they write, whoever calls them; nothing else on the way does."""
     reasons: list[dict[str, str]] = []
     content = new.content.strip()
     quote = new.quote.strip()
@@ -288,6 +302,7 @@ def check(new: NewFact, *, max_chars: int, policy: str, agent: str = "") -> Prep
         location = ", ".join(f"#{i}" for i in cites)
 
     fp_path = new.fingerprint.path.strip() if new.fingerprint is not None else None
+    restore = getattr(new, "restore", None)  # an import line: an exported fact's state
     clean, findings = redaction.redact_fields(
         {
             "content": content,
@@ -297,24 +312,38 @@ def check(new: NewFact, *, max_chars: int, policy: str, agent: str = "") -> Prep
             "questions": questions,
             "fingerprint.path": fp_path,
             "fingerprint.symbol": new.fingerprint.symbol or None if new.fingerprint else None,
+            "project": project,
+            "agent": new.agent,
+            "X-Factbank-Agent": agent,
+            "category": None if CATEGORY_NAME.match(new.category) else new.category,
+            "restore.supersede_reason": restore.supersede_reason if restore is not None else None,
         }
     )
     if findings and policy == "reject":
-        kinds = sorted({f"{f.field}: {f.kind}" for f in findings})
-        raise Refused.one(
-            "content", "this bank rejects facts containing secrets; found " + ", ".join(kinds)
-        )
+        own = [f for f in findings if f.field not in _CALLER_FIELDS]
+        refusals = [
+            reason(f.field, f"this bank rejects secrets; {f.field} holds one ({f.kind})")
+            for f in findings
+            if f.field in _CALLER_FIELDS
+        ]
+        if own:
+            kinds = sorted({f"{f.field}: {f.kind}" for f in own})
+            refusals.insert(0, reason(
+                "content", "this bank rejects facts containing secrets; found " + ", ".join(kinds)
+            ))
+        raise Refused(refusals)
+    content = str(clean["content"])
     return Prepared(
-        content=str(clean["content"]),
-        category=new.category,
+        content=content,
+        category=str(clean["category"] or new.category),
         tags=list(clean["tags"] or []),
         source_kind=new.source.kind,
         source_location=str(clean["source"]),
         quote=str(clean["quote"]),
-        project=project,
+        project=clean["project"],  # type: ignore[arg-type]
         origin=new.origin,
         tentative=new.tentative,
-        agent=(new.agent or agent or "")[:64],
+        agent=str(clean["agent"] or clean["X-Factbank-Agent"] or "")[:64],
         redacted=findings,
         questions=list(clean["questions"] or []),
         fingerprint=None
@@ -325,6 +354,8 @@ def check(new: NewFact, *, max_chars: int, policy: str, agent: str = "") -> Prep
             symbol=clean["fingerprint.symbol"] or msgspec.UNSET,
         ),
         cites=cites,
+        content_hash=facts.content_hash(content),
+        restore_reason=clean["restore.supersede_reason"],  # type: ignore[arg-type]
     )
 
 

@@ -16,7 +16,7 @@ import asyncpg
 from factbank.errors import Refused
 from factbank.models import Confirm, Fact, NewFact, Source
 from factbank.read import embedder, lexicon
-from factbank.store import banks, ceremony, facts
+from factbank.store import ceremony, facts
 from factbank.store.banks import Principal
 from factbank.trust import DEFAULT as POLICY
 from factbank.write import derived, redaction, retain
@@ -48,17 +48,13 @@ async def current_of(conn: asyncpg.Connection, bank_id: int, fact_id: int) -> as
     )
 
 
-async def policy_of(pool: asyncpg.Pool, bank_id: int) -> str:
-    async with pool.acquire() as conn:
-        return await banks.redaction_policy(conn, bank_id)
-
-
 async def clean_reason(deps: Deps, principal: Principal, reason: str) -> str:
     """A reason a person typed, under the bank's policy: redacted, or refused naming `reason`."""
     if not reason:
         return reason
-    policy = await policy_of(deps.pool, principal.bank_id)
-    return await asyncio.to_thread(redaction.clean_text, "reason", reason, policy)
+    return await asyncio.to_thread(
+        redaction.clean_text, "reason", reason, principal.redaction_policy
+    )
 
 
 async def confirm(
@@ -148,7 +144,7 @@ async def _evidence(
         return {}, None
     where: dict = {}
     if evidence.project or evidence.remotes:
-        policy = await policy_of(deps.pool, principal.bank_id)
+        policy = principal.redaction_policy
         remotes = list(dict.fromkeys(r.strip() for r in evidence.remotes if r.strip()))
         clean = await asyncio.to_thread(
             redaction.clean_fields,
@@ -267,7 +263,7 @@ async def edit(
         # Redacted like a new fact's, or refused (422 naming tags[i]/questions[i]) in a bank
         # with the reject policy. A category holding one is unknown: the refusal names it
         # redacted.
-        policy = await policy_of(deps.pool, principal.bank_id)
+        policy = principal.redaction_policy
         fields = {"tags": clean_tags or [], "questions": clean_qs or [], "category": category}
         clean = await asyncio.to_thread(redaction.clean_fields, fields, policy)
         if clean_tags:
@@ -292,12 +288,10 @@ async def edit(
                 raise Refused.one("category", f"unknown category {category!r}")
             await conn.execute(
                 """UPDATE facts SET tags = $2, category = $3, updated_at = now(),
-                          embedding = coalesce($4::vector, embedding),
-                          embedding_model = coalesce($5, embedding_model) WHERE id = $1""",
+                          embedding_model = coalesce($4, embedding_model) WHERE id = $1""",
                 fact_id,
                 new_tags,
                 category or row["category"],
-                vector,
                 deps.embedder.name if deps.embedder and vector is not None else None,
             )
             await retain.set_questions(conn, principal.bank_id, fact_id, new_qs, vectors)

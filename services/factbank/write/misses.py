@@ -130,7 +130,8 @@ async def equivalents(conn: asyncpg.Connection, bank_id: int, fact_id: int) -> l
     from factbank.write.retain import NEAR
 
     row = await conn.fetchrow(
-        "SELECT content, content_hash, embedding FROM facts WHERE id = $1", fact_id)
+        "SELECT f.content, f.content_hash, v.embedding FROM facts f "
+        "LEFT JOIN fact_vectors v ON v.fact_id = f.id AND v.ord = 0 WHERE f.id = $1", fact_id)
     same = [r["id"] for r in await conn.fetch(
         "SELECT id FROM facts WHERE bank_id = $1 AND content_hash = $2 AND id <> $3 "
         "AND status IN ('active', 'disputed') ORDER BY id", bank_id, row["content_hash"],
@@ -140,10 +141,11 @@ async def equivalents(conn: asyncpg.Connection, bank_id: int, fact_id: int) -> l
     async with conn.transaction():
         await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         near = await conn.fetch(
-            """SELECT id, content, 1 - (embedding <=> $2) AS similarity FROM facts
-               WHERE bank_id = $1 AND status IN ('active', 'disputed') AND id <> $3
-                 AND embedding IS NOT NULL
-               ORDER BY embedding <=> $2 LIMIT 5""",
+            """SELECT f.id, f.content, 1 - (v.embedding <=> $2) AS similarity
+               FROM fact_vectors v JOIN facts f ON f.id = v.fact_id
+               WHERE v.bank_id = $1 AND v.ord = 0 AND f.status IN ('active', 'disputed')
+                 AND f.id <> $3
+               ORDER BY v.embedding <=> $2 LIMIT 5""",
             bank_id, row["embedding"], fact_id,
         )
     for r in near:

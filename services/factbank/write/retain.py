@@ -25,7 +25,7 @@ from factbank.read import embedder, lexicon
 from factbank.read.tokenizer import language, tokenize
 from factbank.runtime.observability import REDACTIONS, VECTOR_QUEUE, WRITES
 from factbank.runtime.settings import Settings
-from factbank.store import banks, ceremony, facts
+from factbank.store import ceremony, facts
 from factbank.store.banks import Principal
 from factbank.trust import DEFAULT as POLICY
 from factbank.write import claims, derived, gate, misses
@@ -143,12 +143,12 @@ async def _gated(
     """The write gate for a batch, under the bank's redaction policy and category registry.
     The gate (redaction above all) is CPU work: in a thread, so a large import never holds
     the event loop that both services' other callers share."""
-    policy = await banks.redaction_policy(conn, principal.bank_id)
     rows = await conn.fetch("SELECT name FROM categories WHERE bank_id = $1", principal.bank_id)
     categories = {r["name"] for r in rows}
     cited = await derived.cited_rows(conn, principal.bank_id, items)
     return await asyncio.to_thread(
-        _gate_all, items, deps.settings.max_fact_chars, policy, principal.agent, categories, cited
+        _gate_all, items, deps.settings.max_fact_chars, principal.redaction_policy,
+        principal.agent, categories, cited,
     )
 
 
@@ -171,6 +171,17 @@ async def prepare(
     return prepared, errors, vectors
 
 
+# The facts of a bank, category and project nearest a vector, by their own vector (ord 0 in
+# fact_vectors, the one vector store: migration 0014), through the one HNSW index. `statuses`:
+# an extra condition on the fact's status. The index scan filters bank and ord, the join the
+# rest; iterative scans keep reading the graph until five rows pass.
+NEAREST_OWN = """SELECT f.id, f.content, f.status, 1 - (v.embedding <=> $4) AS similarity
+                 FROM fact_vectors v JOIN facts f ON f.id = v.fact_id
+                 WHERE v.bank_id = $1 AND v.ord = 0 AND f.category = $2
+                   AND f.project IS NOT DISTINCT FROM $3 {statuses}
+                 ORDER BY v.embedding <=> $4 LIMIT 5"""
+
+
 async def _near_duplicates(
     conn: asyncpg.Connection, bank_id: int, p: Prepared, vectors: Vectors
 ) -> list[asyncpg.Record]:
@@ -179,18 +190,13 @@ async def _near_duplicates(
     same = """SELECT id, content, 2.0 AS similarity FROM facts
               WHERE bank_id = $1 AND content_hash = $4 AND category = $2
                 AND project IS NOT DISTINCT FROM $3 AND status IN ('active', 'disputed')"""
-    rows = list(
-        await conn.fetch(same, bank_id, p.category, p.project, facts.content_hash(p.content))
-    )
+    rows = list(await conn.fetch(same, bank_id, p.category, p.project, p.content_hash))
     vector = vectors.fact
     if vector is not None:
         async with conn.transaction():
             await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             near = await conn.fetch(
-                """SELECT id, content, 1 - (embedding <=> $4) AS similarity FROM facts
-                   WHERE bank_id = $1 AND category = $2 AND project IS NOT DISTINCT FROM $3
-                     AND status IN ('active', 'disputed') AND embedding IS NOT NULL
-                   ORDER BY embedding <=> $4 LIMIT 5""",
+                NEAREST_OWN.format(statuses="AND f.status IN ('active', 'disputed')"),
                 bank_id,
                 p.category,
                 p.project,
@@ -216,7 +222,7 @@ async def _retired_match(
         """SELECT id FROM facts WHERE bank_id = $1 AND content_hash = $4 AND category = $2
              AND project IS NOT DISTINCT FROM $3 AND status IN ('superseded', 'deleted')
            ORDER BY id DESC LIMIT 1""",
-        bank_id, p.category, p.project, facts.content_hash(p.content),
+        bank_id, p.category, p.project, p.content_hash,
     )
     if exact is not None or vectors.fact is None:
         return exact
@@ -226,11 +232,7 @@ async def _retired_match(
         # near-duplicates'. Filtering on a retired status inside the scan instead walked up to
         # hnsw.max_scan_tuples in a bank with few retired facts.
         near = await conn.fetch(
-            """SELECT id, content, status, 1 - (embedding <=> $4) AS similarity FROM facts
-               WHERE bank_id = $1 AND category = $2 AND project IS NOT DISTINCT FROM $3
-                 AND embedding IS NOT NULL
-               ORDER BY embedding <=> $4 LIMIT 5""",
-            bank_id, p.category, p.project, vectors.fact,
+            NEAREST_OWN.format(statuses=""), bank_id, p.category, p.project, vectors.fact
         )
     for row in near:
         if row["status"] in RETIRED and row["similarity"] >= NEAR and (
@@ -366,10 +368,10 @@ async def _insert(
     fact_id = await conn.fetchval(
         """INSERT INTO facts (bank_id, content, category, tags, source_kind, source_location,
                               quote, project, origin, tentative, trust, created_by_member,
-                              created_by_agent, content_hash, embedding, embedding_model,
-                              questions, fingerprint)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
-                   $18::jsonb)
+                              created_by_agent, content_hash, embedding_model, questions,
+                              fingerprint)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
+                   $17::jsonb)
            RETURNING id""",
         principal.bank_id,
         p.content,
@@ -384,8 +386,7 @@ async def _insert(
         t,
         principal.member_id,
         p.agent,
-        facts.content_hash(p.content),
-        vector,
+        p.content_hash,
         model,
         p.questions,
         facts.fingerprint_json(p.fingerprint),
@@ -650,7 +651,8 @@ def bound_restores(
             clamped.append(f"trust {r.trust:.2f} clamped to {cap:.2f}" + (
                 "" if admin else f" (what an add of an {p.origin} fact gets; restoring a "
                 "higher trust needs an admin token)"))
-        why = r.supersede_reason if r.superseded_by is not None else None
+        # The gate's redacted copy of the reason (`Prepared.restore_reason`), on one line.
+        why = p.restore_reason if r.superseded_by is not None else None
         out.append(dataclasses.replace(
             r, trust=POLICY.stored(trust), confirmed_at=at,
             supersede_reason=" ".join(why.split()) if why else None, clamped=tuple(clamped),
@@ -673,7 +675,9 @@ async def import_many(
     not stored again and not reinforced: its outcome is "present", and so is a repeat later in
     the same import. A fact new to the bank that carries a `Restore` is stored as it was
     exported (status, trust, supersede link); one without is retained like `add_many` (a
-    repeat in other words still reinforces) -- unless `vectors="queue"`.
+    repeat in other words still reinforces) -- unless `vectors="queue"`. `items` are the
+    import's lines: the gate redacts a line's `restore.supersede_reason` with its other fields,
+    and that copy is what is stored (`bound_restores`).
 
     Set-based (issue 12: 3,000 facts took 5 min): the facts to store go in with one COPY per
     table (facts, citations, vectors, postings, events, audit, queue) instead of about a dozen
@@ -684,8 +688,6 @@ async def import_many(
     embedder worker (`factbank.write.vectors`) fills their vectors after the commit. The lexical
     leg finds them at once. A fact without `restore` is then stored without the near-duplicate
     check by meaning (it has no vector yet): an exact repeat is still "present"."""
-    from factbank.write import redaction  # local: keeps this addition out of the module's imports
-
     queue = vectors == "queue" and deps.embedder is not None
     async with deps.pool.acquire() as conn:
         prepared, errors = await _gated(conn, deps, principal, items)
@@ -697,7 +699,7 @@ async def import_many(
         )
         if errors:
             raise BatchRefused(errors)
-        keys = [(facts.content_hash(p.content), p.category, p.project) for p in ready]
+        keys = [(p.content_hash, p.category, p.project) for p in ready]
         known: dict[tuple, int] = {}
         rows = await conn.fetch(
             """SELECT id, content_hash, category, project FROM facts
@@ -733,14 +735,9 @@ async def import_many(
                 k = len(ready[i].questions)
                 vecs[i] = Vectors(got[n], list(got[at : at + k]))
                 at += k
-        reasons = await asyncio.to_thread(
-            lambda: [
-                redaction.redact_text(r.supersede_reason, "supersede_reason")[0]
-                if r is not None and r.supersede_reason
-                else None
-                for r in restores
-            ]
-        )
+        # The gate redacted each line's restore.supersede_reason with its other fields, and
+        # bound_restores kept that copy on one line.
+        reasons = [r.supersede_reason if r is not None else None for r in restores]
         tokens = await asyncio.to_thread(
             lambda: {
                 i: tokenize(lexicon.lexical_text(ready[i].content, ready[i].tags,
@@ -863,7 +860,7 @@ FACT_COLUMNS = [
     "id", "bank_id", "content", "category", "tags", "source_kind", "source_location", "quote",
     "project", "origin", "tentative", "trust", "status", "superseded_by", "supersede_reason",
     "created_by_member", "created_by_agent", "created_at", "updated_at", "confirmed_at",
-    "content_hash", "embedding", "embedding_model", "questions", "fingerprint", "doc_len",
+    "content_hash", "embedding_model", "questions", "fingerprint", "doc_len",
     "indexed",
 ]
 
@@ -891,7 +888,7 @@ def _bulk_rows(
             p.quote, p.project, p.origin, p.tentative, r.trust if r is not None else t, status,
             r.superseded_by if r is not None else None, b.supersede_reason, member, p.agent,
             now, now, (r.confirmed_at if r is not None else None) or now,
-            facts.content_hash(p.content), v.fact, model if v.fact is not None else None,
+            p.content_hash, model if v.fact is not None else None,
             p.questions, facts.fingerprint_json(p.fingerprint),
             len(b.tokens) if indexed else 0, indexed,
         ))

@@ -13,7 +13,8 @@ takes at most `batch` queued facts (the oldest first), reads their passages from
 they are now, embeds them off the event loop (the engine's fair lock is held for one 16-passage
 call at a time, so a search waits for at most one such call), then in one transaction per bank
 locks the facts it fills (SKIP LOCKED: never waiting on a writer), deletes their queue rows,
-writes `facts.embedding`, `fact_vectors` and the new `embedding_cache` rows, and then bumps the
+writes `fact_vectors` (the one vector store, migration 0014), `facts.embedding_model` and the
+new `embedding_cache` rows, and then bumps the
 bank's version (`ceremony.index`: no bank lock while the HNSW inserts run).
 A worker that stops anywhere before that commit leaves the rows queued: nothing is lost, the
 next round (or the next start) embeds them again. A fact edited meanwhile (other text than
@@ -172,9 +173,10 @@ async def _store(
             )
         if fill:
             ids_f = [r["id"] for r in fill]
-            await conn.executemany(  # pipelined: one network exchange for the batch
-                "UPDATE facts SET embedding = $2, embedding_model = $3 WHERE id = $1",
-                [(i, embedded[i][1][0], model.name) for i in ids_f],
+            await conn.execute(
+                "UPDATE facts SET embedding_model = $2 WHERE id = ANY($1::bigint[])",
+                ids_f,
+                model.name,
             )
             await conn.execute("DELETE FROM fact_vectors WHERE fact_id = ANY($1::bigint[])", ids_f)
             await conn.copy_records_to_table(
