@@ -239,6 +239,9 @@ def build_server(client_for: ClientFor, *, local_files: bool,
                     to_member=to_member or None, files=files, fact_ids=fact_ids)
         return render.handoff_line(out, project)
 
+    if local_files:  # the code graph reads this machine's checkout: stdio only
+        _code_tools(server, client_for, default_project)
+
     @tool
     def facts_to_enrich(ctx: Context,
                         limit: Annotated[int, Field(ge=1, le=50, description=_text(
@@ -309,9 +312,6 @@ def build_server(client_for: ClientFor, *, local_files: bool,
         return (f"Queued candidate {cand['id']} for review"
                 + (f" (it would supersede #{replaces})" if replaces else "")
                 + ": nothing changed until someone accepts it.")
-
-    if local_files:  # the code graph reads this machine's checkout: stdio only
-        _code_tools(server, client_for, default_project)
 
     for key in ("add", "supersede", "queue_correction"):  # required in what the agent sees
         schema = server._tool_manager.get_tool(key).parameters

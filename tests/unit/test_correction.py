@@ -53,7 +53,7 @@ def test_the_prompt_hook_adds_the_nudge_and_asks_the_service(monkeypatch, tmp_pa
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     asked = []
 
-    def inject(kind, session_id, project, prompt, agent, deadline, correction=False):
+    def inject(kind, session_id, project, prompt, agent, deadline, root=None, correction=False):
         asked.append(correction)
         if correction:
             hookmain.SUBJECTS["personal"] = 7
