@@ -105,6 +105,9 @@ class Repo:
     # How many changed files a symbol that left its file is looked for in. A session-start or
     # prompt check passes a small number (it must stay fast); `factbank verify` the default.
     symbol_search: int = 500
+    # Verdicts only, no new fingerprints (each asks git for HEAD): the hooks' check before
+    # inject (worktree.py) needs "holds here or not", never a fingerprint to send.
+    judge_only: bool = False
 
     def head(self, root: Path | None, rel: str | None) -> tuple[str | None, str | None]:
         """fingerprint.head_state, asked once per path in a run (many facts share a file)."""
@@ -377,7 +380,9 @@ def check_symbol(fact: dict, repo: Repo) -> Verdict | Skip:
             return False
         return any(x >= a.start_line and y <= a.end_line for x, y in quote_spans(text, quote))
 
-    def anchored(rel: str, data: bytes, a: Any) -> dict:
+    def anchored(rel: str, data: bytes, a: Any) -> dict | None:
+        if repo.judge_only:
+            return None
         return fpr.with_symbol(fpr.build(data, rel, a.start_line, a.end_line,
                                          repo.root if repo.git else None, repo.head), a)
 

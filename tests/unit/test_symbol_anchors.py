@@ -273,8 +273,11 @@ def test_a_repository_without_the_symbol_file_or_the_grammars_is_not_guessed(tmp
 # --- verify before inject: the hooks' working-tree check --------------------------------
 
 
-def test_the_hook_check_follows_the_symbol_in_the_working_tree(tmp_path: Path) -> None:
-    from factbank_client import worktree
+def test_the_hook_check_follows_the_symbol_in_the_working_tree(tmp_path: Path,
+                                                                monkeypatch) -> None:
+    from factbank_client import verify, worktree
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
 
     repo, rel, name, quote, edit, text = _case(CASES[3], tmp_path)  # Go
     fact = _fact(repo, f"{rel}::{name}", quote)
@@ -288,6 +291,11 @@ def test_the_hook_check_follows_the_symbol_in_the_working_tree(tmp_path: Path) -
     block = f"{worktree.FACTS_HEADER} (bank: t)\n- #1 (trust 0.75) a claim"
     out, gone, _ = worktree.filter_block(block, [fact], repo)
     assert gone == [1] and worktree.NOTE_HEADER in out and "- #1 (trust" not in out
+    # The same bytes again: the verdict is remembered, nothing is parsed.
+    monkeypatch.setattr(verify, "check_symbol", None)
+    assert worktree.check(fact, repo) == (state, why)
+    monkeypatch.undo()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     (repo / rel).unlink()  # a file missing here is unknown, as for a line fact
     assert worktree.check(fact, repo)[0] == worktree.UNKNOWN
 
@@ -296,6 +304,7 @@ def test_the_hook_process_finds_the_grammars_without_site(tmp_path: Path) -> Non
     """The hooks run as `python -I -S` with only the package's parent on sys.path (in an
     editable install, the source tree): the check still parses, not unknown."""
     import json
+    import os
     import subprocess
     import sys
 
@@ -309,7 +318,8 @@ def test_the_hook_process_finds_the_grammars_without_site(tmp_path: Path) -> Non
         "from factbank_client import worktree\n"
         f"print(json.dumps(worktree.check(json.loads(sys.argv[1]), {str(repo)!r})))\n")
     out = subprocess.run([sys.executable, "-I", "-S", str(probe), json.dumps(fact)],
-                         capture_output=True, text=True, timeout=60)
+                         capture_output=True, text=True, timeout=60,
+                         env={"HOME": str(tmp_path), "PATH": os.environ.get("PATH", "")})
     assert out.returncode == 0, out.stderr
     state, why = json.loads(out.stdout)
     assert state == "not-holding" and "its body changed" in why, why
