@@ -494,6 +494,10 @@ class CodeIndex:
                 return 0.0, ""
             if ctx["shadowed"].get(use["file_id"]) and not same_file:
                 return 0.0, ""
+            inside = use["owner_qual"] or ""
+            if any(inside == c or inside.startswith(c + ".")
+                   for c in ctx["nested"].get(use["file_id"], ())):
+                return 0.0, ""  # a function of that name nested in the caller's scope
             if same_file:
                 return 0.95, "defined in the same file"
             for imp in imports:
@@ -690,14 +694,18 @@ class CodeIndex:
         class_names = {r[0] for r in self.db.execute(
             "SELECT DISTINCT name FROM symbols WHERE kind IN ('class','struct','interface',"
             "'trait','enum') AND family = ?", (target["family"],))}
-        shadowed = {}
-        for r in self.db.execute("SELECT DISTINCT file_id FROM symbols WHERE name = ? AND "
-                                 "parent IS NULL", (name,)):
-            shadowed[r[0]] = True
+        shadowed, nested = {}, defaultdict(list)
+        for r in self.db.execute("SELECT s.file_id, p.qualname, p.kind FROM symbols s LEFT "
+                                 "JOIN symbols p ON p.id = s.parent WHERE s.name = ? AND "
+                                 "s.id != ?", (name, target["id"])):
+            if r[1] is None:
+                shadowed[r[0]] = True
+            elif r[2] in ("function", "method"):  # a class's methods are not in scope
+                nested[r[0]].append(r[1])
         return {"sources": {}, "imports": self._imports_of(u["file_id"] for u in uses),
                 "n_defs": n_defs,
                 "n_methods": n_methods, "lineage": lineage, "overridden_in": overridden,
-                "class_names": class_names, "shadowed": shadowed}
+                "class_names": class_names, "shadowed": shadowed, "nested": nested}
 
     def _target(self, spec: str) -> tuple[dict | None, dict | None]:
         target, found = self._pick(spec)
