@@ -318,3 +318,27 @@ def test_search_by_meaning_with_the_local_embedder(tmp_path, monkeypatch):
         assert out["results"][0]["qualname"] == "backoff_delay"
         assert out["results"][0]["matched"] == ["meaning"]
         assert out["meaning"].startswith("meaning: local embedder")
+
+
+async def test_the_mcp_tools_answer_from_the_checkout(repo, monkeypatch):
+    from mcp import Client as McpClient
+
+    from factbank_client import mcp_server
+
+    monkeypatch.chdir(repo)
+    server = mcp_server.build_server(lambda _ctx: None,  # type: ignore[arg-type]
+                                     local_files=True, default_project=lambda: "p")
+    async with McpClient(server) as client:
+        out = await client.call_tool("find_callers",
+                                     {"symbol": "src/retry.ts::RetryPolicy.delay"})
+        text = out.content[0].text
+        assert text.startswith("Callers of RetryPolicy.delay (method, src/retry.ts:")
+        assert "this.delay" in text and "0.95 resolved" in text
+        out = await client.call_tool("explain_symbol", {"symbol": "Policy.Backoff"})
+        text = out.content[0].text
+        assert "func (p *Policy) Backoff(n int) time.Duration" in text
+        assert "Facts anchored here (0):" in text and "bank not asked" in text
+        out = await client.call_tool("search_code", {"query": "jitter"})
+        assert "Jitter" in out.content[0].text
+        out = await client.call_tool("find_references", {"symbol": "backoff"})
+        assert "names 2 definitions" in out.content[0].text  # Python and Rust; names are exact
