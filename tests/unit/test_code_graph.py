@@ -342,3 +342,27 @@ async def test_the_mcp_tools_answer_from_the_checkout(repo, monkeypatch):
         assert "Jitter" in out.content[0].text
         out = await client.call_tool("find_references", {"symbol": "backoff"})
         assert "names 2 definitions" in out.content[0].text  # Python and Rust; names are exact
+
+
+def test_two_processes_updating_at_once_store_each_file_once(repo, monkeypatch):
+    """The MCP server and a CLI call may update one index together: the second writer reads
+    what the first stored under the write lock instead of storing it again."""
+    from factbank_client.code import graph
+
+    with CodeIndex(repo) as first, CodeIndex(repo) as second:
+        first.update()
+        (repo / "app" / "other.py").write_text(OTHER + "\n\ndef late():\n    return 2\n")
+        real = graph.git_blob_id
+        raced = []
+
+        def hash_while_the_other_writes(data: bytes) -> str:
+            if not raced:  # `second` has read the index; `first` stores the file now
+                raced.append(None)
+                raced[0] = first.update().parsed
+            return real(data)
+
+        monkeypatch.setattr(graph, "git_blob_id", hash_while_the_other_writes)
+        assert second.update().parsed == 0 and raced == [1]
+        rows = second.db.execute("SELECT count(*) FROM files WHERE path='app/other.py'")
+        assert rows.fetchone()[0] == 1
+        assert len(second.resolve("app/other.py::late")) == 1

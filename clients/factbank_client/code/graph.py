@@ -243,6 +243,12 @@ class CodeIndex:
             return stats
         self.db.execute("BEGIN IMMEDIATE")
         try:
+            # Another process (the MCP server, a CLI call) may have updated the index while
+            # this one hashed: what it stored is read again under the write lock.
+            known = {r["path"]: (r["id"], r["blob"]) for r in
+                     self.db.execute("SELECT id, path, blob FROM files")}
+            gone = [known[p][0] for p in known if p not in current]
+            todo = [(p, b, d) for p, b, d in todo if not (p in known and known[p][1] == b)]
             for file_id in gone:
                 self._drop(file_id)
             stats.removed = len(gone)
