@@ -426,6 +426,8 @@ def check_symbol(fact: dict, repo: Repo) -> Verdict | Skip:
     except ImportError:
         return Skip(fid, "a symbol source, and the tree-sitter grammars are not installed "
                          "here (they come with factbank: reinstall it)")
+    except (ValueError, RecursionError, MemoryError) as exc:  # one odd file: this fact only
+        return Skip(fid, f"{name}: not parsed here ({type(exc).__name__}: {exc})"[:300])
     if changed_body is not None:
         where, a = changed_body
         at = f"{where}:{a.start_line}-{a.end_line}"

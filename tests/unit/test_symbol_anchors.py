@@ -355,3 +355,16 @@ def test_diff_says_which_symbol_facts_a_change_stales_moves_or_leaves(tmp_path: 
     # Nothing was read from the working tree: an uncommitted edit there changes nothing.
     (repo / rel).write_text("")
     assert effect_of(facts["drift"], change_of(repo, "base..HEAD")).effect == "unaffected"
+
+
+def test_a_file_the_parser_chokes_on_skips_that_fact_only(tmp_path: Path, monkeypatch) -> None:
+    repo, rel, name, quote, edit, text = _case(CASES[0], tmp_path)
+    fact = _fact(repo, f"{rel}::{name}", quote)
+    (repo / rel).write_text(text.replace(*edit))
+
+    def choke(*_a, **_k):
+        raise ValueError("a grammar that cannot read it")
+
+    monkeypatch.setattr(anchor, "anchors", choke)
+    v = check(fact, Repo(repo))
+    assert isinstance(v, Skip) and "not parsed here" in v.reason
