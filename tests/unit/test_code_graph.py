@@ -366,3 +366,15 @@ def test_two_processes_updating_at_once_store_each_file_once(repo, monkeypatch):
         rows = second.db.execute("SELECT count(*) FROM files WHERE path='app/other.py'")
         assert rows.fetchone()[0] == 1
         assert len(second.resolve("app/other.py::late")) == 1
+
+
+def test_explain_never_lists_a_whole_bank_without_a_project():
+    class Bank:
+        banks = ("personal",)
+
+        def list_facts(self, **_kw):
+            raise AssertionError("a bank listed without a project")
+
+    symbol = {"path": "a.py", "qualname": "f", "start_line": 1, "end_line": 2}
+    facts, note = answers.anchored_facts(symbol, Bank(), None)
+    assert facts == [] and "no project key" in note

@@ -193,7 +193,7 @@ class CodeIndex:
                 continue
             meta, _, path = entry.partition(b"\t")
             parts = meta.split()
-            if len(parts) < 3 or parts[0] == b"160000":  # a submodule: not our files
+            if len(parts) < 3 or parts[0] in (b"160000", b"120000"):  # submodule, symlink
                 continue
             name = path.decode("utf-8", "surrogateescape")
             if sym.language_for(name):
