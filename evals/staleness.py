@@ -37,8 +37,9 @@ the parser under test. Measured: symbol precision/recall and location accuracy, 
 controls under the same truth: each symbol fact's **line-anchored twin** (the same quote at
 `path:line`, what a fact was before symbol anchors) and the grep control.
 
-`factbank eval staleness [--out DIR] [--json]` prints the table; the committed report is
-evals/reports/2026-12-01/staleness.{json,md}.
+`factbank eval staleness [--out DIR] [--json]` prints the table; the committed reports are
+evals/reports/2026-12-01/staleness.{json,md} and, with the symbol-anchored facts,
+evals/reports/2026-12-02/staleness.{json,md}.
 """
 
 from __future__ import annotations

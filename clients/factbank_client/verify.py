@@ -107,6 +107,9 @@ class Repo:
     # How many changed files a symbol that left its file is looked for in. A session-start or
     # prompt check passes a small number (it must stay fast); `factbank verify` the default.
     symbol_search: int = 500
+    # Verdicts only, no new fingerprints (each asks git for HEAD): the hooks' check before
+    # inject (worktree.py) needs "holds here or not", never a fingerprint to send.
+    judge_only: bool = False
 
     def head(self, root: Path | None, rel: str | None) -> tuple[str | None, str | None]:
         """fingerprint.head_state, asked once per path in a run (many facts share a file)."""
@@ -380,7 +383,9 @@ def check_symbol(fact: dict, repo: Repo) -> Verdict | Skip:
             return False
         return any(x >= a.start_line and y <= a.end_line for x, y in quote_spans(text, quote))
 
-    def anchored(rel: str, data: bytes, a: Any) -> dict:
+    def anchored(rel: str, data: bytes, a: Any) -> dict | None:
+        if repo.judge_only:
+            return None
         return fpr.with_symbol(fpr.build(data, rel, a.start_line, a.end_line,
                                          repo.root if repo.git else None, repo.head), a)
 
@@ -424,6 +429,8 @@ def check_symbol(fact: dict, repo: Repo) -> Verdict | Skip:
     except ImportError:
         return Skip(fid, "a symbol source, and the tree-sitter grammars are not installed "
                          "here (they come with factbank: reinstall it)")
+    except (ValueError, RecursionError, MemoryError) as exc:  # one odd file: this fact only
+        return Skip(fid, f"{name}: not parsed here ({type(exc).__name__}: {exc})"[:300])
     if changed_body is not None:
         where, a = changed_body
         at = f"{where}:{a.start_line}-{a.end_line}"

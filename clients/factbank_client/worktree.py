@@ -231,15 +231,92 @@ def _check_symbol(fact: dict, root: str, limit: int) -> tuple[str, str]:
             return HOLDS, f"{path} is unchanged"
         if b"\0" in data[:BINARY_PROBE]:
             return UNKNOWN, f"{path} is binary"
+    key = ""
+    quote = str(fact.get("quote") or "")
+    if data is not None:  # the same bytes give the same same-file verdict: remembered
+        key = ":".join((str(fact.get("id")), _blob(data, "0" * 40),
+                        str(fp.get("symbol_sha256") or ""), _blob(quote.encode(), "0" * 40)))
+        if (known := _remembered(key)) is not None:
+            return known
+    state, why = _judge_symbol(fact, root, limit, path, name, data)
+    if key and ((state == HOLDS and why.startswith(f"{name} is unchanged in "))
+                or (state == NOT_HOLDING and f"({path}:" in why)):
+        _remember(key, (state, why))
+    return state, why
+
+
+SYMBOL_MEMORY = 256  # same-file verdicts remembered (one small JSON file in the cache dir)
+
+
+def _memory_path() -> str:
+    from factbank_client.hookentry import cache_dir
+
+    return os.path.join(cache_dir(), "symbol-checks.json")
+
+
+def _remembered(key: str) -> tuple[str, str] | None:
+    """A symbol check's verdict for exactly these bytes of the file, this digest and quote,
+    made earlier: parsing costs a hook tens of milliseconds (more on a loaded machine: the
+    grammars' and verify's imports), and a teammate's uncommitted edit stays for many
+    prompts. Anything unreadable is no memory."""
+    import json
+
+    try:
+        with open(_memory_path(), encoding="utf-8") as fh:
+            got = json.load(fh).get(key)
+    except (OSError, ValueError, AttributeError):
+        return None
+    if isinstance(got, list) and len(got) == 2 and got[0] in (HOLDS, NOT_HOLDING):
+        return str(got[0]), str(got[1])
+    return None
+
+
+def _remember(key: str, verdict: tuple[str, str]) -> None:
+    import json
+
+    path = _memory_path()
+    try:
+        with open(path, encoding="utf-8") as fh:
+            memory = json.load(fh)
+        if not isinstance(memory, dict):
+            memory = {}
+    except (OSError, ValueError):
+        memory = {}
+    memory.pop(key, None)
+    memory[key] = list(verdict)
+    while len(memory) > SYMBOL_MEMORY:
+        memory.pop(next(iter(memory)))
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0),
+                     0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(memory, fh)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def _judge_symbol(fact: dict, root: str, limit: int, path: str, name: str,
+                  data: bytes | None) -> tuple[str, str]:
     from pathlib import Path
 
     from factbank_client import verify
 
     _grammars_importable()
 
+    class HookRepo(verify.Repo):
+        """The working tree as the hook reads it: bounded reads, and no per-run git ignore
+        listing (a file git ignores is checked below, only before a fact is left out)."""
+
+        def read(self, rel: str) -> bytes:
+            return safefs.read(root, rel, limit=limit)[1]
+
     try:
         v = verify.check_symbol({**fact, "id": int(fact.get("id") or 0)},
-                                verify.Repo(Path(root), symbol_search=SYMBOL_SEARCH))
+                                HookRepo(Path(root), symbol_search=SYMBOL_SEARCH,
+                                         judge_only=True))
     except Exception as exc:  # a hook never fails on a check: unknown keeps the fact
         return UNKNOWN, f"{name} not checked: {_short(str(exc))}"
     if isinstance(v, verify.Skip):
@@ -247,6 +324,12 @@ def _check_symbol(fact: dict, root: str, limit: int) -> tuple[str, str]:
     if v.verdict == "stale" and data is None:  # as a line fact's missing file: unknown
         return UNKNOWN, f"{path} is not in this checkout"
     if v.verdict == "stale":
+        try:
+            rel = os.path.relpath(safefs.inside(root, path), os.path.realpath(root))
+        except safefs.UnsafePath:
+            return UNKNOWN, f"{path} is not read here"
+        if _ignored(root, rel):
+            return UNKNOWN, f"{path} is ignored by git here: this machine's own file"
         return NOT_HOLDING, _short(f"{v.reason or name + ' changed'} in this working tree")
     if v.verdict == "moved":
         return HOLDS, _short(f"{name} is now at {v.location}")

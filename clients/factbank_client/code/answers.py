@@ -52,6 +52,8 @@ def anchored_facts(symbol: dict, client: Any, project: str | None) -> tuple[list
     reached is named in the note and the rest of the answer stands."""
     if client is None:
         return [], "the bank was not asked (no client configured)"
+    if not project:  # a symbol's source is relative to one repository: never a whole bank
+        return [], "no project key for this checkout: pass --project (or `project`)"
     path, qual = symbol["path"], symbol["qualname"]
     facts, notes = [], []
     try:

@@ -156,6 +156,7 @@ class CodeIndex:
         self.db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
         self.db.execute("INSERT OR REPLACE INTO meta VALUES ('root', ?)", (str(self.root),))
         self._modules: dict | None = None
+        self._classes: dict[str, set[str]] | None = None
 
     @classmethod
     def here(cls, cwd: Path | str | None = None) -> CodeIndex:
@@ -192,17 +193,26 @@ class CodeIndex:
                 continue
             meta, _, path = entry.partition(b"\t")
             parts = meta.split()
-            if len(parts) < 3 or parts[0] == b"160000":  # a submodule: not our files
+            if len(parts) < 3 or parts[0] in (b"160000", b"120000"):  # submodule, symlink
                 continue
             name = path.decode("utf-8", "surrogateescape")
             if sym.language_for(name):
                 out[name] = parts[1].decode()
-        for path in self._git("ls-files", "-m", "-o", "--exclude-standard", "-z").split(b"\0"):
+        # One call for the working tree: C changed, R removed (deleted, not staged; a deleted
+        # file is also listed as changed), ? new.
+        removed = set()
+        for entry in self._git("ls-files", "-t", "-m", "-d", "-o", "--exclude-standard",
+                               "-z").split(b"\0"):
+            tag, _, path = entry.partition(b" ")
             name = path.decode("utf-8", "surrogateescape")
-            if name and sym.language_for(name):
+            if not name or not sym.language_for(name):
+                continue
+            if tag == b"R":
+                removed.add(name)
+            elif tag in (b"C", b"?"):
                 out[name] = None
-        for path in self._git("ls-files", "-d", "-z").split(b"\0"):  # deleted, not staged
-            out.pop(path.decode("utf-8", "surrogateescape"), None)
+        for name in removed:
+            out.pop(name, None)
         return out
 
     def update(self) -> UpdateStats:
@@ -233,6 +243,12 @@ class CodeIndex:
             return stats
         self.db.execute("BEGIN IMMEDIATE")
         try:
+            # Another process (the MCP server, a CLI call) may have updated the index while
+            # this one hashed: what it stored is read again under the write lock.
+            known = {r["path"]: (r["id"], r["blob"]) for r in
+                     self.db.execute("SELECT id, path, blob FROM files")}
+            gone = [known[p][0] for p in known if p not in current]
+            todo = [(p, b, d) for p, b, d in todo if not (p in known and known[p][1] == b)]
             for file_id in gone:
                 self._drop(file_id)
             stats.removed = len(gone)
@@ -256,7 +272,7 @@ class CodeIndex:
         except BaseException:
             self.db.execute("ROLLBACK")
             raise
-        self._modules = None
+        self._modules = self._classes = None
         stats.seconds = time.perf_counter() - started
         return stats
 
@@ -494,6 +510,10 @@ class CodeIndex:
                 return 0.0, ""
             if ctx["shadowed"].get(use["file_id"]) and not same_file:
                 return 0.0, ""
+            inside = use["owner_qual"] or ""
+            if any(inside == c or inside.startswith(c + ".")
+                   for c in ctx["nested"].get(use["file_id"], ())):
+                return 0.0, ""  # a function of that name nested in the caller's scope
             if same_file:
                 return 0.95, "defined in the same file"
             for imp in imports:
@@ -687,17 +707,29 @@ class CodeIndex:
             "AND s.id != ?", (name, target["id"]))}
         lineage = self._lineage(target["container"], target["path"]) if target["container"] \
             else (set(), set())
-        class_names = {r[0] for r in self.db.execute(
-            "SELECT DISTINCT name FROM symbols WHERE kind IN ('class','struct','interface',"
-            "'trait','enum') AND family = ?", (target["family"],))}
-        shadowed = {}
-        for r in self.db.execute("SELECT DISTINCT file_id FROM symbols WHERE name = ? AND "
-                                 "parent IS NULL", (name,)):
-            shadowed[r[0]] = True
+        class_names = self._class_names(target["family"])
+        shadowed, nested = {}, defaultdict(list)
+        for r in self.db.execute("SELECT s.file_id, p.qualname, p.kind FROM symbols s LEFT "
+                                 "JOIN symbols p ON p.id = s.parent WHERE s.name = ? AND "
+                                 "s.id != ?", (name, target["id"])):
+            if r[1] is None:
+                shadowed[r[0]] = True
+            elif r[2] in ("function", "method"):  # a class's methods are not in scope
+                nested[r[0]].append(r[1])
         return {"sources": {}, "imports": self._imports_of(u["file_id"] for u in uses),
                 "n_defs": n_defs,
                 "n_methods": n_methods, "lineage": lineage, "overridden_in": overridden,
-                "class_names": class_names, "shadowed": shadowed}
+                "class_names": class_names, "shadowed": shadowed, "nested": nested}
+
+    def _class_names(self, family: str) -> set[str]:
+        """Every class-like name of a language here (cached until the next change)."""
+        cache = self._classes if self._classes is not None else {}
+        self._classes = cache
+        if family not in cache:
+            cache[family] = {r[0] for r in self.db.execute(
+                "SELECT DISTINCT name FROM symbols WHERE kind IN ('class','struct','interface',"
+                "'trait','enum') AND family = ?", (family,))}
+        return cache[family]
 
     def _target(self, spec: str) -> tuple[dict | None, dict | None]:
         target, found = self._pick(spec)

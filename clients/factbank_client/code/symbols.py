@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import ast
 import inspect
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from functools import cache
-from pathlib import PurePosixPath
 from typing import ClassVar
 
 from factbank_client.schema import SYMBOL_LANGUAGES
@@ -44,7 +44,9 @@ _EXTENSIONS = SYMBOL_LANGUAGES
 def language_for(path: str) -> str | None:
     """The language of `path` by its extension (`python`, `javascript`, `typescript`, `tsx`,
     `go`, `rust`), or None for a file this module does not parse."""
-    return _EXTENSIONS.get(PurePosixPath(path).suffix.lower())
+    # os.path, not PurePosixPath: the graph asks this of every file on each update, and
+    # constructing a path object made it a third of a no-change update (~40 µs a call).
+    return _EXTENSIONS.get(os.path.splitext(path)[1].lower())
 
 
 @dataclass(frozen=True)
