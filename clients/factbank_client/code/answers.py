@@ -142,8 +142,8 @@ def text(out: dict) -> list[str]:
         if out["more"]:
             lines.append(f"  ... {out['more']} more (raise limit)")
         if out["values"]:
-            lines.append("Passed as a value, read, or named in a string (may be called "
-                         "elsewhere):")
+            lines.append("Named but not called here (a value passed on, a read, a type, a "
+                         "string; it may be called elsewhere):")
             lines += [_site(v) for v in out["values"]]
         lines.append(out["unresolved_note"])
         return lines

@@ -764,7 +764,7 @@ class CodeIndex:
             if use["kind"] == "call":
                 calls.append(site)
             elif use["kind"] == "dynamic" or score >= LIKELY:
-                site["why"] = ("passed or read as a value, not called here: " + why
+                site["why"] = ("named, not called here (a value, an argument or a type): " + why
                                if use["kind"] != "dynamic" else why)
                 values.append(site)
         def key(s):
