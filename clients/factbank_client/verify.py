@@ -583,6 +583,63 @@ class TreeRepo(Repo):
 
 
 @dataclass
+class CommittedRepo(TreeRepo):
+    """What `factbank verify` tells the bank: the checkout as its last commit holds it. Only a
+    commit is evidence for the team (docs/staleness.md): an uncommitted edit or an untracked
+    file on one member's machine never makes a fact stale for everyone. Files are read from
+    HEAD's objects; renames and the files a symbol may have moved to are those of the history
+    up to HEAD, never the working tree's. A file the working tree has and HEAD does not (never
+    committed) is not evidence either way: the fact is skipped, not judged gone."""
+
+    def renames(self, commit: str | None) -> dict[str, str]:
+        if commit in self._renames:
+            return self._renames[commit]
+        found: dict[str, str] = {}
+        if self.git:
+            if commit and self.exists(commit):
+                found = _name_status(fpr.git_lines(self.root, "diff", "-M", "--name-status",
+                                                   "-z", commit, "HEAD"))
+            else:
+                history = fpr.git_lines(self.root, "log", "-M", "--diff-filter=R",
+                                        "--name-status", "-z", "--format=", "HEAD")
+                for chunk in reversed(_name_status_pairs(history)):
+                    found[chunk[0]] = chunk[1]
+        self._renames[commit] = found
+        return found
+
+    def changed(self, commit: str | None) -> list[str]:
+        if commit in self._changed:
+            return self._changed[commit]
+        found: list[str] = []
+        if self.git:
+            base = commit if commit and self.exists(commit) else "HEAD~1"
+            out = fpr.git_lines(self.root, "diff", "--name-only", "-z", base, "HEAD", "--")
+            found = list(dict.fromkeys(p for line in out for p in line.split("\0")
+                                       if p and schema.symbol_language(p)))
+        self._changed[commit] = found
+        return found
+
+    def read(self, rel: str) -> bytes:
+        try:
+            return super().read(rel)
+        except FileNotFoundError:
+            here = os.path.lexists(safefs.inside(self.root, rel))
+            if not here:
+                raise
+            raise safefs.UnsafePath(f"{rel} is not committed: only a commit is evidence "
+                                    "for the team") from None
+
+
+def repo_for(root: Path, *, working_tree: bool = False) -> Repo:
+    """The checkout `factbank verify` judges: HEAD's objects (what it tells the bank), or with
+    `working_tree` (a local look, `--working-tree`) the files as they are now. Outside git
+    there is no commit: the files are all there is."""
+    if working_tree or not fpr.is_git_repo(root) or fpr.head_state(root, None)[0] is None:
+        return Repo(root)
+    return CommittedRepo(root, rev="HEAD")
+
+
+@dataclass
 class Change:
     """What a change does to the tracked files: the revision before (`base`), the one after
     (`head`, "" for the index), the paths it touched (the old side) and its renames."""

@@ -176,6 +176,9 @@ class InjectRequest(Strict):
     withheld: Annotated[list[int], msgspec.Meta(max_length=200)] = msgspec.field(
         default_factory=list
     )
+    # The prompt hook recognised a correction in `prompt` (factbank_client.correction): the
+    # answer names the prompt's top hit (`subject`) and the nudge is counted (docs/misses.md).
+    correction: bool = False
 
 
 class InjectSource(msgspec.Struct, kw_only=True):
@@ -186,9 +189,6 @@ class InjectSource(msgspec.Struct, kw_only=True):
     source: Source
     quote: str
     fingerprint: Fingerprint | None = None
-    # The prompt hook recognised a correction in `prompt` (factbank_client.correction): the
-    # answer names the prompt's top hit (`subject`) and the nudge is counted (docs/misses.md).
-    correction: bool = False
 
 
 class Injection(msgspec.Struct, kw_only=True):

@@ -76,10 +76,8 @@ async def queue_fact(deps: Deps, principal: Principal, data: JSONBody[QueueFact]
     """Queue a fact for review instead of saving it (a correction you are not sure of): the
     write gate checks and redacts it as a save would; nothing enters the bank until someone
     accepts it. `replaces`: the fact accepting it supersedes."""
-    from factbank_ingest.app import cleaned
-
-    user, (item,) = await cleaned(deps, principal, [data.fact])
-    return await queue.queue_fact(deps, user, item, data.replaces, data.reason)
+    # the write gate redacts the fact, its agent and the header, once (as on a save)
+    return await queue.queue_fact(deps, principal, data.fact, data.replaces, data.reason)
 
 
 @post("/v1/queue/{cand_id:int}/accept", guards=[requires("write")], status_code=200)

@@ -366,6 +366,7 @@ def test_verify_never_sends_a_teammates_location_outside_the_repository(env, cap
     inside = add_file_fact(capsys, "The API listens on port 8080", "deploy/api.yaml:4",
                            "port: 8080")
     (env.repo / "deploy" / "api.yaml").write_text(API_YAML.replace("8080", "9090"), "utf-8")
+    git(env.repo, "commit", "-q", "-am", "port 9090")  # only a commit is evidence
     report = ok_json(capsys, "verify")
     skipped = {s["id"]: s["reason"] for s in report["skipped"]}
     assert set(ids) <= set(skipped), (ids, report)

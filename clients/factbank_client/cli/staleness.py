@@ -23,7 +23,7 @@ HARNESS_CHOICES = ("claude", "codex", "pi")
 def register(sub) -> None:
     with command(
         sub, "verify", cmd_verify,
-        help="re-check this project's file- and commit-sourced facts against the working tree",
+        help="re-check this project's file- and commit-sourced facts as the last commit holds them",
         description="Each fact whose source is a file (or a commit) of this project is checked "
         "here: the quote still at its line is fresh; moved, its location is updated (the "
         "history records it); gone or changed, the fact turns stale with the reason and the "
@@ -36,6 +36,10 @@ def register(sub) -> None:
                        help="also re-check facts already stale (their reason and context are "
                             "refreshed; only a confirm with a fresh quote revives one)")
         p.add_argument("--bank", help="only this bank (default: every configured bank)")
+        p.add_argument("--working-tree", action="store_true",
+                       help="judge the files as they are now, uncommitted edits included, and "
+                            "tell the bank (default: as HEAD holds them: only a commit is "
+                            "evidence for the team)")
         p.add_argument("--quiet", action="store_true",
                        help="print only the summary line, and do nothing when another verify "
                             "of this repository is running (what the hooks run)")
@@ -131,12 +135,13 @@ def _lock(root: Path):
 
 
 def run_verify(client, root: Path, project: str, *, include_stale: bool = False,
-               banks: list[str] | None = None) -> dict:
-    """Judge every file/commit fact of `project` in each bank against `root`, send the
-    verdicts, and return the report (what `--json` prints)."""
-    from factbank_client.verify import Repo, Skip, check
+               banks: list[str] | None = None, working_tree: bool = False) -> dict:
+    """Judge every file/commit fact of `project` in each bank against `root` as its last
+    commit holds it (or, with `working_tree`, its files as they are now), send the verdicts,
+    and return the report (what `--json` prints)."""
+    from factbank_client.verify import Skip, check, repo_for
 
-    repo = Repo(root)
+    repo = repo_for(root, working_tree=working_tree)
     statuses = ["active", "stale"] if include_stale else ["active"]
     report: dict = {"project": project, "root": str(root), "verdicts": [], "skipped": [],
                     "banks": {}}
@@ -246,7 +251,8 @@ def cmd_verify(args) -> int:
     try:
         with common.client() as client:
             report = call(run_verify, client, root, project, include_stale=args.all,
-                          banks=[args.bank] if args.bank else None)
+                          banks=[args.bank] if args.bank else None,
+                          working_tree=args.working_tree)
     finally:
         if lock is not None:
             lock.close()

@@ -197,8 +197,7 @@ async def queue_fact(
     save would be; redacted), stored as the candidate. Nothing enters the bank."""
     async with deps.pool.acquire() as conn:
         prepared, errors = await retain._gated(conn, deps, principal, [item])
-        policy = await conn.fetchval("SELECT redaction_policy FROM banks WHERE id = $1",
-                                     principal.bank_id)
+    policy = principal.redaction_policy  # read with the token, never again
     if errors:
         raise Refused(errors[0]["reasons"])
     p = prepared[0]
@@ -298,9 +297,7 @@ async def accept(
 async def reject(deps: Deps, principal: Principal, cand_id: int, reason: str = "") -> Candidate:
     """Keep the candidate as rejected: its text is never proposed again for the same fact."""
     await _pending(deps, principal, cand_id)
-    async with deps.pool.acquire() as conn:
-        policy = await conn.fetchval("SELECT redaction_policy FROM banks WHERE id = $1",
-                                     principal.bank_id)
+    policy = principal.redaction_policy  # read with the token, never again
     why = " ".join(reason.split())[:MAX_REASON_CHARS]
     why = await asyncio.to_thread(redaction.clean_text, "reason", why, policy) if why else ""
     async with ceremony.write(deps.pool, principal) as w:
