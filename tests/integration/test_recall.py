@@ -270,7 +270,8 @@ async def test_oversized_fact_is_cut_and_budget_is_kept(stack, two_banks):
 async def test_nothing_qualifies_nothing_returned(stack, two_banks):
     alpha, _ = two_banks
     block = await inject(stack, alpha.ro, "session", project="x")
-    assert block == {"text": "", "facts": [], "tokens": 0, "bank": "alpha", "degraded": None}
+    assert block == {"text": "", "facts": [], "tokens": 0, "bank": "alpha", "degraded": None,
+                     "subject": None}
 
 
 async def test_write_is_visible_to_next_recall_and_cache_hits(stack, two_banks):
