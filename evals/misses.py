@@ -47,6 +47,9 @@ PORT_8081 = "The staging API listens on port 8081"
 # The current claim reworded and filed under another category: an equivalent existed.
 PORT_8081_PROJECT = "In staging, the API listens on port 8081"
 
+# Each session: the machine, and its steps. In a bank this small a session-start block shows
+# nearly every fact, so the sessions meant to miss (s2, s3, s5) open with a prompt instead
+# (its hook marks the session as well).
 # Each session: the machine, and its steps. A step is a hook event, or a CLI command that an
 # agent runs; `repeat` names the truth of a write that repeats a held fact: (kind, held key).
 SESSIONS: list[dict[str, Any]] = [
@@ -57,13 +60,12 @@ SESSIONS: list[dict[str, Any]] = [
          "repeat": ("same", "port")},
     ]},
     {"name": "s2", "machine": "A", "steps": [
-        {"hook": "session-start"},
+        {"hook": "user-prompt-submit", "prompt": "bump the version to 1.5.0"},
         {"search": "how do we deploy, helm or kubectl?"},
         {"add": ("decisions", "We deploy with helm, never with kubectl apply"),
          "repeat": ("same", "helm")},
     ]},
     {"name": "s3", "machine": "B", "steps": [
-        {"hook": "session-start"},
         {"hook": "user-prompt-submit", "prompt": "write a changelog entry for the release"},
         {"add": ("gotchas", "EADDRINUSE on port 8443 means the old worker still runs; stop it"),
          "repeat": ("same", "eaddr")},
@@ -268,14 +270,14 @@ def evaluate() -> dict[str, Any]:
     want_rows = sorted((t["fact"], t["kind"], t["shown"]) for t in truth)
     got_rows = sorted((f["id"], f["kind"], f["shown"]) for w in report["weeks"]
                       for f in w["facts"])
-    covered = {t["kind"] for t in truth} | {CLASS[t["shown"]] for t in truth}
+    covered = {t["kind"] for t in truth} | {t["shown"] for t in truth}
     return {
         "sessions": len(SESSIONS), "machines": 2, "expected": expected, "reported": got,
         "repeats_expected": want_rows, "repeats_reported": got_rows,
         "nudges_shown": run["nudges_shown"],
         "covers_every_kind_and_class": covered >= {"same", "correction", "equivalent", "retired",
-                                                   "recall_miss", "presentation_miss",
-                                                   "no_session"},
+                                                   "injected", "searched", "never",
+                                                   "unknown"},
         "exact": expected == got and want_rows == got_rows
         and run["nudges_shown"] == run["nudges"],
         "truth": truth, "cli_table": table_text,

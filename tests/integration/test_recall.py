@@ -271,7 +271,7 @@ async def test_nothing_qualifies_nothing_returned(stack, two_banks):
     alpha, _ = two_banks
     block = await inject(stack, alpha.ro, "session", project="x")
     assert block == {"text": "", "facts": [], "tokens": 0, "bank": "alpha", "degraded": None,
-                     "sources": []}
+                     "sources": [], "subject": None}
 
 
 async def test_write_is_visible_to_next_recall_and_cache_hits(stack, two_banks):
