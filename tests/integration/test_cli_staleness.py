@@ -181,6 +181,34 @@ def test_verify_fresh_moved_stale_deleted_renamed_and_unreachable(env, capsys):
     assert text.strip().endswith("3 fresh, 0 moved, 0 turned stale, 0 still stale")
 
 
+def test_only_a_commit_tells_the_bank(env, capsys):
+    """An uncommitted edit, or a file never committed, is one member's experiment: `factbank
+    verify` (what the session-start and post-commit hooks run) judges what HEAD holds and
+    leaves the fact fresh for the team; `--working-tree` is the explicit local look; the
+    commit is the evidence."""
+    port = add_file_fact(capsys, "The API listens on port 8080", "deploy/api.yaml:4",
+                         "port: 8080")
+    (env.repo / "deploy" / "api.yaml").write_text(API_YAML.replace("8080", "9090"), "utf-8")
+    (env.repo / "local.md").write_text("scratch: the queue is redis\n", "utf-8")
+    scratch = add_file_fact(capsys, "The scratch queue is redis", "local.md:1",
+                            "the queue is redis")
+    (env.repo / "local.md").write_text("scratch: the queue is rabbit\n", "utf-8")
+    report = ok_json(capsys, "verify")
+    by_id = {v["id"]: v["verdict"] for v in report["verdicts"]}
+    assert by_id.get(port["id"]) == "fresh", report
+    skipped = {s["id"]: s["reason"] for s in report["skipped"]}
+    assert "not committed" in skipped.get(scratch["id"], ""), report
+    hits = ok_json(capsys, "search", "which port does the API listen on")["results"]
+    assert any(h["fact"]["id"] == port["id"] and h["fact"]["status"] == "active" for h in hits)
+
+    git(env.repo, "commit", "-q", "-m", "port 9090", "--", "deploy/api.yaml")
+    report = ok_json(capsys, "verify")
+    assert {v["id"]: v["verdict"] for v in report["verdicts"]}[port["id"]] == "stale"
+    assert "9090" in next(v["context"] for v in report["verdicts"] if v["id"] == port["id"])
+    local = ok_json(capsys, "verify", "--working-tree")  # the explicit local look
+    assert {v["id"]: v["verdict"] for v in local["verdicts"]}[scratch["id"]] == "stale"
+
+
 def test_a_rename_that_loses_the_quote_is_stale_with_both_names(env, capsys):
     # git calls it a rename while the files are at least half alike: ten lines, one edited
     rest = "".join(f"Section {i} of the introduction.\n" for i in range(8))
