@@ -68,10 +68,15 @@ def enrich(http: httpx.Client, stack, lacking: str, by_fact: dict[int, list[str]
         after = page["next_cursor"]
 
 
-def evaluate(http: httpx.Client, stack, per_kind: int | None = None) -> dict:
+def evaluate(http: httpx.Client, stack, per_kind: int | None = None,
+             small_bank: bool = False) -> dict:
+    """`small_bank`: only the facts the chosen queries name (agent_memory.needed_facts), for
+    smoke runs; its numbers are not comparable with a full run."""
     facts, cases = agent_memory.load_set(config="bare")
     if per_kind:
         cases = agent_memory.subset(cases, per_kind)
+    if small_bank:
+        facts = agent_memory.needed_facts(facts, cases)
     loaded = agent_memory.ingest(http, stack, facts)
     path = agent_memory.SET_DIR
     questions = {r["id"]: r["questions"] for r in read_jsonl(path / "questions.jsonl")}

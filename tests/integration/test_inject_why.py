@@ -24,6 +24,13 @@ async def test_each_prompt_line_names_the_question_or_the_words_that_matched(sta
     line = next(x for x in block["text"].splitlines() if x.startswith(f"- #{port} "))
     assert line.endswith(f'[matched: "{PORT_Q}"]')
 
+    # Near-topic: asked for the password, the agent is shown the port fact and can read that
+    # it answers the port question, not its own.
+    block = await inject(stack, alpha.ro, "prompt", session="c",
+                         prompt="What is the password of the ledgerline database?")
+    line = next(x for x in block["text"].splitlines() if x.startswith(f"- #{port} "))
+    assert line.endswith(f'[matched: "{PORT_Q}"]')
+
     # A fact without questions, found by its words: the shared words are named, in the
     # prompt's order, and every line of the block says something.
     block = await inject(stack, alpha.ro, "prompt", session="b", prompt="E0502 borrow error")

@@ -62,8 +62,17 @@ BODIES: dict[tuple[str, str], Any] = {
     ("POST", "/v1/facts/verify"): {"project": "proj", "results": [
         {"id": "{fact_id}", "verdict": "stale", "location": "deploy/api.yaml:20",
          "reason": "the quote is gone", "context": "12: port: 9090",
-         "fingerprint": {"path": "deploy/api.yaml", "line": 20, "quote_sha256": "0" * 64}},
+         "fingerprint": {"path": "deploy/api.yaml", "line": 20, "quote_sha256": "0" * 64},
+         # the review queue's successor: its quote, location and path are stored
+         "successor": {"quote": "port: 9090", "location": "deploy/api.yaml:12",
+                       "fingerprint": {"path": "deploy/api.yaml", "line": 12,
+                                       "quote_sha256": "0" * 64},
+                       "commit": "abc1234"}},
     ]},
+    ("POST", "/v1/queue"): {"fact": FACT, "replaces": "{fact_id}", "reason": "the user said so"},
+    ("POST", "/v1/queue/{cand_id}/accept"): {"edits": {"content": "c", "tags": ["a"],
+                                                       "questions": ["q?"]}},
+    ("POST", "/v1/queue/{cand_id}/reject"): {"reason": "no"},
     ("POST", "/v1/facts/check"): {"facts": [FACT]},
     ("POST", "/v1/facts/{fact_id}/dispute"): {"reason": "wrong"},
     ("PATCH", "/v1/facts/{fact_id}"): {
@@ -287,6 +296,12 @@ async def test_no_secret_planted_anywhere_lands_anywhere(stack, two_banks, conn,
         "SELECT count(*) FROM fact_events WHERE kind = 'confirmed' AND project LIKE '%[REDACTED:%'",
         "SELECT count(*) FROM facts WHERE source_location LIKE 'deploy/api.yaml:14%' "
         "AND quote LIKE '%[REDACTED:%'",
+        # The review queue: a successor's quote and location, a queued correction's reason.
+        "SELECT count(*) FROM candidates WHERE kind = 'successor' "
+        "AND fact->>'quote' LIKE '%[REDACTED:%'",
+        "SELECT count(*) FROM candidates WHERE kind = 'successor' "
+        "AND fact->'source'->>'location' LIKE '%[REDACTED:%'",
+        "SELECT count(*) FROM candidates WHERE kind = 'correction' AND reason LIKE '%[REDACTED:%'",
     ):
         assert await conn.fetchval(sql), sql
 

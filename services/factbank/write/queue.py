@@ -130,7 +130,8 @@ async def _insert(
     commit: str | None,
 ) -> int | None:
     """Queue one candidate unless this fact already has it pending or rejected it (None).
-    A pending candidate of the same fact with other text is withdrawn: the newer wins."""
+    A pending successor of the same fact with other text is withdrawn: the newer wins
+    (corrections stand side by side: two agents may disagree)."""
     key = source_key(str(fact["quote"]))
     if replaces is not None:
         refused = await w.conn.fetchval(
@@ -140,12 +141,13 @@ async def _insert(
         )
         if refused is not None:
             return None
-        await w.conn.execute(
-            "UPDATE candidates SET status = 'withdrawn', decided_at = now(), "
-            "decision = 'a newer proposal replaced it' "
-            "WHERE bank_id = $1 AND replaces = $2 AND status = 'pending' AND kind = $3",
-            w.bank_id, replaces, kind,
-        )
+        if kind == "successor":  # the source moved on again: only the newest text stands
+            await w.conn.execute(
+                "UPDATE candidates SET status = 'withdrawn', decided_at = now(), "
+                "decision = 'a newer proposal replaced it' WHERE bank_id = $1 AND "
+                "replaces = $2 AND status = 'pending' AND kind = 'successor'",
+                w.bank_id, replaces,
+            )
     cand_id = await w.conn.fetchval(
         """INSERT INTO candidates (bank_id, kind, replaces, fact, reason, source_commit,
                                    source_key, member_id, agent)
