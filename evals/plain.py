@@ -44,7 +44,7 @@ class ExactCosine:
 
     def __init__(self, stack: Stack) -> None:
         from factbank.read import embedder
-        from factbank.runtime.settings import Settings
+        from factbank.settings import Settings
 
         loaded = embedder.load(Settings.from_env().embedder)
         if loaded.embedder is None:

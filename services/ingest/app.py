@@ -29,8 +29,8 @@ from factbank.models import (
     VerifyAnswer,
     VerifyBatch,
 )
-from factbank.runtime.settings import Settings
 from factbank.runtime.web import create_app, requires, service_of
+from factbank.settings import Settings
 from factbank.store import audit, banks, facts, timeline
 from factbank.store.banks import Principal
 from factbank.write import categories, check, lifecycle, redaction, retain, staleness

@@ -30,8 +30,8 @@ from factbank.models import (
 from factbank.read import inject, rules
 from factbank.read.cache import Cache
 from factbank.read.search import Recall, load_background, search
-from factbank.runtime.settings import Settings
 from factbank.runtime.web import ServiceState, create_app, requires
+from factbank.settings import Settings
 from factbank.store import facts, timeline
 from factbank.store.banks import Principal
 from factbank.write import categories

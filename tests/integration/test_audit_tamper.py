@@ -19,7 +19,7 @@ import sys
 import asyncpg
 import pytest
 
-from factbank.runtime.settings import Settings
+from factbank.settings import Settings
 from factbank.store import audit, banks, migrations
 from tests.conftest import with_database
 from tests.integration.conftest import auth, fact_body, make_bank

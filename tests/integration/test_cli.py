@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from factbank.runtime.runner import free_port, serve_in_thread
-from factbank.runtime.settings import Settings
+from factbank.settings import Settings
 from factbank.trust import DEFAULT as TRUST
 from factbank_client import config as client_config
 from factbank_client.cli.main import main

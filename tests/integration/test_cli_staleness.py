@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from factbank.runtime.runner import serve_in_thread
-from factbank.runtime.settings import Settings
+from factbank.settings import Settings
 from factbank_client.cli.main import main
 from tests.conftest import git
 from tests.integration.conftest import BankTokens, make_bank

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from factbank.read import embedder
-from factbank.runtime.settings import Settings
+from factbank.settings import Settings
 from factbank.store import audit, db
 from factbank.write import vectors
 from tests.integration.conftest import auth, fact_body, make_bank

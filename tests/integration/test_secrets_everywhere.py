@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from factbank.runtime.observability import JsonFormatter
+from factbank.observability import JsonFormatter
 from factbank.store import banks
 from factbank.write import redaction
 from tests.integration.conftest import auth, fact_body

@@ -13,8 +13,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from factbank.observability import STALENESS
 from factbank.read import inject
-from factbank.runtime.observability import STALENESS
 from factbank.store import banks
 from tests.integration.conftest import auth, fact_body
 from tests.integration.test_secrets_everywhere import dump_tables

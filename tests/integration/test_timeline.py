@@ -200,7 +200,7 @@ async def test_conflict_window_edges_29_59_and_30_01(stack, two_banks, conn):
 async def test_conflict_window_is_configurable(dsn, tmp_path, conn):
     from litestar.testing import AsyncTestClient
 
-    from factbank.runtime.settings import Settings
+    from factbank.settings import Settings
     from factbank_ingest import app as ingest_app
 
     tokens = await make_bank(conn, "gamma")

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from factbank.runtime.observability import access_log, configure_logging
-from factbank.runtime.settings import Settings
+from factbank.observability import access_log, configure_logging
+from factbank.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -184,7 +184,7 @@ def _server_checks() -> tuple[list[Check], list[Path]]:
     if importlib.util.find_spec("psutil") is None:  # a light client install: no server here
         return [], []
     from factbank.runtime import lifecycle
-    from factbank.runtime.settings import Settings
+    from factbank.settings import Settings
 
     try:
         settings = Settings.from_env()

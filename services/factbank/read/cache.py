@@ -19,7 +19,7 @@ import time
 from collections import OrderedDict, defaultdict
 from typing import Any
 
-from factbank.runtime.observability import CACHE
+from factbank.observability import CACHE
 
 log = logging.getLogger(__name__)
 

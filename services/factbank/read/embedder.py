@@ -30,7 +30,7 @@ from typing import Protocol
 import asyncpg
 import numpy as np
 
-from factbank.runtime.observability import EMBEDDING_CACHE
+from factbank.observability import EMBEDDING_CACHE
 
 log = logging.getLogger(__name__)
 DIM = 384

@@ -32,16 +32,16 @@ import msgspec
 import numpy as np
 
 from factbank.models import Hit, SearchResult, Via
-from factbank.read import cache as cache_mod
-from factbank.read import embedder as embedder_mod
-from factbank.read import fusion, lexicon
-from factbank.read.tokenizer import language, tokenize
-from factbank.runtime.observability import (
+from factbank.observability import (
     EMBEDDER_FALLBACKS,
     RECALL_BELOW_FLOOR,
     RECALL_RESULTS,
     REPLICA_READS,
 )
+from factbank.read import cache as cache_mod
+from factbank.read import embedder as embedder_mod
+from factbank.read import fusion, lexicon
+from factbank.read.tokenizer import language, tokenize
 from factbank.store import facts
 
 log = logging.getLogger(__name__)

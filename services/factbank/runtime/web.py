@@ -52,10 +52,10 @@ from litestar.plugins.prometheus import PrometheusConfig, PrometheusController
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
 from factbank.errors import BadInput, FactbankError, Refused
+from factbank.observability import REFUSALS, AccessLog
 from factbank.read import embedder
 from factbank.read.search import Recall
-from factbank.runtime.observability import REFUSALS, AccessLog
-from factbank.runtime.settings import Settings
+from factbank.settings import Settings
 from factbank.store import banks, db
 from factbank.store.banks import Principal
 from factbank.write.retain import Deps

@@ -37,7 +37,7 @@ from typing import Any
 
 import asyncpg
 
-from factbank.runtime.settings import Settings
+from factbank.settings import Settings
 from factbank.write import redaction
 
 GENESIS = b"\x00" * 32

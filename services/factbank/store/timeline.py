@@ -106,7 +106,7 @@ class Conflict:
 @functools.cache
 def configured_window() -> int:
     """The conflict window of this process's settings (for callers without a Settings)."""
-    from factbank.runtime.settings import Settings
+    from factbank.settings import Settings
 
     try:
         return Settings.from_env().conflict_window_minutes

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 import asyncpg
 
 from factbank.models import NewFact
-from factbank.runtime.observability import STALENESS
+from factbank.observability import STALENESS
 from factbank.store import ceremony
 from factbank.write import gate
 

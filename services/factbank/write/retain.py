@@ -21,10 +21,10 @@ import numpy as np
 
 from factbank.errors import BatchRefused, NotFound, Refused, reason
 from factbank.models import Fact, NewFact, Via
+from factbank.observability import REDACTIONS, VECTOR_QUEUE, WRITES
 from factbank.read import embedder, lexicon
 from factbank.read.tokenizer import language, tokenize
-from factbank.runtime.observability import REDACTIONS, VECTOR_QUEUE, WRITES
-from factbank.runtime.settings import Settings
+from factbank.settings import Settings
 from factbank.store import banks, ceremony, facts
 from factbank.store.banks import Principal
 from factbank.trust import DEFAULT as POLICY

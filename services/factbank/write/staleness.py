@@ -34,7 +34,7 @@ import msgspec
 
 from factbank.errors import BatchRefused, Refused, reason
 from factbank.models import Fingerprint, Skipped, VerifyAnswer, VerifyResult
-from factbank.runtime.observability import STALENESS
+from factbank.observability import STALENESS
 from factbank.store import ceremony, facts
 from factbank.store.banks import Principal
 from factbank.write import derived, gate, redaction

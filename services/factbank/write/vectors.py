@@ -35,10 +35,10 @@ from collections import defaultdict
 
 import asyncpg
 
+from factbank.observability import VECTOR_QUEUE
 from factbank.read import embedder as embedding
 from factbank.read import lexicon
 from factbank.read.tokenizer import language
-from factbank.runtime.observability import VECTOR_QUEUE
 from factbank.store import ceremony
 
 log = logging.getLogger(__name__)
