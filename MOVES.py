@@ -113,6 +113,17 @@ def rewrite_from(m: re.Match, modules: dict[str, str],
     return "\n".join(lines)
 
 
+def inline(text: str, modules: dict[str, str]) -> str:
+    """`from PARENT import module` inside a line (a `python -c` string, a Dockerfile RUN)."""
+    for old, new in modules.items():
+        parent, _, name = old.rpartition(".")
+        nparent, _, nlast = new.rpartition(".")
+        alias = f" as {name}" if nlast != name else ""
+        text = re.sub(rf"(?<![\w.])from {re.escape(parent)} import {re.escape(name)}(?![\w,])",
+                      f"from {nparent} import {nlast}{alias}", text)
+    return text
+
+
 def dotted(text: str, modules: dict[str, str], names: dict[tuple[str, str], str]) -> str:
     for (mod, name), new in sorted(names.items(), key=lambda kv: -len(kv[0][0])):
         text = re.sub(rf"(?<![\w.]){re.escape(mod)}\.{re.escape(name)}(?!\w)", f"{new}.{name}",
@@ -138,7 +149,7 @@ def files(args: list[str]) -> list[Path]:
         return [Path(a) for a in args]
     out = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT,
                          capture_output=True, text=True, check=True).stdout.split()
-    return [ROOT / p for p in out]
+    return [ROOT / p for p in out if not p.startswith(".venv/")]
 
 
 def main(argv: list[str]) -> int:
@@ -160,9 +171,12 @@ def main(argv: list[str]) -> int:
         for modules, names in steps:
             new = dotted(new, modules, names)  # first: what it writes is never read again
             new = paths(new, modules, dirs)
+            if path.suffix == ".py":
+                new = IMPORT_FROM.sub(lambda m, mo=modules, na=names: rewrite_from(m, mo, na),
+                                      new)
+            new = inline(new, modules)
             if path.suffix != ".py":
                 continue
-            new = IMPORT_FROM.sub(lambda m, mo=modules, na=names: rewrite_from(m, mo, na), new)
             for (mod, name), home in names.items():
                 last = mod.rpartition(".")[2]
                 for hit in re.finditer(rf"(?<![\w.]){re.escape(last)}\.{re.escape(name)}\b", new):

@@ -29,11 +29,12 @@ from factbank.models import (
     VerifyAnswer,
     VerifyBatch,
 )
+from factbank.redact import redaction
 from factbank.runtime.web import create_app, requires, service_of
 from factbank.settings import Settings
 from factbank.store import audit, banks, facts, timeline
 from factbank.store.banks import Principal
-from factbank.write import categories, check, lifecycle, redaction, retain, staleness
+from factbank.write import categories, check, lifecycle, retain, staleness
 from factbank.write import vectors as vector_queue
 from factbank.write.retain import Deps, Outcome
 from factbank_ingest.admin import ADMIN

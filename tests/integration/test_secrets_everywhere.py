@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from factbank.observability import JsonFormatter
+from factbank.redact import redaction
 from factbank.store import banks
-from factbank.write import redaction
 from tests.integration.conftest import auth, fact_body
 
 # Three families, each recognised on its own: a provider key id, a provider token, a named

@@ -221,7 +221,7 @@ async def test_health_p99_while_the_worst_body_is_processed(route, dsn, conn, se
 async def test_ingest_warms_redaction_up_off_the_event_loop(dsn, settings, monkeypatch):
     from litestar.testing import AsyncTestClient
 
-    from factbank.write import redaction
+    from factbank.redact import redaction
     from factbank_ingest import app as ingest_app
 
     seen: list[str] = []

@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from factbank.write.redaction import redact_text
+from factbank.redact.redaction import redact_text
 from factbank_client import redact as client_redact
 from factbank_client.config import ClientConfig
 from factbank_client.dashboard import app as dashboard_app

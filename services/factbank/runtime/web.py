@@ -354,7 +354,7 @@ class InputGuard:
 
 def redact_error_body(body: bytes) -> bytes:
     """An error answer with every secret it echoes redacted (JSON kept JSON)."""
-    from factbank.write import redaction
+    from factbank.redact import redaction
 
     try:
         value = msgspec.json.decode(body)
@@ -573,7 +573,7 @@ def _warm_up(model: embedder.Loaded) -> None:
 
 
 def _warm_up_redaction() -> None:
-    from factbank.write import redaction
+    from factbank.redact import redaction
 
     try:
         redaction.warm_up()

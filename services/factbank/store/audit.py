@@ -37,8 +37,8 @@ from typing import Any
 
 import asyncpg
 
+from factbank.redact import redaction
 from factbank.settings import Settings
-from factbank.write import redaction
 
 GENESIS = b"\x00" * 32
 _LOCK_NAMESPACE = 0x61756474  # "audt"

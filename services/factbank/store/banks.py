@@ -16,9 +16,9 @@ from typing import Any
 import asyncpg
 
 from factbank.errors import Conflict, NotFound
+from factbank.redact import redaction
 from factbank.store import audit
 from factbank.store.audit import Actor
-from factbank.write import redaction
 
 SCOPES = ("read", "write", "admin")
 TOKEN_PREFIX = "fb_"

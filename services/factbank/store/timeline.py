@@ -29,8 +29,8 @@ import asyncpg
 import msgspec
 
 from factbank.models import Strict
+from factbank.redact import redaction
 from factbank.store.banks import Principal
-from factbank.write import redaction
 
 DEFAULT_WINDOW_MINUTES = 30
 DEFAULT_RETENTION_DAYS = 30

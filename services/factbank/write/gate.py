@@ -23,7 +23,7 @@ import msgspec
 
 from factbank.errors import Refused, reason
 from factbank.models import Fingerprint, NewFact
-from factbank.write import redaction
+from factbank.redact import redaction
 
 MAX_QUOTE_CHARS = 2000
 MAX_TAGS = 12

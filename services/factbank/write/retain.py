@@ -665,7 +665,7 @@ async def import_many(
     embedder worker (`factbank.write.vectors`) fills their vectors after the commit. The lexical
     leg finds them at once. A fact without `restore` is then stored without the near-duplicate
     check by meaning (it has no vector yet): an exact repeat is still "present"."""
-    from factbank.write import redaction  # local: keeps this addition out of the module's imports
+    from factbank.redact import redaction  # local: keeps this addition out of the module's imports
 
     queue = vectors == "queue" and deps.embedder is not None
     async with deps.pool.acquire() as conn:

@@ -35,9 +35,10 @@ import msgspec
 from factbank.errors import BatchRefused, Refused, reason
 from factbank.models import Fingerprint, Skipped, VerifyAnswer, VerifyResult
 from factbank.observability import STALENESS
+from factbank.redact import redaction
 from factbank.store import ceremony, facts
 from factbank.store.banks import Principal
-from factbank.write import derived, gate, redaction
+from factbank.write import derived, gate
 from factbank.write.retain import Deps
 
 MAX_REASON_CHARS = 500

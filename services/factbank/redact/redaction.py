@@ -34,12 +34,12 @@ Detection is layered:
    siblings, Kubernetes ``name:``/``value:``, call arguments such as ``getenv("PW", "v")``,
    lists under a secret's name, ``a, b = "x", "y"``, Dockerfile ``ENV``, SQL ``IDENTIFIED
    BY``, ``mysql -p``/``sshpass``/``redis-cli -a``/``docker login -p``, ``.netrc``) are
-   ``factbank.write.pairs``; secret words and prose in other languages (``das Passwort ist``,
+   ``factbank.redact.pairs``; secret words and prose in other languages (``das Passwort ist``,
    ``パスワードは``) are part of the assignment and prose rules.
 3. Kingfisher (MongoDB's scanner, ``kingfisher-secret-scanner``): ~490 provider rules (the
    Betterleaks/gitleaks catalog plus Google's Veles) in one Vectorscan database, scanned
    in-process, plus the five gitleaks rules its catalog lacks, ``generic-api-key`` above all
-   (``data/gitleaks-extra.toml``, copied from gitleaks; ``factbank.write.gitleaks_rules``
+   (``data/gitleaks-extra.toml``, copied from gitleaks; ``factbank.redact.gitleaks_rules``
    applies gitleaks' entropy floor, allowlists and stopwords to what they find). It adds what
    the layers above miss (Azure AD, Bedrock, Sourcegraph, 42-intra, curl auth headers, hundreds
    of SaaS tokens), reported as ``kf_<rule>``; where a layer above found the same span, that
@@ -138,7 +138,7 @@ from detect_secrets.plugins.twilio import TwilioKeyDetector
 from kingfisher_sdk import Rules as _KingfisherRules
 from kingfisher_sdk import Scanner as _KingfisherScanner
 
-from factbank.write import gitleaks_rules, pairs
+from factbank.redact import gitleaks_rules, pairs
 
 __all__ = [
     "PLUGINS",
@@ -1134,7 +1134,7 @@ def _bare_secret_value(value: str) -> bool:
 
 def _pair_spans(text: str) -> list[_Span]:
     """Values whose name is a tag, a sibling field, an argument or the command
-    (``factbank.write.pairs``), judged as an assignment would be. A value with a space in it
+    (``factbank.redact.pairs``), judged as an assignment would be. A value with a space in it
     is not taken from such a pair (``t("api_key", "API key")`` is a label)."""
     out: list[_Span] = []
     for name, value, start, quoted, prose in pairs.pairs(text):
