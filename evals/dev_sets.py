@@ -66,7 +66,7 @@ class Query:
 
 
 def _bank(name, vec_fact, texts_of_vectors, questions, lexical_texts, fact_lang, tagged) -> Bank:
-    from factbank.read.tokenizer import language
+    from factbank.text.tokenizer import language
 
     return Bank(name, np.asarray(vec_fact), fs.embed_cached(texts_of_vectors, "passage"),
                 [language(t) for t in texts_of_vectors], questions, lexical_texts, fact_lang,
@@ -74,7 +74,7 @@ def _bank(name, vec_fact, texts_of_vectors, questions, lexical_texts, fact_lang,
 
 
 def beir_bank(s: beir.BeirSet) -> tuple[Bank, list[Query], dict[int, int]]:
-    from factbank.read.tokenizer import language
+    from factbank.text.tokenizer import language
 
     texts = s.doc_texts
     bank = _bank(s.name, range(len(texts)), texts, [False] * len(texts), texts,
@@ -88,8 +88,8 @@ def beir_bank(s: beir.BeirSet) -> tuple[Bank, list[Query], dict[int, int]]:
 def agent_memory_bank(config: str) -> tuple[Bank, list[Query], dict[int, int]]:
     """The agent-memory set saved as `config`: vectors as the service embeds them
     (`lexicon.indexed_text`, one per question), BM25 text as it indexes it."""
-    from factbank.read.lexicon import indexed_text, lexical_text
-    from factbank.read.tokenizer import language
+    from factbank.text.lexicon import indexed_text, lexical_text
+    from factbank.text.tokenizer import language
     from factbank_evals import agent_memory as am
 
     facts, cases = am.load_set(am.SET_DIR, config)
@@ -122,7 +122,7 @@ def rankings(bank: Bank, queries: Sequence[Query], successor: dict[int, int], *,
         cohort_means,
         raw_scores,
     )
-    from factbank.read.tokenizer import language, tokenize
+    from factbank.text.tokenizer import language, tokenize
 
     params = params or DEFAULT
     bg = fs.background_vectors()

@@ -43,8 +43,8 @@ class ExactCosine:
     """Exact plain cosine over one bank's stored vectors, a fact at its best vector."""
 
     def __init__(self, stack: Stack) -> None:
-        from factbank.read import embedder
         from factbank.settings import Settings
+        from factbank.text import embedder
 
         loaded = embedder.load(Settings.from_env().embedder)
         if loaded.embedder is None:

@@ -103,10 +103,10 @@ def _delete_some(http: httpx.Client, stack: Stack, facts: list[dict], cases: lis
 async def _ask_all(stack: Stack, cases: list[Case], facts: list[dict],
                    label: dict[int, str]) -> dict[str, Any]:
     from factbank.read import cache as cache_mod
-    from factbank.read import embedder as embedder_mod
     from factbank.read import inject
     from factbank.read.search import Recall, load_background, search
     from factbank.store import db
+    from factbank.text import embedder as embedder_mod
 
     pool = await db.create_pool(stack.dsn, max_size=4)
     try:

@@ -11,9 +11,9 @@ import json
 import numpy as np
 import pytest
 
-from factbank.read import embedder
 from factbank.settings import Settings
 from factbank.store import audit, db
+from factbank.text import embedder
 from factbank.write import vectors
 from tests.integration.conftest import auth, fact_body, make_bank
 

@@ -17,9 +17,9 @@ import time
 import httpx
 import pytest
 
-from factbank.read import embedder
 from factbank.runtime import web
 from factbank.runtime.runner import serve_in_thread
+from factbank.text import embedder
 from factbank.write import gate
 from factbank_ingest.app import MAX_IMPORT_LINES
 from tests.integration.conftest import auth, make_bank

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from factbank.read.tokenizer import content_words
+from factbank.text.tokenizer import content_words
 
 SET_DIR = Path(__file__).resolve().parents[2] / "evals" / "sets" / "agent-memory"
 CATEGORIES = {

@@ -30,7 +30,7 @@ from factbank.read.fusion import (
     raw_scores,
     relevance,
 )
-from factbank.read.tokenizer import cjk_share, language
+from factbank.text.tokenizer import cjk_share, language
 
 GATE = DEFAULT.floor  # one gate for every language: the pair is folded into each score
 

@@ -75,7 +75,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from factbank.read.lexicon import indexed_text
+from factbank.text.lexicon import indexed_text
 
 BACKGROUND_FILE = "background.jsonl"
 
@@ -110,8 +110,8 @@ class Candidates:
     each fact. `raw_scores` and `fuse` take this one object (the recall service builds it in
     its legs step, the evals from their own legs), so the two can never be fed differently.
 
-    `query_terms` is the number of distinct query tokens (factbank.read.tokenizer.tokenize);
-    `query_lang` and `doc_lang` are factbank.read.tokenizer.language labels ("zh", "en",
+    `query_terms` is the number of distinct query tokens (factbank.text.tokenizer.tokenize);
+    `query_lang` and `doc_lang` are factbank.text.tokenizer.language labels ("zh", "en",
     "mixed") of the query and of each fact's content; a fact missing from `doc_lang` is
     treated as mixed. `doc_tagged` says which facts were saved with tags (they are embedded
     with them, so they are compared with the tagged background). `background` is

@@ -18,9 +18,9 @@ from datetime import UTC, datetime, timedelta
 
 from factbank.models import Fact, Hit
 from factbank.read.search import Recall, search
-from factbank.read.tokenizer import cjk_share
 from factbank.redact import redaction
 from factbank.store import facts, timeline
+from factbank.text.tokenizer import cjk_share
 from factbank.trust import DEFAULT as POLICY
 from factbank_client.inert import inert
 

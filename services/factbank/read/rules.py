@@ -31,9 +31,8 @@ import asyncpg
 import numpy as np
 
 from factbank.models import Evidence, RuleCandidate
-from factbank.read import embedder
 from factbank.store import facts
-from factbank.write import claims
+from factbank.text import claims, embedder
 from factbank.write.retain import NEAR
 
 MAX_EVENTS = 10_000  # confirm events read per request (the newest)

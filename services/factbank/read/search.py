@@ -39,10 +39,11 @@ from factbank.observability import (
     REPLICA_READS,
 )
 from factbank.read import cache as cache_mod
-from factbank.read import embedder as embedder_mod
-from factbank.read import fusion, lexicon
-from factbank.read.tokenizer import language, tokenize
+from factbank.read import fusion
 from factbank.store import facts
+from factbank.text import embedder as embedder_mod
+from factbank.text import lexicon
+from factbank.text.tokenizer import language, tokenize
 
 log = logging.getLogger(__name__)
 CANDIDATES = 50  # per leg

@@ -53,11 +53,11 @@ from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
 from factbank.errors import BadInput, FactbankError, Refused
 from factbank.observability import REFUSALS, AccessLog
-from factbank.read import embedder
 from factbank.read.search import Recall
 from factbank.settings import Settings
 from factbank.store import banks, db
 from factbank.store.banks import Principal
+from factbank.text import embedder
 from factbank.write.retain import Deps
 
 log = logging.getLogger("factbank.web")
@@ -565,7 +565,7 @@ Hook = Callable[[ServiceState], Any]
 def _warm_up(model: embedder.Loaded) -> None:
     """Load jieba's dictionary and run the embedder once before serving, so the first prompt
     after a start is not the one that pays for it (a hook gives up after ~1 s)."""
-    from factbank.read.tokenizer import warm_up
+    from factbank.text.tokenizer import warm_up
 
     warm_up()
     if model.embedder is not None:

@@ -22,9 +22,9 @@ import asyncio
 from collections.abc import Mapping, Sequence
 
 from factbank.models import CheckVerdict, NewFact
-from factbank.read import embedder, lexicon
 from factbank.store.banks import Principal
-from factbank.write import claims, retain
+from factbank.text import claims, embedder, lexicon
+from factbank.write import retain
 from factbank.write.retain import Deps, Vectors
 
 MAX_CHECK = 200

@@ -15,10 +15,10 @@ import asyncpg
 
 from factbank.errors import Refused
 from factbank.models import Confirm, Fact, NewFact, Source
-from factbank.read import embedder, lexicon
 from factbank.redact import redaction
 from factbank.store import banks, ceremony, facts
 from factbank.store.banks import Principal
+from factbank.text import embedder, lexicon
 from factbank.trust import DEFAULT as POLICY
 from factbank.write import derived, retain
 from factbank.write.gate import MAX_TAG_CHARS, MAX_TAGS, Prepared, clean_questions

@@ -22,13 +22,13 @@ import numpy as np
 from factbank.errors import BatchRefused, NotFound, Refused, reason
 from factbank.models import Fact, NewFact, Via
 from factbank.observability import REDACTIONS, VECTOR_QUEUE, WRITES
-from factbank.read import embedder, lexicon
-from factbank.read.tokenizer import language, tokenize
 from factbank.settings import Settings
 from factbank.store import banks, ceremony, facts
 from factbank.store.banks import Principal
+from factbank.text import claims, embedder, lexicon
+from factbank.text.tokenizer import language, tokenize
 from factbank.trust import DEFAULT as POLICY
-from factbank.write import claims, derived, gate
+from factbank.write import derived, gate
 from factbank.write import vectors as vector_queue
 from factbank.write.gate import Prepared
 

@@ -76,7 +76,7 @@ STOPWORDS: frozenset[str] = frozenset(_EN_STOPWORDS.split()) | frozenset(_ZH_STO
 
 Comparison words that flip a claim ("before/after", "less/least") are left out on purpose; the
 few very common ones that are in (on/off, in/out, more/most, all/only...) are put back by
-`factbank.write.claims`, which must not ignore them.
+`factbank.text.claims`, which must not ignore them.
 """
 
 Language = Literal["zh", "en", "mixed"]

@@ -41,7 +41,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from factbank.read.tokenizer import STOPWORDS, words
+from factbank.text.tokenizer import STOPWORDS, words
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 
 import asyncpg
 
-from factbank.read.tokenizer import tokenize
+from factbank.text.tokenizer import tokenize
 
 
 def indexed_text(content: str, tags: Sequence[str]) -> str:
