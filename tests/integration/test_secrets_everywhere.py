@@ -361,7 +361,7 @@ async def test_member_names_and_token_labels_hold_no_secret(conn, two_banks):
 
 
 def test_the_helper_redacts_or_refuses():
-    from factbank.write.gate import Refused
+    from factbank.errors import Refused
 
     assert AWS not in redaction.clean_text("reason", f"moved; key {AWS}")
     with pytest.raises(Refused) as exc:

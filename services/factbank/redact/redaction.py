@@ -138,6 +138,7 @@ from detect_secrets.plugins.twilio import TwilioKeyDetector
 from kingfisher_sdk import Rules as _KingfisherRules
 from kingfisher_sdk import Scanner as _KingfisherScanner
 
+from factbank.errors import Refused
 from factbank.redact import gitleaks_rules, pairs
 
 __all__ = [
@@ -513,8 +514,6 @@ def redact_fields(
 
 
 def _refuse(findings: list[Finding]) -> None:
-    from factbank.write.gate import Refused  # the gate imports this module
-
     raise Refused(
         [
             {
@@ -528,7 +527,7 @@ def _refuse(findings: list[Finding]) -> None:
 
 def clean_text(field: str, value: str, policy: str = "redact") -> str:
     """``value`` with every secret replaced by ``[REDACTED:kind]``; with the ``reject`` policy a
-    value holding a secret is refused instead (`gate.Refused` naming ``field``)."""
+    value holding a secret is refused instead (`errors.Refused` naming ``field``)."""
     if not value:
         return value
     clean, findings = redact_text(value, field)

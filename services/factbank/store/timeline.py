@@ -138,7 +138,7 @@ def conflict_warning(c: Conflict) -> str:
 
 def _clean(fields: dict[str, Any], policy: str) -> dict[str, Any]:
     """Every text field redacted together (a secret in one is removed from the others), or
-    refused under the bank's `reject` policy (`gate.Refused` naming the field)."""
+    refused under the bank's `reject` policy (`errors.Refused` naming the field)."""
     present = {k: v for k, v in fields.items() if isinstance(v, (str, list)) and v}
     if not present:
         return fields
