@@ -34,8 +34,8 @@ from factbank.runtime.web import ServiceState, create_app, requires
 from factbank.settings import Settings
 from factbank.store import facts, timeline
 from factbank.store.banks import Principal
+from factbank.text.claims import NEAR
 from factbank.write import categories
-from factbank.write.retain import NEAR
 from factbank_client.schema import SOURCE_KINDS
 
 # The text /v1/inject and /v1/search work on: the head of a prompt (a hook sends all of it, up

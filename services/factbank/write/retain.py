@@ -26,13 +26,12 @@ from factbank.settings import Settings
 from factbank.store import banks, ceremony, facts
 from factbank.store.banks import Principal
 from factbank.text import claims, embedder, lexicon
+from factbank.text.claims import NEAR
 from factbank.text.tokenizer import language, tokenize
 from factbank.trust import DEFAULT as POLICY
 from factbank.write import derived, gate
 from factbank.write import vectors as vector_queue
 from factbank.write.gate import Prepared
-
-NEAR = 0.90  # cosine of e5-small passages: "port 8080" vs "port 8081" 0.988, unrelated ~0.86
 
 
 @dataclass
