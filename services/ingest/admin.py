@@ -25,7 +25,7 @@ from factbank.errors import NotFound, Refused
 from factbank.runtime.web import requires
 from factbank.store import audit, banks
 from factbank.store.banks import Principal
-from factbank.write.retain import Deps
+from factbank.write.deps import Deps
 
 MEMBER_NAME = Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
 

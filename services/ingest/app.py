@@ -36,7 +36,8 @@ from factbank.store import audit, banks, facts, timeline
 from factbank.store.banks import Principal
 from factbank.write import categories, check, lifecycle, retain, staleness
 from factbank.write import vectors as vector_queue
-from factbank.write.retain import Deps, Outcome
+from factbank.write.deps import Deps
+from factbank.write.retain import Outcome
 from factbank_ingest.admin import ADMIN
 
 log = logging.getLogger(__name__)

@@ -58,7 +58,7 @@ from factbank.settings import Settings
 from factbank.store import banks, db
 from factbank.store.banks import Principal
 from factbank.text import embedder
-from factbank.write.retain import Deps
+from factbank.write.deps import Deps
 
 log = logging.getLogger("factbank.web")
 

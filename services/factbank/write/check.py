@@ -25,7 +25,8 @@ from factbank.models import CheckVerdict, NewFact
 from factbank.store.banks import Principal
 from factbank.text import claims, embedder, lexicon
 from factbank.write import retain
-from factbank.write.retain import Deps, Vectors
+from factbank.write.deps import Deps
+from factbank.write.retain import Vectors
 
 MAX_CHECK = 200
 

@@ -21,8 +21,8 @@ from factbank.store.banks import Principal
 from factbank.text import embedder, lexicon
 from factbank.trust import DEFAULT as POLICY
 from factbank.write import derived, retain
+from factbank.write.deps import Deps
 from factbank.write.gate import MAX_TAG_CHARS, MAX_TAGS, Prepared, clean_questions
-from factbank.write.retain import Deps
 
 
 async def _locked(w: ceremony.Write, fact_id: int) -> asyncpg.Record:

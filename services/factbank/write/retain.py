@@ -22,7 +22,6 @@ import numpy as np
 from factbank.errors import BatchRefused, NotFound, Refused, reason
 from factbank.models import Fact, NewFact, Via
 from factbank.observability import REDACTIONS, VECTOR_QUEUE, WRITES
-from factbank.settings import Settings
 from factbank.store import banks, ceremony, facts
 from factbank.store.banks import Principal
 from factbank.text import claims, embedder, lexicon
@@ -31,16 +30,8 @@ from factbank.text.tokenizer import language, tokenize
 from factbank.trust import DEFAULT as POLICY
 from factbank.write import derived, gate
 from factbank.write import vectors as vector_queue
+from factbank.write.deps import Deps
 from factbank.write.gate import Prepared
-
-
-@dataclass
-class Deps:
-    """What writes need: the pool, the settings, and the embedder (None: lexical only)."""
-
-    pool: asyncpg.Pool
-    settings: Settings
-    embedder: embedder.Embedder | None
 
 
 @dataclass

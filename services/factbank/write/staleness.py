@@ -39,7 +39,7 @@ from factbank.redact import redaction
 from factbank.store import ceremony, facts
 from factbank.store.banks import Principal
 from factbank.write import derived, gate
-from factbank.write.retain import Deps
+from factbank.write.deps import Deps
 
 MAX_REASON_CHARS = 500
 MAX_CONTEXT_CHARS = 2000
