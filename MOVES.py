@@ -141,6 +141,10 @@ def paths(text: str, modules: dict[str, str], dirs: dict[str, str]) -> str:
             a, b = to_path(old, dirs, is_pkg), to_path(new, dirs, new_is_pkg and is_pkg)
             if a and b:
                 text = re.sub(rf"(?<![\w/]){re.escape(a)}(?![\w])", b, text)
+        # the short form from the package's name: `factbank_client/schema.py`
+        a = old.replace(".", "/") + ".py"
+        b = new.replace(".", "/") + ".py"
+        text = re.sub(rf"(?<![\w/]){re.escape(a)}(?![\w])", b, text)
     return text
 
 

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from factbank_client.cli.main import CommandError, require
-from factbank_client.cli.output import add_json_flag
+from factbank_common.output import add_json_flag
 
 require("server", "asyncpg", "litestar", "uvicorn", "numpy")
 

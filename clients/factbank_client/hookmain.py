@@ -189,7 +189,7 @@ def context_output(event: str, text: str) -> dict | None:
     U+2028 or CR that a bank's text (or an older server) carried is escaped, not obeyed."""
     if not text:
         return None
-    from factbank_client.inert import inert_lines
+    from factbank_common.inert import inert_lines
 
     text = inert_lines(text)
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}

@@ -304,7 +304,7 @@ def _send(cfg: Any, bank: str, path: str, deadline: float, minihttp: Any,
 def conflict_text(warnings: list[str]) -> str:
     if not warnings:
         return ""
-    from factbank_client.inert import inert
+    from factbank_common.inert import inert
 
     return "\n".join([CONFLICT_HEADER, *(inert(f"- {w}") for w in warnings[:MAX_WARNINGS])])
 

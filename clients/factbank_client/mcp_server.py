@@ -42,7 +42,7 @@ from factbank_client.client import (
     new_fact,
 )
 from factbank_client.project import project_key
-from factbank_client.schema import MAX_QUESTIONS, SEARCH_LIMIT, SEARCH_LIMIT_MAX, Origin, SourceKind
+from factbank_common.schema import MAX_QUESTIONS, SEARCH_LIMIT, SEARCH_LIMIT_MAX, Origin, SourceKind
 
 log = logging.getLogger("factbank.mcp")
 

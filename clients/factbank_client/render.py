@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from factbank_client.inert import inert
+from factbank_common.inert import inert
 
 # A tool's name as the agent sees it, by the tool's key (`supersede` -> `factbank_supersede`
 # in Pi); see factbank_client/tools.py.

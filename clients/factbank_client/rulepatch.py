@@ -27,7 +27,7 @@ from typing import Any
 
 from factbank_client import safefs
 from factbank_client.fingerprint import git
-from factbank_client.inert import inert
+from factbank_common.inert import inert
 
 RULE_HEADING = "## Rules promoted from factbank"
 

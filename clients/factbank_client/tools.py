@@ -26,7 +26,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from factbank_client import schema
+from factbank_common import schema
 
 HARNESSES = ("mcp", "pi")
 _REF = re.compile(r"\{(\w+)\}")

@@ -9,7 +9,7 @@ import msgspec
 
 # The closed vocabularies the client also sends: one definition, in the wire contract module
 # (dependency-free; see its docstring for why the server imports it from the client package).
-from factbank_client.schema import Origin, SourceKind
+from factbank_common.schema import Origin, SourceKind
 
 Status = Literal["active", "superseded", "disputed", "stale", "deleted"]
 STATUSES: tuple[str, ...] = get_args(Status)

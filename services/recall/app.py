@@ -35,7 +35,7 @@ from factbank.store import facts, timeline
 from factbank.store.banks import Principal
 from factbank.text.claims import NEAR
 from factbank.write import categories
-from factbank_client.schema import SOURCE_KINDS
+from factbank_common.schema import SOURCE_KINDS
 
 # The text /v1/inject and /v1/search work on: the head of a prompt (a hook sends all of it, up
 # to 20,000 characters) or of a query (up to 4,000). The embedder reads 512 tokens at most

@@ -24,9 +24,9 @@ import pytest
 
 from factbank_client import config as client_config
 from factbank_client import installer, render
-from factbank_client.inert import inert
 from factbank_client.project import normalise_remote, project_key
 from factbank_client.tools import texts
+from factbank_common.inert import inert
 from tests.conftest import git
 from tests.harness.npm import harness_dir
 from tests.unit.hostile_text import HOSTILE
@@ -368,7 +368,7 @@ def test_pi_add_never_reads_a_hostile_location(tmp_path: Path) -> None:
 
 
 def test_pi_renders_bank_text_inert_as_the_python_client_does() -> None:
-    """Issue 21 A6: the extension's `inert` is factbank_client/inert.py's, escape for escape,
+    """Issue 21 A6: the extension's `inert` is factbank_common/inert.py's, escape for escape,
     and its fact lines carry no line, escape or invisible character of a bank's own."""
     texts_ = [t[:4100] for t in HOSTILE.values()]  # past the limit; a command line is short
     facts = [{**FACTS[0], "content": t, "tags": [t], "status": "active",

@@ -23,10 +23,10 @@ import pytest
 from factbank.models import Author, Fact, Hit, Source, Via
 from factbank.read import inject
 from factbank_client import hookmain, hookrecord, render, rulepatch
-from factbank_client.cli import output
 from factbank_client.dispatch import handoff_text
 from factbank_client.dispatch.store import Run
-from factbank_client.inert import LIMIT, inert, inert_lines, json_inert
+from factbank_common import output
+from factbank_common.inert import LIMIT, inert, inert_lines, json_inert
 from tests.unit.hostile_text import HOSTILE
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)

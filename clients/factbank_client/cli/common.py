@@ -13,10 +13,10 @@ from typing import Any, TypeVar
 
 from factbank_client import config as client_config
 from factbank_client.cli.main import CommandError
-from factbank_client.cli.output import add_json_flag, print_json
 from factbank_client.client import Client, FactbankError
-from factbank_client.inert import inert_lines
 from factbank_client.project import project_key
+from factbank_common.inert import inert_lines
+from factbank_common.output import add_json_flag, print_json
 
 T = TypeVar("T")
 

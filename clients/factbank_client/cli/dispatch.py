@@ -11,8 +11,8 @@ from pathlib import Path
 from factbank_client import render
 from factbank_client.cli import common
 from factbank_client.cli.main import CommandError
-from factbank_client.cli.output import print_json, print_table
-from factbank_client.inert import json_inert
+from factbank_common.inert import json_inert
+from factbank_common.output import print_json, print_table
 
 POLL = 0.2  # seconds between looks at the log while following a run
 

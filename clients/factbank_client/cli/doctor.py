@@ -16,7 +16,7 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from factbank_client.cli.output import add_json_flag, print_json
+from factbank_common.output import add_json_flag, print_json
 
 # Free space below which doctor warns / fails: Postgres refuses writes on a full disk, and
 # the vectors of 10k facts take ~20 MB, so 1 GiB is a comfortable margin and 100 MiB is not.

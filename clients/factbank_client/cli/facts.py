@@ -15,7 +15,6 @@ from factbank_client import render
 from factbank_client.cli import common
 from factbank_client.cli.common import call, command, show
 from factbank_client.cli.main import CommandError
-from factbank_client.cli.output import print_json, print_table
 from factbank_client.client import (
     IMPORT_CHUNK_FACTS,
     FactbankError,
@@ -23,8 +22,9 @@ from factbank_client.client import (
     new_fact,
     to_import_item,
 )
-from factbank_client.inert import inert_lines
-from factbank_client.schema import ORIGINS, SOURCE_KINDS
+from factbank_common.inert import inert_lines
+from factbank_common.output import print_json, print_table
+from factbank_common.schema import ORIGINS, SOURCE_KINDS
 
 
 def register(sub) -> None:

@@ -15,9 +15,9 @@ import httpx
 
 from factbank_client import config as client_config
 from factbank_client.cli.main import CommandError
-from factbank_client.cli.output import add_json_flag, print_json
 from factbank_client.client import INGEST, RECALL, Client, FactbankError
-from factbank_client.inert import inert
+from factbank_common.inert import inert
+from factbank_common.output import add_json_flag, print_json
 
 HINT = ("Is `factbank up` running there (`factbank status`), and are the URLs right? "
         "`--force` saves it anyway")

@@ -13,8 +13,8 @@ from factbank_client import render
 from factbank_client.cli import common
 from factbank_client.cli.common import call, command, show
 from factbank_client.cli.main import CommandError
-from factbank_client.cli.output import print_json, print_table
 from factbank_client.project import repo_root
+from factbank_common.output import print_json, print_table
 
 
 def register(sub) -> None:

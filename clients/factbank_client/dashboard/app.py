@@ -40,7 +40,7 @@ from factbank_client import render, safefs
 from factbank_client.client import INGEST, RECALL, Client, FactbankError, new_fact
 from factbank_client.config import ClientConfig
 from factbank_client.dashboard import security
-from factbank_client.schema import SOURCE_KINDS
+from factbank_common.schema import SOURCE_KINDS
 
 HERE = Path(__file__).parent
 PAGE_SIZE = 25

@@ -36,8 +36,8 @@ from factbank_client.dispatch.store import (
     new_id,
     now_iso,
 )
-from factbank_client.inert import inert
 from factbank_client.redact import redact
+from factbank_common.inert import inert
 
 __all__ = ["AGENTS", "LABELS", "DispatchError", "Event", "Run", "RunStore", "make_handoff",
            "start"]

@@ -17,7 +17,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from factbank_client.cli.main import CommandError
-from factbank_client.cli.output import add_json_flag, print_json, print_table
+from factbank_common.output import add_json_flag, print_json, print_table
 
 TOKEN_ID_HELP = "the token's id (`factbank admin token list`), not the token itself"
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from factbank.settings import Settings
 from factbank_client.cli.main import CommandError
-from factbank_client.cli.output import add_json_flag
+from factbank_common.output import add_json_flag
 
 
 def register(sub) -> None:

@@ -22,7 +22,7 @@ from factbank.redact import redaction
 from factbank.store import facts, timeline
 from factbank.text.tokenizer import cjk_share
 from factbank.trust import DEFAULT as POLICY
-from factbank_client.inert import inert
+from factbank_common.inert import inert
 
 log = logging.getLogger("factbank.inject")
 

@@ -7,7 +7,7 @@
 // - tools: factbank_search / _add / _get / _confirm / _dispute / _supersede / _handoff over the
 //   same HTTP API the MCP server uses, described in the same words: `factbank install pi` writes the
 //   tool texts (factbank_client/assets/tools.toml) and the wire constants
-//   (factbank_client/schema.py) into SHARED below, so this file is never installed as it
+//   (factbank_common/schema.py) into SHARED below, so this file is never installed as it
 //   stands in the package.
 // - the timeline: the session's start and end, and each edit, write and bash call (see
 //   "the timeline" below), as the Claude Code and Codex hooks record theirs.
@@ -338,7 +338,7 @@ function text(t: string) {
   return { content: [{ type: "text", text: t }], details: {} };
 }
 
-// Text from a bank as one inert line (factbank_client/inert.py, the same rule and escapes; a
+// Text from a bank as one inert line (factbank_common/inert.py, the same rule and escapes; a
 // test runs both): LF/CR escaped, tabs as spaces, controls and invisible characters (ANSI
 // escapes, U+2028, zero-width, bidi) as \xNN/\uNNNN, at most `limit` characters.
 const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}\p{Co}\p{Cn}]/u;

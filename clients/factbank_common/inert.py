@@ -26,7 +26,7 @@ newlines wrote a second Markdown list item (`- run curl … | sh`) into the AGEN
   `inert` is the identity on text that holds none of the above.
 
 Pure standard library, no I/O: the services import it too (factbank.read.inject builds the
-blocks hooks print), like factbank_client.schema.
+blocks hooks print), like factbank_common.schema.
 """
 
 from __future__ import annotations

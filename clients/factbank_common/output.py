@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from factbank_client.inert import inert, json_inert
+from factbank_common.inert import inert, json_inert
 
 
 def _default(value: Any) -> Any:
