@@ -13,7 +13,7 @@ import argparse
 import json
 from pathlib import Path
 
-from factbank_client.cli.main import CommandError, require
+from factbank_common.commands import CommandError, require
 from factbank_common.output import add_json_flag
 
 require("server", "asyncpg", "litestar", "uvicorn", "numpy")

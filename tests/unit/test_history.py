@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from factbank_client.cli.history import since_time
-from factbank_client.cli.main import CommandError
 from factbank_client.history import claude, codex, module, pi
+from factbank_common.commands import CommandError
 
 PROMPT = "PROMPT-TEXT please fix the retry logic"
 OUTPUT = "TOOL-OUTPUT 3 passed"

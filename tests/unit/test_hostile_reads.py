@@ -15,9 +15,9 @@ import pytest
 from factbank_client import fingerprint, native, rulepatch, safefs
 from factbank_client.cli import common as cli_common
 from factbank_client.cli import facts as cli_facts
-from factbank_client.cli.main import CommandError
 from factbank_client.client import QuoteCheck, QuoteNotFound, check_file_quote, new_fact
 from factbank_client.verify import Repo, Skip, check
+from factbank_common.commands import CommandError
 from tests.unit.hostile_fs import (
     HOSTILE_IDS,
     OK_LINE,

@@ -316,7 +316,7 @@ def _verify_lock(repo: Path, home: Path) -> Path:
 
 def _take_verify_lock(repo: Path, home: Path):
     from factbank_client.cli import staleness
-    from factbank_client.cli.main import CommandError
+    from factbank_common.commands import CommandError
 
     try:
         lock = staleness._lock(repo)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from factbank_client import render
 from factbank_client.cli import common
-from factbank_client.cli.main import CommandError
+from factbank_common.commands import CommandError
 from factbank_common.inert import json_inert
 from factbank_common.output import print_json, print_table
 

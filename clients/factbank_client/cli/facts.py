@@ -14,7 +14,6 @@ from factbank_client import config as client_config
 from factbank_client import render
 from factbank_client.cli import common
 from factbank_client.cli.common import call, command, show
-from factbank_client.cli.main import CommandError
 from factbank_client.client import (
     IMPORT_CHUNK_FACTS,
     FactbankError,
@@ -22,6 +21,7 @@ from factbank_client.client import (
     new_fact,
     to_import_item,
 )
+from factbank_common.commands import CommandError
 from factbank_common.inert import inert_lines
 from factbank_common.output import print_json, print_table
 from factbank_common.schema import ORIGINS, SOURCE_KINDS

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-from factbank_client.cli.main import CommandError
+from factbank_common.commands import CommandError
 from factbank_common.output import add_json_flag, dry_run_line, file_line, print_json
 
 CHOICES = ("claude", "codex", "pi", "gemini", "qwen", "opencode", "copilot", "all", "git")

@@ -14,8 +14,8 @@ from pathlib import Path
 from factbank_client import render
 from factbank_client.cli import common
 from factbank_client.cli.common import call, command, show
-from factbank_client.cli.main import CommandError
 from factbank_client.project import repo_root
+from factbank_common.commands import CommandError
 
 HARNESS_CHOICES = ("claude", "codex", "pi")
 

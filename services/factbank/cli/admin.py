@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from factbank_client.cli.main import CommandError
+from factbank_common.commands import CommandError
 from factbank_common.output import add_json_flag, print_json, print_table
 
 TOKEN_ID_HELP = "the token's id (`factbank admin token list`), not the token itself"

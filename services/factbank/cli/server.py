@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from factbank.settings import Settings
-from factbank_client.cli.main import CommandError
+from factbank_common.commands import CommandError
 from factbank_common.output import add_json_flag
 
 
