@@ -103,7 +103,8 @@ def edit_payload(session: str, repo: Path, n: int) -> bytes:
         "tool_use_id": f"toolu_bench{n}"}).encode()
 
 
-CHILD = ("import sys; sys.path.insert(0, {root!r}); from factbank_client import hookrecord; "
+CHILD = ("import sys; sys.path.insert(0, {root!r}); "
+         "from factbank_client.hook import record as hookrecord; "
          "hookrecord.process('PostToolUse', sys.stdin.buffer.read())")
 
 

@@ -207,7 +207,7 @@ def pi_extension_text() -> str:
         raise InstallError(f"the packaged {PI_EXTENSION} lacks its SHARED declaration")
     # The background verify at session start (issue 16), as the hooks run it: this
     # interpreter, with site (the CLI needs httpx).
-    from factbank_client.hookverify import VERIFY_ARGS
+    from factbank_client.hook.verify import VERIFY_ARGS
 
     shared = json.dumps({**tools.pi_shared(), "verifyCommand": [python_exe(), *VERIFY_ARGS]},
                         ensure_ascii=False, indent=2)

@@ -9,8 +9,8 @@ import os
 import time
 from datetime import UTC, datetime, timedelta
 
-from factbank_client import hookrecord
 from factbank_client.client import Client
+from factbank_client.hook import record as hookrecord
 from tests.integration.test_cli import env as cli_env  # noqa: F401 - test_cli's fixture
 from tests.integration.test_cli import login, ok, ok_json
 from tests.unit.test_history import claude_lines, write

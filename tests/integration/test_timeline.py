@@ -516,7 +516,9 @@ async def test_hooks_record_and_tell_the_second_session_of_the_conflict(
     import asyncio
     import time
 
-    from factbank_client import hookentry, hookmain, hookrecord
+    from factbank_client.hook import entry as hookentry
+    from factbank_client.hook import main as hookmain
+    from factbank_client.hook import record as hookrecord
 
     login(capsys, cli_env)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))

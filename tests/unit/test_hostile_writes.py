@@ -24,16 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from factbank_client import (
-    config,
-    gitinstall,
-    hookrecord,
-    hookstate,
-    installer,
-    native,
-    rulepatch,
-    safefs,
-)
+from factbank_client import config, gitinstall, installer, native, rulepatch, safefs
+from factbank_client.hook import record as hookrecord
+from factbank_client.hook import state as hookstate
 from tests.unit.hostile_fs import git, layout
 
 PRECIOUS = b'{"precious": true}\n'
@@ -68,7 +61,7 @@ def _propose(repo, home):
 
 def _pending(home):
     os.environ["XDG_CACHE_HOME"] = str(home / ".cache")
-    from factbank_client import hookentry
+    from factbank_client.hook import entry as hookentry
 
     return Path(hookentry.pending_path(hookentry.safe_name("s1")))
 

@@ -22,9 +22,11 @@ import pytest
 
 from factbank.models import Author, Fact, Hit, Source, Via
 from factbank.read import inject
-from factbank_client import hookmain, hookrecord, render, rulepatch
+from factbank_client import render, rulepatch
 from factbank_client.dispatch import handoff_text
 from factbank_client.dispatch.store import Run
+from factbank_client.hook import main as hookmain
+from factbank_client.hook import record as hookrecord
 from factbank_common import output
 from factbank_common.inert import LIMIT, inert, inert_lines, json_inert
 from tests.unit.hostile_text import HOSTILE

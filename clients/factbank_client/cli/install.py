@@ -94,7 +94,8 @@ def _git(args, verb: str) -> None:
     rename), then the same last line."""
     from pathlib import Path
 
-    from factbank_client import gitinstall, hookverify, installer
+    from factbank_client import gitinstall, installer
+    from factbank_client.hook import verify as hookverify
 
     try:
         if verb == "install":

@@ -553,7 +553,7 @@ export function fingerprintOf(kind: string, location: string, quote: string, cwd
 }
 
 /** Issue 16: this project's file-sourced facts re-checked at session start, in the
- * background, as the Claude Code / Codex SessionStart hook does (factbank_client/hookverify.py):
+ * background, as the Claude Code / Codex SessionStart hook does (factbank_client/hook/verify.py):
  * a detached `factbank verify --quiet`, its line appended to ~/.cache/factbank/verify.log.
  * Nothing waits for it; FACTBANK_VERIFY=0 turns it off. */
 export function startVerify(dir: string): boolean {

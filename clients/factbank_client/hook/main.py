@@ -33,7 +33,7 @@ import signal
 import sys
 import time
 
-from factbank_client.hookrecord import agent_name
+from factbank_client.hook.record import agent_name
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs ~5 ms at every prompt
 if TYPE_CHECKING:
@@ -84,7 +84,7 @@ def save_patterns() -> list:
 
 
 def _state() -> Any:  # imported when first needed
-    from factbank_client import hookstate
+    from factbank_client.hook import state as hookstate
 
     return hookstate
 
@@ -205,11 +205,11 @@ def on_session_start(data: dict, deadline: float) -> dict | None:
         state["started"] = True
         _state().save(session_id, state)
     if os.environ.get("FACTBANK_TIMELINE", "1") != "0":
-        from factbank_client import hookrecord
+        from factbank_client.hook import record as hookrecord
 
         hookrecord.record_session_start(data, deadline)
     text = inject("session", session_id, project_of(data), None, agent_name(data), deadline)
-    from factbank_client import hookverify
+    from factbank_client.hook import verify as hookverify
 
     if hookverify.wanted(str(data.get("cwd") or os.environ.get("CLAUDE_PROJECT_DIR") or "")):
         # This project's file-sourced facts are checked after the output, in the background
@@ -232,7 +232,7 @@ def on_user_prompt_submit(data: dict, deadline: float) -> dict | None:
     if late_start:
         state["started"] = True
     _state().save(session_id, state)
-    from factbank_client import hookrecord
+    from factbank_client.hook import record as hookrecord
 
     told = hookrecord.take_warnings(session_id)  # left by this session's last edit
     if hookrecord.buffered():  # the service was down: send it now, in the background
@@ -315,7 +315,7 @@ def run(event: str, raw: bytes, deadline: float, harness: str | None = None) -> 
         raise ValueError(f"hook input is {type(data).__name__}, not an object")
     if harness is None:
         return HANDLERS[event](data, deadline)
-    from factbank_client import hookadapt
+    from factbank_client.hook import adapt as hookadapt
 
     event, data = hookadapt.normalize(harness, event, data)
     return hookadapt.render(harness, event, HANDLERS[event](data, deadline))
@@ -336,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
     event = event_name(argv[0]) if argv else None
     harness = None
     if len(argv) > 1:
-        from factbank_client.hookadapt import harness_of
+        from factbank_client.hook.adapt import harness_of
 
         harness = harness_of(argv)
     limit = budget()
@@ -369,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:  # e.g. the harness closed the pipe
             _log(f"{event}: cannot write output: {exc}")
     if AFTER:
-        from factbank_client import hookentry
+        from factbank_client.hook import entry as hookentry
 
         while AFTER:
             work, raw = AFTER.pop(0)

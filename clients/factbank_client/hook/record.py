@@ -68,7 +68,7 @@ def agent_name(data: dict) -> str:
 
 
 def _state() -> Any:
-    from factbank_client import hookstate
+    from factbank_client.hook import state as hookstate
 
     return hookstate
 
@@ -320,7 +320,7 @@ def _warnings_of(output: bytes) -> list[str]:
 def leave_pending(session: str, warnings: list[str]) -> None:
     """Leave `warnings` (with any not yet shown) for the session's next hook, as the exact
     PostToolUse output (the hook prints it without parsing it)."""
-    from factbank_client import hookentry
+    from factbank_client.hook import entry as hookentry
 
     safe = hookentry.safe_name(session)
     path = hookentry.pending_path(safe)
@@ -336,7 +336,7 @@ def leave_pending(session: str, warnings: list[str]) -> None:
 def take_warnings(session_id: str) -> str:
     """The conflict warning this session's edits left and no hook has shown yet ("" if
     none), for the prompt hook's output."""
-    from factbank_client import hookentry
+    from factbank_client.hook import entry as hookentry
 
     return conflict_text(_warnings_of(hookentry.take_pending(hookentry.safe_name(session_id))))
 

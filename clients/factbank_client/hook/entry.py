@@ -4,9 +4,9 @@
 Events (the argument; PascalCase or kebab-case):
 
 * `session-start`, `user-prompt-submit`, `stop`: the session-start block, the per-prompt
-  block, the save reminder (`factbank_client.hookmain`);
+  block, the save reminder (`factbank_client.hook.main`);
 * `post-tool-use`, `post-tool-use-failure`, `session-end`: recording the timeline (what the
-  session touched and ran; `factbank_client.hookrecord`).
+  session touched and ran; `factbank_client.hook.record`).
 
 hooks.py is a few lines on purpose: a script run as `python file.py` is compiled from source
 on every run (only imported modules load from a .pyc), and compiling the 600-line hook module
@@ -140,20 +140,20 @@ def detach(event: str, raw: bytes, harness: str = "") -> None:
                 os.setsid()  # outlive the harness's process group
                 os.nice(10)  # background work: the harness and its agent come first
                 if event == "Verify":  # issue 16: becomes `factbank verify --quiet`
-                    from factbank_client import hookverify
+                    from factbank_client.hook import verify as hookverify
 
                     hookverify.run(raw)
                 else:
-                    from factbank_client import hookrecord
+                    from factbank_client.hook import record as hookrecord
 
                     if harness:
-                        from factbank_client import hookadapt
+                        from factbank_client.hook import adapt as hookadapt
 
                         event, raw = hookadapt.adapt_raw(harness, event, raw)
                     hookrecord.process(event, raw, at)
             except BaseException as exc:
                 try:
-                    from factbank_client import hookstate
+                    from factbank_client.hook import state as hookstate
 
                     hookstate.log(f"{event}: {type(exc).__name__}: {exc}")
                 except BaseException:
@@ -162,10 +162,10 @@ def detach(event: str, raw: bytes, harness: str = "") -> None:
                 os._exit(0)
     if event == "Verify":
         return  # cannot fork: a verify never runs inside the hook
-    from factbank_client import hookrecord
+    from factbank_client.hook import record as hookrecord
 
     if harness:
-        from factbank_client import hookadapt
+        from factbank_client.hook import adapt as hookadapt
 
         event, raw = hookadapt.adapt_raw(harness, event, raw)
     hookrecord.process(event, raw, at)
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     event = event_of(argv[0]) if argv else ""
     if event not in RECORDING.values():
-        from factbank_client import hookmain
+        from factbank_client.hook import main as hookmain
 
         return hookmain.main(argv)
     try:
@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         if event == "PostToolUse":
             out = take_pending(session_of(raw))
             if out and harness:
-                from factbank_client import hookadapt
+                from factbank_client.hook import adapt as hookadapt
 
                 out = hookadapt.render_pending(harness, out)
             if out:
@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         detach(event, raw, harness)
     except BaseException as exc:  # a hook never fails the session
         try:
-            from factbank_client import hookstate
+            from factbank_client.hook import state as hookstate
 
             hookstate.log(f"{event}: {type(exc).__name__}: {exc}")
         except BaseException:
