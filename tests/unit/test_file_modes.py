@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from factbank_client import config, installer, safefs
+from factbank_client import config, safefs
 from factbank_client.cli import common as cli_common
 from factbank_client.cli import facts as cli_facts
+from factbank_client.install import harnesses as installer
 
 TOKEN = "fb_" + "s" * 43
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from factbank_client import installer
 from factbank_client.hook import adapt as hookadapt
 from factbank_client.hook import main as hookmain
 from factbank_client.hook.record import agent_name
+from factbank_client.install import harnesses as installer
 
 PAYLOADS = Path(__file__).resolve().parents[1] / "fixtures" / "harness-payloads"
 EVENT = {"SessionStart": "SessionStart", "BeforeAgent": "UserPromptSubmit",

@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 
 from factbank_client import config as client_config
-from factbank_client import installer, render
+from factbank_client import render
+from factbank_client.install import harnesses as installer
 from factbank_client.project import normalise_remote, project_key
 from factbank_client.tools import texts
 from factbank_common.inert import inert
@@ -302,7 +303,7 @@ def test_pi_fingerprint_matches_the_python_client(tmp_path: Path) -> None:
 def test_pi_session_start_starts_verify_in_the_background(tmp_path: Path) -> None:
     """Issue 16: the installed extension runs the installer's verify command, detached, in a
     repository; outside one, or with FACTBANK_VERIFY=0, it does not."""
-    from factbank_client.installer import pi_extension_text
+    from factbank_client.install.harnesses import pi_extension_text
 
     assert '"verifyCommand"' in pi_extension_text()
     repo = tmp_path / "repo"

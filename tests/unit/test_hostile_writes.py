@@ -24,9 +24,11 @@ from pathlib import Path
 
 import pytest
 
-from factbank_client import config, gitinstall, installer, native, rulepatch, safefs
+from factbank_client import config, native, rulepatch, safefs
 from factbank_client.hook import record as hookrecord
 from factbank_client.hook import state as hookstate
+from factbank_client.install import git as gitinstall
+from factbank_client.install import harnesses as installer
 from tests.unit.hostile_fs import git, layout
 
 PRECIOUS = b'{"precious": true}\n'

@@ -20,8 +20,8 @@ import jsonschema
 import pytest
 import tomlkit
 
-from factbank_client import installer
-from factbank_client.installer_files import BLOCK_BEGIN, BLOCK_END, is_our_handler
+from factbank_client.install import harnesses as installer
+from factbank_client.install.files import BLOCK_BEGIN, BLOCK_END, is_our_handler
 
 SHARED_DIR = Path(
     os.environ.get("FACTBANK_SHARED_DIR") or Path(__file__).resolve().parents[3] / "shared"

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from factbank_client import installer
-from factbank_client.installer_files import our_handlers
+from factbank_client.install import harnesses as installer
+from factbank_client.install.files import our_handlers
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "settings-corpus"
 FILES = sorted(CORPUS.glob("*.json"))

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from factbank_client import installer, installer_copilot, installer_opencode
+from factbank_client.install import copilot as installer_copilot
+from factbank_client.install import harnesses as installer
+from factbank_client.install import opencode as installer_opencode
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "harness-config-corpus"
 NEXT = ("gemini", "qwen", "opencode", "copilot")

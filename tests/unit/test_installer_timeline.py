@@ -12,8 +12,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from factbank_client import installer
-from factbank_client.installer_files import is_our_handler
+from factbank_client.install import harnesses as installer
+from factbank_client.install.files import is_our_handler
 
 SHARED = Path(os.environ.get("FACTBANK_SHARED_DIR")
               or Path(__file__).resolve().parents[3] / "shared")

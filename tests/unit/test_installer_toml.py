@@ -7,7 +7,7 @@ import tomllib
 
 import pytest
 
-from factbank_client import installer_toml as toml
+from factbank_client.install import toml_table as toml
 
 SERVER = {"command": "/venv/bin/python3", "args": ["-P", "-m", "x"], "env_vars": ["A"]}
 

@@ -133,7 +133,7 @@ def _token_checks(cfg) -> list[Check]:
 
 
 def _hook_checks() -> list[Check]:
-    from factbank_client import installer
+    from factbank_client.install import harnesses as installer
 
     paths = installer.Paths.from_env()
     checks = []
@@ -161,7 +161,8 @@ def _hook_checks() -> list[Check]:
 
 
 def _codex_trust(paths) -> Check:
-    from factbank_client import codex_trust, installer
+    from factbank_client.install import codex_trust
+    from factbank_client.install import harnesses as installer
 
     try:
         states = codex_trust.status(paths)

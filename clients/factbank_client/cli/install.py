@@ -1,5 +1,5 @@
 """`factbank install|uninstall claude|codex|pi|all|git [--dry-run]`: hooks, MCP, instructions;
-`git` is this repository's post-commit verify (factbank_client/gitinstall.py), never part of
+`git` is this repository's post-commit verify (factbank_client/install/git.py), never part of
 `all` (which is about the harnesses in your home directory)."""
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def _json(plan, args, **extra) -> None:
 def _present(names: list[str], paths) -> tuple[list[str], list[str]]:
     """`all` means the harnesses on this machine; a harness named explicitly is installed
     even when absent. Returns (to install, skipped)."""
-    from factbank_client import installer
+    from factbank_client.install import harnesses as installer
 
     chosen, skipped = [], []
     for name in names:
@@ -94,8 +94,9 @@ def _git(args, verb: str) -> None:
     rename), then the same last line."""
     from pathlib import Path
 
-    from factbank_client import gitinstall, installer
     from factbank_client.hook import verify as hookverify
+    from factbank_client.install import git as gitinstall
+    from factbank_client.install import harnesses as installer
 
     try:
         if verb == "install":
@@ -122,7 +123,7 @@ def _git(args, verb: str) -> None:
 
 
 def cmd_install(args) -> int:
-    from factbank_client import installer
+    from factbank_client.install import harnesses as installer
 
     if "git" in args.harness:
         _git(args, "install")
@@ -153,7 +154,7 @@ def cmd_install(args) -> int:
     trusted: list[str] = []
     if "codex" in harnesses:
         if args.trust:
-            from factbank_client import codex_trust
+            from factbank_client.install import codex_trust
 
             try:
                 trusted = codex_trust.trust(paths, args.codex_bin)
@@ -169,7 +170,7 @@ def cmd_install(args) -> int:
 
 
 def cmd_uninstall(args) -> int:
-    from factbank_client import installer
+    from factbank_client.install import harnesses as installer
 
     if "git" in args.harness:
         _git(args, "uninstall")

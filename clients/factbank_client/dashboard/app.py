@@ -455,14 +455,14 @@ def harnesses(home: Path | None = None) -> dict:
     """What `factbank install` wired on this machine (its manifest), how many factbank hooks
     each harness's files still hold (`installer.registered`), and whether Codex trusts
     factbank's hooks (`codex_trust.status`, which asks the codex binary when one is on PATH)."""
-    from factbank_client import installer
+    from factbank_client.install import harnesses as installer
 
     paths = installer.Paths.from_env(home=home)
     manifest = installer.load_manifest(paths)
     codex: dict[str, str] | None = None
     if "codex" in manifest.get("harnesses", {}):
         try:
-            from factbank_client import codex_trust
+            from factbank_client.install import codex_trust
 
             codex = codex_trust.status(paths)
         except Exception as exc:  # codex missing or failing: say so, never fail the page

@@ -20,9 +20,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from factbank_client import installer, safefs
-from factbank_client import installer_toml as toml
-from factbank_client.installer_files import is_our_handler
+from factbank_client import safefs
+from factbank_client.install import harnesses as installer
+from factbank_client.install import toml_table as toml
+from factbank_client.install.files import is_our_handler
 
 
 class TrustError(installer.InstallError):

@@ -42,9 +42,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from factbank_client import installer_files as files
-from factbank_client import installer_toml as toml
 from factbank_client import safefs, tools
+from factbank_client.install import files as files
+from factbank_client.install import toml_table as toml
 
 HARNESSES = ("claude", "codex", "pi", "gemini", "qwen", "opencode", "copilot")
 # `install all` takes these only when they are present (their config directory exists, or
@@ -589,7 +589,9 @@ def _register_next() -> dict:
     """Gemini CLI, Qwen Code (installer_gemini), OpenCode, Copilot CLI: their own modules."""
     from functools import partial
 
-    from factbank_client import installer_copilot, installer_gemini, installer_opencode
+    from factbank_client.install import copilot as installer_copilot
+    from factbank_client.install import gemini as installer_gemini
+    from factbank_client.install import opencode as installer_opencode
 
     for h in ("gemini", "qwen"):
         INSTALL[h] = partial(installer_gemini.install, h)
@@ -607,7 +609,9 @@ def registered(harness: str, paths: Paths) -> int:
     """How many factbank hooks `harness`'s own files hold now (for the dashboard's health
     page: the manifest says what was installed, this says what is still there). Pi and
     OpenCode have an extension/plugin file instead: 1 when it is there."""
-    from factbank_client import installer_copilot, installer_gemini, installer_opencode
+    from factbank_client.install import copilot as installer_copilot
+    from factbank_client.install import gemini as installer_gemini
+    from factbank_client.install import opencode as installer_opencode
 
     def handlers(path: Path) -> int:
         try:
