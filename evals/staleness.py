@@ -335,7 +335,7 @@ def scale(stack: Any, n_files: int = 50, per_file: int = 20) -> list[dict]:
     from factbank_client.cli.staleness import run_verify
     from factbank_client.client import Client, new_fact
     from factbank_client.config import ClientConfig
-    from factbank_client.verify import Repo, check
+    from factbank_client.staleness.verify import Repo, check
 
     w = build_world(Path(tempfile.mkdtemp(prefix="factbank-staleness-scale-")))
     for f in range(n_files):

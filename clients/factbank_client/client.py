@@ -24,9 +24,10 @@ from typing import Any
 
 import httpx
 
-from factbank_client import fingerprint, safefs, written
+from factbank_client import safefs, written
 from factbank_client.config import ClientConfig
 from factbank_client.project import repo_root
+from factbank_client.staleness import fingerprint
 
 AGENT_HEADER = "X-Factbank-Agent"
 # Connect fast (a down service should fail in seconds), read patiently (the first write of a
@@ -355,7 +356,7 @@ class Client:
 
     def verify(self, results: Sequence[dict], *, project: str | None = None,
                bank: str | None = None) -> dict:
-        """Apply `factbank verify`'s verdicts (factbank_client/verify.py) in batches of
+        """Apply `factbank verify`'s verdicts (factbank_client/staleness/verify.py) in batches of
         VERIFY_BATCH, each one transaction on the server; the answers summed."""
         label = self._write_bank(None, bank)
         total: dict[str, Any] = {"fresh": 0, "moved": 0, "stale": 0, "still_stale": 0,
@@ -666,7 +667,8 @@ def new_fact(content: str, category: str | None, source_kind: str, location: str
     quote is checked against the file here first (QuoteNotFound if it is not there) and the
     location stored relative to the repository root. An `origin` or `tentative` of None, no
     questions and no project are left out: the server's defaults apply. A file or commit
-    source read here carries its fingerprint (factbank_client/fingerprint.py) for `verify`."""
+    source read here carries its fingerprint (factbank_client/staleness/fingerprint.py) for
+    `verify`."""
 
     fp = None
     if source_kind == "file" and check_files:
@@ -818,7 +820,7 @@ class QuoteCheck:
     location: str
     lines: list[int]
     # Each matching occurrence as (first line, last line), in file order; the fingerprint
-    # records the one the location names (factbank_client/fingerprint.py).
+    # records the one the location names (factbank_client/staleness/fingerprint.py).
     spans: list[tuple[int, int]] = field(default_factory=list)
     path: Path | None = None  # the file that was read (its real path)
     data: bytes | None = None  # its bytes, as read (the fingerprint hashes these, not a re-read)

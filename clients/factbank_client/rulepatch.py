@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from factbank_client import safefs
-from factbank_client.fingerprint import git
+from factbank_client.staleness.fingerprint import git
 from factbank_common.inert import inert
 
 RULE_HEADING = "## Rules promoted from factbank"

@@ -57,7 +57,8 @@ class NewFact(Strict):
     questions: list[str] = msgspec.field(default_factory=list)
     project: str | None = None
     agent: str | None = None
-    # The client fills it for `file` and `commit` sources (factbank_client/fingerprint.py).
+    # The client fills it for `file` and `commit` sources
+    # (factbank_client/staleness/fingerprint.py).
     fingerprint: Fingerprint | None = None
 
 

@@ -273,7 +273,8 @@ def test_pi_writes_facts_and_outcomes_as_render_does_for_mcp() -> None:
 
 def test_pi_fingerprint_matches_the_python_client(tmp_path: Path) -> None:
     """Issue 16: Pi's add computes the same fingerprint (and repo-relative location) as
-    factbank_client/fingerprint.py, for a committed file, a dirty one and a commit source."""
+    factbank_client/staleness/fingerprint.py, for a committed file, a dirty one and a commit
+    source."""
     from factbank_client.client import new_fact
 
     repo = tmp_path / "repo"

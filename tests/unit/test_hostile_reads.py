@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from factbank_client import fingerprint, native, rulepatch, safefs
+from factbank_client import native, rulepatch, safefs
 from factbank_client.cli import common as cli_common
 from factbank_client.cli import facts as cli_facts
 from factbank_client.client import QuoteCheck, QuoteNotFound, check_file_quote, new_fact
-from factbank_client.verify import Repo, Skip, check
+from factbank_client.staleness import fingerprint
+from factbank_client.staleness.verify import Repo, Skip, check
 from factbank_common.commands import CommandError
 from tests.unit.hostile_fs import (
     HOSTILE_IDS,

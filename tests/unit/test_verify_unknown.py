@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from factbank_client.verify import Repo, Skip, Verdict, check
+from factbank_client.staleness.verify import Repo, Skip, Verdict, check
 from tests.conftest import git
 
 

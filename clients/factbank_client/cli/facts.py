@@ -351,9 +351,9 @@ def cmd_confirm(args) -> int:
 def _fresh_quote(args) -> dict:
     """A confirm's fresh evidence: the quote, and for a file source where it is now and its
     fingerprint, checked against the file here like `add` checks it."""
-    from factbank_client import fingerprint
     from factbank_client.client import QuoteNotFound, check_file_quote
     from factbank_client.project import repo_root
+    from factbank_client.staleness import fingerprint
 
     with common.client() as client:
         fact = call(client.get, args.id, bank=args.bank)
@@ -367,7 +367,7 @@ def _fresh_quote(args) -> dict:
     cwd = Path.cwd()
     root = repo_root(cwd)
     if not args.source and root is not None:  # the bank's location, not one typed here
-        from factbank_client.verify import Repo
+        from factbank_client.staleness.verify import Repo
 
         if Repo(root).ignored_path(location):
             raise CommandError(f"refused: {location} is ignored by git here (this machine's "

@@ -1,6 +1,6 @@
 """Sources change, facts follow (issue 16), the client's half: `verify`, `rules candidates`,
-`rules propose`, `migrate-native`. The judgement lives in factbank_client/verify.py, the rule
-patch in factbank_client/rulepatch.py, the native memories in factbank_client/native.py;
+`rules propose`, `migrate-native`. The judgement lives in factbank_client/staleness/verify.py,
+the rule patch in factbank_client/rulepatch.py, the native memories in factbank_client/native.py;
 these are the commands' skins."""
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def run_verify(client, root: Path, project: str, *, include_stale: bool = False,
                banks: list[str] | None = None) -> dict:
     """Judge every file/commit fact of `project` in each bank against `root`, send the
     verdicts, and return the report (what `--json` prints)."""
-    from factbank_client.verify import Repo, Skip, check
+    from factbank_client.staleness.verify import Repo, Skip, check
 
     repo = Repo(root)
     statuses = ["active", "stale"] if include_stale else ["active"]

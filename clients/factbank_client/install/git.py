@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from factbank_client import safefs
-from factbank_client.fingerprint import git
 from factbank_client.project import repo_root
+from factbank_client.staleness.fingerprint import git
 
 MARKER = "factbank-post-commit"
 HOOK = "post-commit"

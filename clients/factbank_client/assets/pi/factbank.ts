@@ -415,7 +415,7 @@ export function factProps(tool: string) {
 }
 const FACT_REQUIRED = ["content", "category", "source_kind", "source_location", "quote", "tags"];
 
-// --- fingerprints (issue 16), as factbank_client/fingerprint.py computes them -----------------
+// --- fingerprints (issue 16), as factbank_client/staleness/fingerprint.py computes them -----------------
 //
 // A file source records the quoted region's sha256 (its lines, trailing blanks stripped,
 // joined by "\n"), the file's git blob id (sha1 of "blob <size>\0" + bytes; "sha256:<hex>"

@@ -42,9 +42,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from factbank_client import fingerprint as fpr
 from factbank_client import safefs
 from factbank_client.client import quote_spans
+from factbank_client.staleness import fingerprint as fpr
 
 _LOCATION = re.compile(r"^(?P<path>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")
 CONTEXT_RADIUS = 2  # lines either side of the old line in a stale fact's context
