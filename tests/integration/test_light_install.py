@@ -110,7 +110,8 @@ def test_every_client_module_imports_without_the_server_extra(light):
     assert result["failed"] == {}
     assert result["server"] == [] and result["heavy"] == []
     assert {"factbank_client.dashboard.app", "factbank_client.dashboard.security",
-            "factbank_client.dashboard.dispatch_page"} <= set(result["dashboard"])
+            "factbank_client.dashboard.dispatch_page",
+            "factbank_client.dashboard.base"} <= set(result["dashboard"])
 
 
 def test_light_help_lists_only_client_commands_and_names_the_extra(light):

@@ -296,14 +296,14 @@ def test_dashboard_reports_never_follow_a_link_out(fresh, tmp_path):
     lay = fresh
     """The dashboard's evals page and plot route read report files only inside the reports
     folder: a `.md` or `.png` linked out of it is left out (404 for the plot)."""
-    from factbank_client.dashboard import app
+    from factbank_client.dashboard import evals_page
 
     reports = tmp_path / "reports"
     (reports / "2026-12-02").mkdir(parents=True)
     (reports / "2026-12-02" / "ok.md").write_text(f"# ok\n\n{OK_LINE}\n")
     (reports / "2026-12-02" / "leak.md").symlink_to(lay.notes)
     (reports / "2026-12-02" / "leak.png").symlink_to(lay.notes)
-    got = app.latest_reports(reports)
+    got = evals_page.latest_reports(reports)
     assert [name for name, _ in got[0]["texts"]] == ["ok.md"] and secret_free(got)
     with pytest.raises(safefs.UnsafePath):
         safefs.read(reports, "2026-12-02/leak.png")

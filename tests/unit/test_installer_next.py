@@ -166,7 +166,7 @@ def test_install_all_touches_only_the_harnesses_that_are_present(
 def test_the_health_page_shows_each_harness_and_its_registered_hooks(tmp_path: Path) -> None:
     from jinja2 import Environment, FileSystemLoader
 
-    from factbank_client.dashboard import app
+    from factbank_client.dashboard import base, health_page
 
     home = tmp_path / "home"
     paths = paths_for(home)
@@ -176,10 +176,10 @@ def test_the_health_page_shows_each_harness_and_its_registered_hooks(tmp_path: P
     data = json.loads(settings.read_text())
     data["hooks"] = {}
     settings.write_text(json.dumps(data))
-    wired = app.harnesses(home)
+    wired = health_page.harnesses(home)
     assert wired["hooks"] == {"gemini": 5, "qwen": 5, "opencode": 1, "copilot": 0}
-    env = Environment(loader=FileSystemLoader(str(app.HERE / "templates")), autoescape=True)
-    env.globals.update(app._globals())
+    env = Environment(loader=FileSystemLoader(str(base.HERE / "templates")), autoescape=True)
+    env.globals.update(base._globals())
     html = env.get_template("health.html").render(
         services=[], bank_health=[], wired=wired, banks=[], csrf="c", nav="health")
     for name in NEXT:

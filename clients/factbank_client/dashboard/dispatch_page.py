@@ -16,7 +16,7 @@ from litestar.response import Redirect, ServerSentEvent, Template
 from litestar.response.sse import ServerSentEventMessage
 
 from factbank_client.client import FactbankError
-from factbank_client.dashboard.app import _form, _globals, back, dash_of, page
+from factbank_client.dashboard.base import _form, _globals, back, dash_of, page
 from factbank_client.dispatch import AGENTS, LABELS, DispatchError, RunStore, make_handoff, start
 
 # The live log polls the run's events file this often (a local file read: cheap).
