@@ -101,7 +101,8 @@ def rewrite_from(m: re.Match, modules: dict[str, str],
         if full in modules:  # `from PARENT import module`
             new = modules[full]
             parent, _, last = new.rpartition(".")
-            groups.setdefault(parent, []).append((last, alias or (name if last != name else None)))
+            alias = alias or name
+            groups.setdefault(parent, []).append((last, alias if alias != last else None))
         elif (mod, name) in names:
             groups.setdefault(names[(mod, name)], []).append((name, alias))
         else:

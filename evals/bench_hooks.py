@@ -36,7 +36,7 @@ from pathlib import Path
 import httpx
 
 from factbank.runtime.runner import free_port
-from factbank_client.install.harnesses import hook_script, python_exe
+from factbank_client.install.common import hook_script, python_exe
 from factbank_evals.metrics import percentile
 from factbank_evals.stack import running_stack
 

@@ -16,7 +16,7 @@ import pytest
 from factbank_client.hook import adapt as hookadapt
 from factbank_client.hook import main as hookmain
 from factbank_client.hook.record import agent_name
-from factbank_client.install import harnesses as installer
+from factbank_client.install import common
 
 PAYLOADS = Path(__file__).resolve().parents[1] / "fixtures" / "harness-payloads"
 EVENT = {"SessionStart": "SessionStart", "BeforeAgent": "UserPromptSubmit",
@@ -111,7 +111,7 @@ def test_output_in_each_harness_terms() -> None:
 
 def run_hook(home: Path, event: str, harness: str, payload: dict) -> tuple[int, str, float]:
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-I", "-S", installer.hook_script(), event, harness],
+    proc = subprocess.run([sys.executable, "-I", "-S", common.hook_script(), event, harness],
                           input=json.dumps(payload).encode(), capture_output=True, timeout=20,
                           env={"PATH": os.environ.get("PATH", "/usr/bin"), "HOME": str(home)})
     return proc.returncode, proc.stdout.decode(), time.monotonic() - start

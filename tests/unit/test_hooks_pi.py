@@ -24,7 +24,7 @@ import pytest
 
 from factbank_client import config as client_config
 from factbank_client import render
-from factbank_client.install import harnesses as installer
+from factbank_client.install import common
 from factbank_client.project import normalise_remote, project_key
 from factbank_client.tools import texts
 from factbank_common.inert import inert
@@ -38,8 +38,8 @@ def installed_extension() -> Path:
     """The extension as `factbank install pi` writes it, in a temp dir of its own."""
     home = Path(tempfile.mkdtemp(prefix="factbank-pi-"))
     atexit.register(shutil.rmtree, home, ignore_errors=True)
-    path = home / installer.PI_EXTENSION
-    path.write_text(installer.pi_extension_text(), "utf-8")
+    path = home / common.PI_EXTENSION
+    path.write_text(common.pi_extension_text(), "utf-8")
     return path
 
 REMOTES = [
@@ -304,7 +304,7 @@ def test_pi_fingerprint_matches_the_python_client(tmp_path: Path) -> None:
 def test_pi_session_start_starts_verify_in_the_background(tmp_path: Path) -> None:
     """Issue 16: the installed extension runs the installer's verify command, detached, in a
     repository; outside one, or with FACTBANK_VERIFY=0, it does not."""
-    from factbank_client.install.harnesses import pi_extension_text
+    from factbank_client.install.common import pi_extension_text
 
     assert '"verifyCommand"' in pi_extension_text()
     repo = tmp_path / "repo"

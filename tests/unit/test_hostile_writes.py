@@ -27,6 +27,7 @@ import pytest
 from factbank_client import config, native, rulepatch, safefs
 from factbank_client.hook import record as hookrecord
 from factbank_client.hook import state as hookstate
+from factbank_client.install import common
 from factbank_client.install import git as gitinstall
 from factbank_client.install import harnesses as installer
 from tests.unit.hostile_fs import git, layout
@@ -43,8 +44,8 @@ class Writer:
     consumes: bool = False  # a queue file: what is there is taken (renamed away), not read
 
 
-def _paths(home: Path) -> installer.Paths:
-    return installer.Paths.from_env({"HOME": str(home)})
+def _paths(home: Path) -> common.Paths:
+    return common.Paths.from_env({"HOME": str(home)})
 
 
 def _hooks_path(repo: Path, home: Path) -> Path:
@@ -76,17 +77,17 @@ WRITERS = {
         _hooks_path, lambda r, h: gitinstall.install(r, "/usr/bin/python3", str(h / "v.log")),
         (gitinstall.GitInstallError,), chains=True),
     "claude_settings": Writer(lambda r, h: _paths(h).claude_settings(), _install(["claude"]),
-                              (installer.InstallError,)),
+                              (common.InstallError,)),
     "claude_json": Writer(lambda r, h: _paths(h).claude_json, _install(["claude"]),
-                          (installer.InstallError,)),
+                          (common.InstallError,)),
     "pi_extension": Writer(lambda r, h: _paths(h).pi_extension(), _install(["pi"]),
-                           (installer.InstallError,)),
+                           (common.InstallError,)),
     "install_manifest": Writer(lambda r, h: _paths(h).manifest, _install(["pi"]),
-                               (installer.InstallError,)),
+                               (common.InstallError,)),
     "codex_trust_config": Writer(  # codex_trust writes ~/.codex/config.toml with this
         lambda r, h: _paths(h).codex_config(),
         lambda r, h: installer.write_text(_paths(h).codex_config(), "[hooks]\n"),
-        (installer.InstallError,)),
+        (common.InstallError,)),
     "login_config": Writer(lambda r, h: h / ".config" / "factbank" / "config.toml",
                            lambda r, h: config.save_login(
                                "http://127.0.0.1:8701", "fb_" + "t" * 43,
@@ -241,9 +242,9 @@ def test_a_foreign_pi_extension_mentioning_the_marker_is_refused_and_kept(env):
     _repo, home, _ = env
     ext = _paths(home).pi_extension()
     ext.parent.mkdir(parents=True)
-    foreign = f"// my extension; not {installer.PI_MARKER}\nexport default () => {{}}\n"
+    foreign = f"// my extension; not {common.PI_MARKER}\nexport default () => {{}}\n"
     ext.write_text(foreign)
-    with pytest.raises(installer.InstallError, match="not factbank's extension"):
+    with pytest.raises(common.InstallError, match="not factbank's extension"):
         installer.plan_install(["pi"], _paths(home))
     installer.apply(installer.plan_uninstall(["pi"], _paths(home)))
     assert ext.read_text() == foreign
@@ -266,7 +267,7 @@ def test_apply_refuses_a_file_changed_since_the_plan(env):
     settings = paths.claude_settings()
     settings.parent.mkdir(parents=True, exist_ok=True)
     settings.write_text('{"mine": 1}\n')
-    with pytest.raises(installer.InstallError, match="changed while"):
+    with pytest.raises(common.InstallError, match="changed while"):
         installer.apply(plan)
     assert settings.read_text() == '{"mine": 1}\n'
 

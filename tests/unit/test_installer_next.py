@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from factbank_client.install import common
 from factbank_client.install import copilot as installer_copilot
 from factbank_client.install import harnesses as installer
 from factbank_client.install import opencode as installer_opencode
@@ -36,8 +37,8 @@ def instruction_file(home: Path, harness: str) -> Path:
             "copilot": home / ".copilot" / "copilot-instructions.md"}[harness]
 
 
-def paths_for(home: Path) -> installer.Paths:
-    return installer.Paths.from_env({"HOME": str(home)})
+def paths_for(home: Path) -> common.Paths:
+    return common.Paths.from_env({"HOME": str(home)})
 
 
 def snapshot(home: Path) -> dict[str, bytes]:
@@ -113,7 +114,7 @@ def test_hooks_name_the_harness_and_a_reinstall_from_elsewhere_replaces_them(
     installer.apply(installer.plan_install([harness], paths))
     first = handlers_of(home, harness)
     assert len(first) == 5 and all(h.endswith(f" {harness}") for h in first)
-    other = installer.Launcher("/opt/py/bin/python3", "/opt/fb/factbank_client/hooks.py")
+    other = common.Launcher("/opt/py/bin/python3", "/opt/fb/factbank_client/hooks.py")
     installer.apply(installer.plan_install([harness], paths, other))
     second = handlers_of(home, harness)
     assert len(second) == 5 and all("/opt/fb/factbank_client/hooks.py" in h for h in second)
@@ -125,13 +126,13 @@ def test_opencode_plugin_runs_this_hook_and_is_refused_over_a_foreign_file(
     paths = paths_for(home)
     installer.apply(installer.plan_install(["opencode"], paths))
     plugin = installer_opencode.plugin_path(paths).read_text()
-    assert json.dumps([installer.python_exe(), "-I", "-S", installer.hook_script()]) in plugin
+    assert json.dumps([common.python_exe(), "-I", "-S", common.hook_script()]) in plugin
     server = json.loads(config_file(home, "opencode").read_text())["mcp"]["factbank"]
     assert installer_opencode.is_our_server(server) and server["command"][-1] == "opencode"
     installer.apply(installer.plan_uninstall(["opencode"], paths))
     installer_opencode.plugin_path(paths).parent.mkdir(parents=True)
     installer_opencode.plugin_path(paths).write_text("export const Mine = async () => ({})\n")
-    with pytest.raises(installer.InstallError, match="not factbank's plugin"):
+    with pytest.raises(common.InstallError, match="not factbank's plugin"):
         installer.plan_install(["opencode"], paths)
 
 
@@ -140,7 +141,7 @@ def test_a_settings_file_with_comments_is_refused_untouched(tmp_path: Path) -> N
     target = config_file(home, "gemini")
     target.parent.mkdir(parents=True)
     target.write_text('{\n  // my theme\n  "theme": "GitHub"\n}\n')
-    with pytest.raises(installer.InstallError, match="not valid JSON"):
+    with pytest.raises(common.InstallError, match="not valid JSON"):
         installer.plan_install(["gemini"], paths_for(home))
 
 

@@ -133,18 +133,19 @@ def _token_checks(cfg) -> list[Check]:
 
 
 def _hook_checks() -> list[Check]:
+    from factbank_client.install import common
     from factbank_client.install import harnesses as installer
 
-    paths = installer.Paths.from_env()
+    paths = common.Paths.from_env()
     checks = []
-    for harness in installer.HARNESSES:
+    for harness in common.HARNESSES:
         if not installer.present(harness, paths):
             checks.append(Check(f"hooks {harness}", "ok",
                                 f"{harness} is not on this machine: nothing to check"))
             continue
         try:
             current = installer.plan_install([harness], paths).empty
-        except installer.InstallError as exc:
+        except common.InstallError as exc:
             checks.append(Check(f"hooks {harness}", "fail", str(exc), ""))
             continue
         if not current:
@@ -161,12 +162,11 @@ def _hook_checks() -> list[Check]:
 
 
 def _codex_trust(paths) -> Check:
-    from factbank_client.install import codex_trust
-    from factbank_client.install import harnesses as installer
+    from factbank_client.install import codex_trust, common
 
     try:
         states = codex_trust.status(paths)
-    except installer.InstallError as exc:
+    except common.InstallError as exc:
         return Check("hooks codex trust", "warn", f"cannot ask Codex: {exc}",
                      "in Codex: /hooks")
     untrusted = sorted(e for e, s in states.items() if s.lower() != "trusted")

@@ -76,11 +76,12 @@ def _json(plan, args, **extra) -> None:
 def _present(names: list[str], paths) -> tuple[list[str], list[str]]:
     """`all` means the harnesses on this machine; a harness named explicitly is installed
     even when absent. Returns (to install, skipped)."""
+    from factbank_client.install import common
     from factbank_client.install import harnesses as installer
 
     chosen, skipped = [], []
     for name in names:
-        for h in (installer.HARNESSES if name == "all" else (name,)):
+        for h in (common.HARNESSES if name == "all" else (name,)):
             if name == "all" and not installer.present(h, paths):
                 skipped.append(h)
             elif h not in chosen:
@@ -95,12 +96,12 @@ def _git(args, verb: str) -> None:
     from pathlib import Path
 
     from factbank_client.hook import verify as hookverify
+    from factbank_client.install import common
     from factbank_client.install import git as gitinstall
-    from factbank_client.install import harnesses as installer
 
     try:
         if verb == "install":
-            steps = gitinstall.install(Path.cwd(), installer.python_exe(), hookverify.log_path(),
+            steps = gitinstall.install(Path.cwd(), common.python_exe(), hookverify.log_path(),
                                        dry_run=args.dry_run)
         else:
             steps = gitinstall.uninstall(Path.cwd(), dry_run=args.dry_run)
@@ -117,12 +118,13 @@ def _git(args, verb: str) -> None:
         return
     changes = [s for s in steps if s.action != "unchanged"]
     for step in steps:
-        diff = installer.Change(step.path, step.old, step.new).diff()
+        diff = common.Change(step.path, step.old, step.new).diff()
         sys.stdout.write(diff or f"(dry run) {file_line(step.action, step.path, step.detail)}\n")
     print(dry_run_line(len(changes)))
 
 
 def cmd_install(args) -> int:
+    from factbank_client.install import common
     from factbank_client.install import harnesses as installer
 
     if "git" in args.harness:
@@ -130,7 +132,7 @@ def cmd_install(args) -> int:
         args.harness = [h for h in args.harness if h != "git"]
         if not args.harness:
             return 0
-    paths = installer.Paths.from_env()
+    paths = common.Paths.from_env()
     harnesses, skipped = _present(args.harness, paths)
     say = (lambda text: None) if args.json else print
     for h in skipped:
@@ -142,7 +144,7 @@ def cmd_install(args) -> int:
                            "anyway, e.g. `factbank install claude`")
     try:
         plan = installer.plan_install(harnesses, paths)
-    except installer.InstallError as exc:
+    except common.InstallError as exc:
         raise CommandError(str(exc)) from None
     _show(plan, args, "install")
     for note in plan.notes:
@@ -158,7 +160,7 @@ def cmd_install(args) -> int:
 
             try:
                 trusted = codex_trust.trust(paths, args.codex_bin)
-            except installer.InstallError as exc:
+            except common.InstallError as exc:
                 raise CommandError(str(exc)) from None
             say(f"trusted {len(trusted)} factbank hook(s) in {paths.codex_config()}")
         else:
@@ -170,6 +172,7 @@ def cmd_install(args) -> int:
 
 
 def cmd_uninstall(args) -> int:
+    from factbank_client.install import common
     from factbank_client.install import harnesses as installer
 
     if "git" in args.harness:
@@ -177,10 +180,10 @@ def cmd_uninstall(args) -> int:
         args.harness = [h for h in args.harness if h != "git"]
         if not args.harness:
             return 0
-    paths = installer.Paths.from_env()
+    paths = common.Paths.from_env()
     try:
         plan = installer.plan_uninstall(installer.expand(args.harness, every=True), paths)
-    except installer.InstallError as exc:
+    except common.InstallError as exc:
         raise CommandError(str(exc)) from None
     _show(plan, args, "uninstall")
     if not args.dry_run:

@@ -26,10 +26,11 @@ def harnesses(home: Path | None = None) -> dict:
     """What `factbank install` wired on this machine (its manifest), how many factbank hooks
     each harness's files still hold (`installer.registered`), and whether Codex trusts
     factbank's hooks (`codex_trust.status`, which asks the codex binary when one is on PATH)."""
+    from factbank_client.install import common
     from factbank_client.install import harnesses as installer
 
-    paths = installer.Paths.from_env(home=home)
-    manifest = installer.load_manifest(paths)
+    paths = common.Paths.from_env(home=home)
+    manifest = common.load_manifest(paths)
     codex: dict[str, str] | None = None
     if "codex" in manifest.get("harnesses", {}):
         try:
@@ -40,7 +41,7 @@ def harnesses(home: Path | None = None) -> dict:
             codex = {"error": str(exc) or type(exc).__name__}
     wired = manifest.get("harnesses", {})
     hooks = {name: installer.registered(name, paths) for name in wired
-             if name in installer.HARNESSES}
+             if name in common.HARNESSES}
     return {"manifest_path": str(paths.manifest), "harnesses": wired, "codex": codex,
             "hooks": hooks}
 

@@ -36,7 +36,7 @@ def _claude_ok(settings: Path) -> bool:
 
 def check(agent: str, env: Mapping[str, str], cwd: str, argv: Sequence[str]) -> tuple[str, str]:
     """(`active` | `not installed` | `untrusted` | `unknown`, a sentence for the log)."""
-    from factbank_client.install.harnesses import Paths
+    from factbank_client.install.common import Paths
 
     paths = Paths.from_env(env)
     if agent == "claude":

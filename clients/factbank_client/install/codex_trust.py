@@ -21,12 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from factbank_client import safefs
+from factbank_client.install import common
 from factbank_client.install import harnesses as installer
 from factbank_client.install import toml_table as toml
 from factbank_client.install.files import is_our_handler
 
 
-class TrustError(installer.InstallError):
+class TrustError(common.InstallError):
     pass
 
 
@@ -38,7 +39,7 @@ def find_codex(explicit: str | None = None) -> str:
     return found
 
 
-def list_hooks(codex: str, paths: installer.Paths, cwd: Path, timeout: float = 30.0
+def list_hooks(codex: str, paths: common.Paths, cwd: Path, timeout: float = 30.0
                ) -> list[dict[str, Any]]:
     """Every hook Codex discovers for `cwd`, as `hooks/list` reports it."""
     env = {**os.environ, "HOME": str(paths.home)}
@@ -92,13 +93,13 @@ def hooks_list(codex: str, cwd: Path, env: dict[str, str], timeout: float = 30.0
     return [h for entry in result.get("data", []) for h in entry.get("hooks", [])]
 
 
-def ours(hooks: list[dict[str, Any]], paths: installer.Paths) -> list[dict[str, Any]]:
+def ours(hooks: list[dict[str, Any]], paths: common.Paths) -> list[dict[str, Any]]:
     hooks_file = str(paths.codex_hooks())
     return [h for h in hooks if is_our_handler({"command": h.get("command", "")})
             and str(h.get("key", "")).startswith(hooks_file + ":")]
 
 
-def trust(paths: installer.Paths, codex: str | None = None) -> list[str]:
+def trust(paths: common.Paths, codex: str | None = None) -> list[str]:
     """Trust factbank's installed Codex hooks; returns the keys written."""
     found = ours(list_hooks(find_codex(codex), paths, paths.home), paths)
     if not found:
@@ -121,14 +122,14 @@ def trust(paths: installer.Paths, codex: str | None = None) -> list[str]:
         created += [c for c in made if c not in created]
         keys.append(hook["key"])
     installer.write_text(path, text)
-    manifest = installer.load_manifest(paths)
+    manifest = common.load_manifest(paths)
     rec = manifest["harnesses"].setdefault("codex", {})
-    installer._record(rec, path, containers=created, trusted=keys)
+    common._record(rec, path, containers=created, trusted=keys)
     installer.write_text(paths.manifest, json.dumps(manifest, indent=2) + "\n")
     return keys
 
 
-def status(paths: installer.Paths, codex: str | None = None) -> dict[str, str]:
+def status(paths: common.Paths, codex: str | None = None) -> dict[str, str]:
     """{event: trustStatus} of factbank's Codex hooks (for the install summary)."""
     found = ours(list_hooks(find_codex(codex), paths, paths.home), paths)
     return {str(h.get("eventName")): str(h.get("trustStatus")) for h in found}

@@ -22,8 +22,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from factbank_client.install import files as files
-from factbank_client.install import harnesses as base
+from factbank_client.install import common as base
+from factbank_client.install import files
 
 EVENTS = {"sessionStart": "session-start", "userPromptSubmitted": "user-prompt-submit",
           "agentStop": "stop", "postToolUse": "post-tool-use", "sessionEnd": "session-end"}

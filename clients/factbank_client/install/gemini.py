@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from factbank_client.install import files as files
-from factbank_client.install import harnesses as base
+from factbank_client.install import common as base
+from factbank_client.install import files
 
 HOOK_TIMEOUT_MS = base.HOOK_TIMEOUT * 1000
 # harness -> its event -> (our hook event, the tool matcher or None)

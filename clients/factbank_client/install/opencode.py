@@ -25,8 +25,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from factbank_client.install import files as files
-from factbank_client.install import harnesses as base
+from factbank_client.install import common as base
+from factbank_client.install import files
 
 PLUGIN = "factbank.ts"
 MARKER = "factbank-opencode-plugin"
