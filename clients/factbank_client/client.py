@@ -26,6 +26,7 @@ import httpx
 
 from factbank_client import safefs, written
 from factbank_client.config import ClientConfig
+from factbank_client.errors import FactbankError, QuoteNotFound, UnsafePath
 from factbank_client.project import repo_root
 from factbank_client.staleness import fingerprint
 
@@ -47,39 +48,6 @@ VERIFY_BATCH = 1000
 CHECK_BATCH = 200
 NEW_FACT_FIELDS = ("content", "category", "source", "quote", "origin", "tentative", "tags",
                    "questions", "project", "agent", "fingerprint")
-
-
-class FactbankError(Exception):
-    """A failed call: the server's own message, with every reason it gave, on one line."""
-
-    def __init__(self, message: str, *, status: int | None = None,
-                 reasons: Sequence[dict] = (), errors: Sequence[dict] = (),
-                 bank: str | None = None) -> None:
-        self.message = message
-        self.status = status
-        self.reasons = list(reasons)
-        self.errors = list(errors)
-        self.bank = bank
-        super().__init__(self._render())
-
-    def _render(self) -> str:
-        text = self.message
-        detail = self.message
-        reasons = [f"{r.get('field', '?')}: {r.get('reason', '')}" for r in self.reasons]
-        # The server already joins the reasons into `detail`; only add what is missing.
-        missing = [r for r in reasons if r not in detail]
-        if missing:
-            text += " (" + "; ".join(missing) + ")"
-        for err in self.errors:
-            why = "; ".join(f"{r.get('field', '?')}: {r.get('reason', '')}"
-                            for r in err.get("reasons", []))
-            where = f"line {err['line']}" if "line" in err else f"item {err.get('index', '?')}"
-            text += f"\n  {where}: {why}"
-        if self.status:
-            text = f"{self.status} {text}"
-        if self.bank:
-            text = f"[{self.bank}] {text}"
-        return text
 
 
 def _error_from(response: httpx.Response, bank: str) -> FactbankError:
@@ -826,10 +794,6 @@ class QuoteCheck:
     data: bytes | None = None  # its bytes, as read (the fingerprint hashes these, not a re-read)
 
 
-class QuoteNotFound(FactbankError):
-    """The quote is not in the file the fact cites: the fact would be unverifiable."""
-
-
 def _words_with_lines(text: str) -> tuple[str, list[int], list[int]]:
     """The text with all whitespace collapsed, each word's offset in it, and its line."""
     words, offsets, lines = [], [], []
@@ -883,7 +847,7 @@ def check_file_quote(location: str, quote: str, *, cwd: Path | None = None,
     raw_path = m.group("path")
     base = cwd or Path.cwd()
     top = root or base
-    refused: safefs.UnsafePath | None = None
+    refused: UnsafePath | None = None
     path: Path | None = None
     data = b""
     # "C:\x" or a path that contains ':digits' itself: the whole location is tried as a path.
@@ -892,7 +856,7 @@ def check_file_quote(location: str, quote: str, *, cwd: Path | None = None,
             path, data = safefs.read(top, candidate, base=base)
             m = match
             break
-        except safefs.UnsafePath as exc:
+        except UnsafePath as exc:
             refused = refused or exc
         except FileNotFoundError:
             pass

@@ -34,13 +34,8 @@ from pydantic import Field
 
 from factbank_client import config as client_config
 from factbank_client import history, render, tools
-from factbank_client.client import (
-    AGENT_HEADER,
-    DEFAULT_TIMEOUT,
-    Client,
-    FactbankError,
-    new_fact,
-)
+from factbank_client.client import AGENT_HEADER, DEFAULT_TIMEOUT, Client, new_fact
+from factbank_client.errors import FactbankError
 from factbank_client.project import project_key
 from factbank_common.schema import MAX_QUESTIONS, SEARCH_LIMIT, SEARCH_LIMIT_MAX, Origin, SourceKind
 

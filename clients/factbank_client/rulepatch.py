@@ -26,14 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from factbank_client import safefs
+from factbank_client.errors import ProposeError, UnsafePath
 from factbank_client.staleness.fingerprint import git
 from factbank_common.inert import inert
 
 RULE_HEADING = "## Rules promoted from factbank"
-
-
-class ProposeError(Exception):
-    """Why no proposal was written (one line for the CLI)."""
 
 
 def rule_line(candidate: dict) -> str:
@@ -64,7 +61,7 @@ def _target(root: Path, to: str) -> tuple[str, str]:
         old = safefs.read(root, to)[1].decode("utf-8")
     except FileNotFoundError:
         old = ""
-    except safefs.UnsafePath as exc:
+    except UnsafePath as exc:
         raise ProposeError(f"--to: {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ProposeError(f"cannot read {to}: {exc}") from None
@@ -102,7 +99,7 @@ def propose(root: Path, candidate: dict, to: str, *, branch: str | None = None,
         path = Path(out) if out else default
         try:
             safefs.write(path, patch)
-        except safefs.UnsafePath as exc:
+        except UnsafePath as exc:
             raise ProposeError(str(exc)) from None
         return {"kind": "patch", "path": str(path), "file": rel, "show": patch,
                 "note": f"wrote {path}; nothing applied. To adopt the rule: "

@@ -21,7 +21,8 @@ from factbank.settings import Settings
 from factbank.trust import DEFAULT as TRUST
 from factbank_client import config as client_config
 from factbank_client.cli.main import main
-from factbank_client.client import Client, FactbankError, to_import_item
+from factbank_client.client import Client, to_import_item
+from factbank_client.errors import FactbankError
 from tests.integration.conftest import BankTokens, make_bank
 
 

@@ -24,7 +24,14 @@ from pathlib import Path
 
 import pytest
 
-from factbank_client import config, native, rulepatch, safefs
+from factbank_client import config, native, rulepatch
+from factbank_client.errors import (
+    GitInstallError,
+    InstallError,
+    MigrateError,
+    ProposeError,
+    UnsafePath,
+)
 from factbank_client.hook import record as hookrecord
 from factbank_client.hook import state as hookstate
 from factbank_client.install import common
@@ -72,35 +79,35 @@ def _pending(home):
 WRITERS = {
     "git_hook": Writer(lambda r, h: r / ".git" / "hooks" / "post-commit",
                        lambda r, h: gitinstall.install(r, "/usr/bin/python3", str(h / "v.log")),
-                       (gitinstall.GitInstallError,), chains=True),
+                       (GitInstallError,), chains=True),
     "git_hook_core_hookspath": Writer(
         _hooks_path, lambda r, h: gitinstall.install(r, "/usr/bin/python3", str(h / "v.log")),
-        (gitinstall.GitInstallError,), chains=True),
+        (GitInstallError,), chains=True),
     "claude_settings": Writer(lambda r, h: _paths(h).claude_settings(), _install(["claude"]),
-                              (common.InstallError,)),
+                              (InstallError,)),
     "claude_json": Writer(lambda r, h: _paths(h).claude_json, _install(["claude"]),
-                          (common.InstallError,)),
+                          (InstallError,)),
     "pi_extension": Writer(lambda r, h: _paths(h).pi_extension(), _install(["pi"]),
-                           (common.InstallError,)),
+                           (InstallError,)),
     "install_manifest": Writer(lambda r, h: _paths(h).manifest, _install(["pi"]),
-                               (common.InstallError,)),
+                               (InstallError,)),
     "codex_trust_config": Writer(  # codex_trust writes ~/.codex/config.toml with this
         lambda r, h: _paths(h).codex_config(),
         lambda r, h: installer.write_text(_paths(h).codex_config(), "[hooks]\n"),
-        (common.InstallError,)),
+        (InstallError,)),
     "login_config": Writer(lambda r, h: h / ".config" / "factbank" / "config.toml",
                            lambda r, h: config.save_login(
                                "http://127.0.0.1:8701", "fb_" + "t" * 43,
                                path=h / ".config" / "factbank" / "config.toml"),
-                           (safefs.UnsafePath,)),
+                           (UnsafePath,)),
     "rule_patch": Writer(lambda r, h: r / ".git" / "factbank" / "rule-4.patch", _propose,
-                         (rulepatch.ProposeError,)),
+                         (ProposeError,)),
     "hook_state": Writer(
         lambda r, h: Path(hookstate._state_file("s1")),
-        lambda r, h: hookstate.save("s1", {"n": 1}), (safefs.UnsafePath,)),
+        lambda r, h: hookstate.save("s1", {"n": 1}), (UnsafePath,)),
     "timeline_pending": Writer(lambda r, h: _pending(h),
                                lambda r, h: hookrecord.leave_pending("s1", ["a warning"]),
-                               (safefs.UnsafePath,), consumes=True),
+                               (UnsafePath,), consumes=True),
 }
 
 KINDS = ["link_to_precious", "dangling_link", "directory", "planted_temp_names"]
@@ -188,7 +195,7 @@ def test_native_backup_never_writes_into_a_planted_folder(env, monkeypatch, tmp_
     assert dest.is_dir() and not dest.is_symlink() and list(victim.iterdir()) == []
     shutil.rmtree(dest)
     dest.symlink_to(victim)
-    with pytest.raises(native.MigrateError, match="symbolic link"):
+    with pytest.raises(MigrateError, match="symbolic link"):
         native.backup("claude", files, repo)
     assert list(victim.iterdir()) == []
 
@@ -244,7 +251,7 @@ def test_a_foreign_pi_extension_mentioning_the_marker_is_refused_and_kept(env):
     ext.parent.mkdir(parents=True)
     foreign = f"// my extension; not {common.PI_MARKER}\nexport default () => {{}}\n"
     ext.write_text(foreign)
-    with pytest.raises(common.InstallError, match="not factbank's extension"):
+    with pytest.raises(InstallError, match="not factbank's extension"):
         installer.plan_install(["pi"], _paths(home))
     installer.apply(installer.plan_uninstall(["pi"], _paths(home)))
     assert ext.read_text() == foreign
@@ -267,7 +274,7 @@ def test_apply_refuses_a_file_changed_since_the_plan(env):
     settings = paths.claude_settings()
     settings.parent.mkdir(parents=True, exist_ok=True)
     settings.write_text('{"mine": 1}\n')
-    with pytest.raises(common.InstallError, match="changed while"):
+    with pytest.raises(InstallError, match="changed while"):
         installer.apply(plan)
     assert settings.read_text() == '{"mine": 1}\n'
 

@@ -20,6 +20,7 @@ import jsonschema
 import pytest
 import tomlkit
 
+from factbank_client.errors import InstallError
 from factbank_client.install import common
 from factbank_client.install import harnesses as installer
 from factbank_client.install.files import BLOCK_BEGIN, BLOCK_END, is_our_handler
@@ -346,12 +347,12 @@ def test_unparsable_file_refuses_and_writes_nothing(home: Path) -> None:
     seed(home)
     (home / ".claude" / "settings.json").write_text('{"hooks": {,}')
     before = snapshot(home)
-    with pytest.raises(common.InstallError, match="not valid JSON"):
+    with pytest.raises(InstallError, match="not valid JSON"):
         installer.plan_install(["all"], paths_for(home))
     assert snapshot(home) == before
     (home / ".claude" / "settings.json").write_text(CLAUDE_SETTINGS)
     (home / ".codex" / "config.toml").write_text("model = \n[[")
-    with pytest.raises(common.InstallError, match="not valid TOML"):
+    with pytest.raises(InstallError, match="not valid TOML"):
         installer.plan_install(["codex"], paths_for(home))
 
 
@@ -359,7 +360,7 @@ def test_someone_elses_pi_extension_is_not_overwritten(home: Path) -> None:
     ext = home / ".pi" / "agent" / "extensions" / "factbank.ts"
     ext.parent.mkdir(parents=True)
     ext.write_text(PI_OTHER_EXT)
-    with pytest.raises(common.InstallError, match="not factbank's"):
+    with pytest.raises(InstallError, match="not factbank's"):
         installer.plan_install(["pi"], paths_for(home))
     assert ext.read_text() == PI_OTHER_EXT
 
@@ -379,7 +380,7 @@ def test_harness_dir_overrides(tmp_path: Path) -> None:
 
 
 def test_unknown_harness() -> None:
-    with pytest.raises(common.InstallError):
+    with pytest.raises(InstallError):
         installer.expand(["vim"])
     assert installer.expand(["pi", "all"]) == ["pi", "claude", "codex"]
 
@@ -443,7 +444,7 @@ def test_unsafe_toml_shape_is_refused(home: Path) -> None:
     cfg = home / ".codex" / "config.toml"
     cfg.parent.mkdir(parents=True)
     cfg.write_text('mcp_servers.factbank.command = "old"\nmodel = "m"\n')
-    with pytest.raises(common.InstallError, match="cannot edit"):
+    with pytest.raises(InstallError, match="cannot edit"):
         installer.plan_install(["codex"], paths_for(home))
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from factbank_client.errors import InstallError
 from factbank_client.install import common
 from factbank_client.install import copilot as installer_copilot
 from factbank_client.install import harnesses as installer
@@ -132,7 +133,7 @@ def test_opencode_plugin_runs_this_hook_and_is_refused_over_a_foreign_file(
     installer.apply(installer.plan_uninstall(["opencode"], paths))
     installer_opencode.plugin_path(paths).parent.mkdir(parents=True)
     installer_opencode.plugin_path(paths).write_text("export const Mine = async () => ({})\n")
-    with pytest.raises(common.InstallError, match="not factbank's plugin"):
+    with pytest.raises(InstallError, match="not factbank's plugin"):
         installer.plan_install(["opencode"], paths)
 
 
@@ -141,7 +142,7 @@ def test_a_settings_file_with_comments_is_refused_untouched(tmp_path: Path) -> N
     target = config_file(home, "gemini")
     target.parent.mkdir(parents=True)
     target.write_text('{\n  // my theme\n  "theme": "GitHub"\n}\n')
-    with pytest.raises(common.InstallError, match="not valid JSON"):
+    with pytest.raises(InstallError, match="not valid JSON"):
         installer.plan_install(["gemini"], paths_for(home))
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from factbank_client import config as client_config
-from factbank_client.client import Client, FactbankError
+from factbank_client.client import Client
+from factbank_client.errors import FactbankError
 from factbank_client.project import project_key
 from factbank_common.commands import CommandError
 from factbank_common.inert import inert_lines

@@ -16,6 +16,7 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from factbank_client.errors import InstallError
 from factbank_common.output import add_json_flag, print_json
 
 # Free space below which doctor warns / fails: Postgres refuses writes on a full disk, and
@@ -145,7 +146,7 @@ def _hook_checks() -> list[Check]:
             continue
         try:
             current = installer.plan_install([harness], paths).empty
-        except common.InstallError as exc:
+        except InstallError as exc:
             checks.append(Check(f"hooks {harness}", "fail", str(exc), ""))
             continue
         if not current:
@@ -162,11 +163,11 @@ def _hook_checks() -> list[Check]:
 
 
 def _codex_trust(paths) -> Check:
-    from factbank_client.install import codex_trust, common
+    from factbank_client.install import codex_trust
 
     try:
         states = codex_trust.status(paths)
-    except common.InstallError as exc:
+    except InstallError as exc:
         return Check("hooks codex trust", "warn", f"cannot ask Codex: {exc}",
                      "in Codex: /hooks")
     untrusted = sorted(e for e, s in states.items() if s.lower() != "trusted")

@@ -14,13 +14,8 @@ from factbank_client import config as client_config
 from factbank_client import render
 from factbank_client.cli import common
 from factbank_client.cli.common import call, command, show
-from factbank_client.client import (
-    IMPORT_CHUNK_FACTS,
-    FactbankError,
-    is_exported_fact,
-    new_fact,
-    to_import_item,
-)
+from factbank_client.client import IMPORT_CHUNK_FACTS, is_exported_fact, new_fact, to_import_item
+from factbank_client.errors import FactbankError
 from factbank_common.commands import CommandError
 from factbank_common.inert import inert_lines
 from factbank_common.output import print_json, print_table
@@ -351,7 +346,8 @@ def cmd_confirm(args) -> int:
 def _fresh_quote(args) -> dict:
     """A confirm's fresh evidence: the quote, and for a file source where it is now and its
     fingerprint, checked against the file here like `add` checks it."""
-    from factbank_client.client import QuoteNotFound, check_file_quote
+    from factbank_client.client import check_file_quote
+    from factbank_client.errors import QuoteNotFound
     from factbank_client.project import repo_root
     from factbank_client.staleness import fingerprint
 

@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 
 from factbank_client.cli import common
 from factbank_client.cli.common import command
-from factbank_client.client import FactbankError
+from factbank_client.errors import FactbankError
 from factbank_client.history import HARNESSES, module, parse_time
 from factbank_common.commands import CommandError
 from factbank_common.output import print_json

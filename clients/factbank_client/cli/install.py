@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 
+from factbank_client.errors import GitInstallError, InstallError
 from factbank_common.commands import CommandError
 from factbank_common.output import add_json_flag, dry_run_line, file_line, print_json
 
@@ -105,7 +106,7 @@ def _git(args, verb: str) -> None:
                                        dry_run=args.dry_run)
         else:
             steps = gitinstall.uninstall(Path.cwd(), dry_run=args.dry_run)
-    except gitinstall.GitInstallError as exc:
+    except GitInstallError as exc:
         raise CommandError(str(exc)) from None
     if getattr(args, "json", False):
         print_json({"dry_run": args.dry_run, "git": [{"action": step.action,
@@ -144,7 +145,7 @@ def cmd_install(args) -> int:
                            "anyway, e.g. `factbank install claude`")
     try:
         plan = installer.plan_install(harnesses, paths)
-    except common.InstallError as exc:
+    except InstallError as exc:
         raise CommandError(str(exc)) from None
     _show(plan, args, "install")
     for note in plan.notes:
@@ -160,7 +161,7 @@ def cmd_install(args) -> int:
 
             try:
                 trusted = codex_trust.trust(paths, args.codex_bin)
-            except common.InstallError as exc:
+            except InstallError as exc:
                 raise CommandError(str(exc)) from None
             say(f"trusted {len(trusted)} factbank hook(s) in {paths.codex_config()}")
         else:
@@ -183,7 +184,7 @@ def cmd_uninstall(args) -> int:
     paths = common.Paths.from_env()
     try:
         plan = installer.plan_uninstall(installer.expand(args.harness, every=True), paths)
-    except common.InstallError as exc:
+    except InstallError as exc:
         raise CommandError(str(exc)) from None
     _show(plan, args, "uninstall")
     if not args.dry_run:

@@ -14,7 +14,8 @@ import sys
 import httpx
 
 from factbank_client import config as client_config
-from factbank_client.client import INGEST, RECALL, Client, FactbankError
+from factbank_client.client import INGEST, RECALL, Client
+from factbank_client.errors import FactbankError
 from factbank_common.commands import CommandError
 from factbank_common.inert import inert
 from factbank_common.output import add_json_flag, print_json

@@ -28,7 +28,7 @@ import re
 import sys
 from importlib.metadata import entry_points
 
-from factbank_client.safefs import UnsafePath
+from factbank_client.errors import UnsafePath
 from factbank_common.commands import EXTRA_INSTALL, CommandError
 
 COMMANDS_GROUP = "factbank.commands"

@@ -14,6 +14,7 @@ from pathlib import Path
 from factbank_client import render
 from factbank_client.cli import common
 from factbank_client.cli.common import call, command, show
+from factbank_client.errors import MigrateError, ProposeError
 from factbank_client.project import repo_root
 from factbank_common.commands import CommandError
 
@@ -193,7 +194,7 @@ def cmd_rule_propose(args) -> int:
             "two unrelated projects and not disputed since (`factbank rules candidates`)")
     try:
         result = rulepatch.propose(root, cand, args.to, branch=args.branch, out=args.out)
-    except rulepatch.ProposeError as exc:
+    except ProposeError as exc:
         raise CommandError(str(exc)) from None
     return show(args, result, lambda: [result["show"].rstrip("\n"), result["note"]])
 
@@ -213,10 +214,10 @@ def cmd_migrate_native(args) -> int:
                                   accept_all=args.accept_all, bank=args.bank,
                                   ask=None if args.dry_run or args.accept_all or not
                                   sys.stdin.isatty() else native.ask_tty)
-        except native.MigrateError as exc:
+        except MigrateError as exc:
             raise CommandError(str(exc)) from None
         except Exception as exc:
-            from factbank_client.client import FactbankError
+            from factbank_client.errors import FactbankError
 
             if isinstance(exc, FactbankError):
                 raise CommandError(str(exc)) from None

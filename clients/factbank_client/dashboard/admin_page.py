@@ -12,8 +12,9 @@ from litestar import Request, get, post
 from litestar.exceptions import NotFoundException
 from litestar.response import Redirect, Stream, Template
 
-from factbank_client.client import INGEST, FactbankError
+from factbank_client.client import INGEST
 from factbank_client.dashboard.base import Dash, _bank, _form, back, dash_of, page
+from factbank_client.errors import FactbankError
 
 
 def _admin_view(dash: Dash, bank: str) -> dict:

@@ -20,9 +20,10 @@ from litestar.exceptions import HTTPException, NotFoundException
 from litestar.response import Redirect, Template
 
 from factbank_client import render
-from factbank_client.client import RECALL, Client, FactbankError
+from factbank_client.client import RECALL, Client
 from factbank_client.config import ClientConfig
 from factbank_client.dashboard import security
+from factbank_client.errors import FactbankError
 from factbank_common.schema import SOURCE_KINDS
 
 HERE = Path(__file__).parent

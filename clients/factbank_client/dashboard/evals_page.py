@@ -15,6 +15,7 @@ from litestar.response.sse import ServerSentEventMessage
 
 from factbank_client import safefs
 from factbank_client.dashboard.base import EvalRun, _form, back, dash_of, page
+from factbank_client.errors import UnsafePath
 
 
 def markdown_html(text: str) -> str:
@@ -60,7 +61,7 @@ def _report_text(root: Path, path: Path) -> str | None:
     """A report's text, read only inside the reports folder (safefs: no link out of it)."""
     try:
         return safefs.read(root, path)[1].decode("utf-8", "replace")
-    except (safefs.UnsafePath, OSError):
+    except (UnsafePath, OSError):
         return None
 
 def latest_reports(root: Path | None) -> list[dict]:
@@ -103,7 +104,7 @@ def eval_plot(request: Request, folder: str, name: str) -> Response:
         raise NotFoundException("no such plot")
     try:  # inside the reports folder, never through a link out of it
         data = safefs.read(root, f"{folder}/{name}")[1]
-    except (safefs.UnsafePath, OSError):
+    except (UnsafePath, OSError):
         raise NotFoundException("no such plot") from None
     return Response(data, media_type="image/png")
 

@@ -11,7 +11,7 @@ from litestar import Request, get, post
 from litestar.exceptions import HTTPException, NotFoundException
 from litestar.response import Redirect, Template
 
-from factbank_client.client import INGEST, RECALL, FactbankError, new_fact
+from factbank_client.client import INGEST, RECALL, new_fact
 from factbank_client.dashboard.base import (
     PAGE_SIZE,
     Dash,
@@ -23,6 +23,7 @@ from factbank_client.dashboard.base import (
     page,
     sparkline,
 )
+from factbank_client.errors import FactbankError
 
 
 @get("/", sync_to_thread=False)

@@ -10,8 +10,9 @@ import httpx
 from litestar import Request, get
 from litestar.response import Template
 
-from factbank_client.client import RECALL, FactbankError
+from factbank_client.client import RECALL
 from factbank_client.dashboard.base import dash_of, page
+from factbank_client.errors import FactbankError
 
 
 def _readyz(url: str, http: httpx.Client) -> dict:

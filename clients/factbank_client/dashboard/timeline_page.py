@@ -10,8 +10,8 @@ from litestar import Request, get
 from litestar.response import ServerSentEvent, Template
 from litestar.response.sse import ServerSentEventMessage
 
-from factbank_client.client import FactbankError
 from factbank_client.dashboard.base import POLL_SECONDS, Dash, _bank, _globals, dash_of, page
+from factbank_client.errors import FactbankError
 
 
 def _timeline(dash: Dash, bank: str, project: str | None, since: str | None = None

@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from factbank_client.dispatch.harness import AGENTS, LABELS, DispatchError, argv, find_binary
+from factbank_client.dispatch.harness import AGENTS, LABELS, argv, find_binary
 from factbank_client.dispatch.store import (
     Event,
     Run,
@@ -36,6 +36,7 @@ from factbank_client.dispatch.store import (
     new_id,
     now_iso,
 )
+from factbank_client.errors import DispatchError
 from factbank_client.redact import redact
 from factbank_common.inert import inert
 

@@ -21,13 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from factbank_client import safefs
+from factbank_client.errors import InstallError, TextEditFailed, UnsafePath
 from factbank_client.install import common
 from factbank_client.install import harnesses as installer
 from factbank_client.install import toml_table as toml
 from factbank_client.install.files import is_our_handler
 
 
-class TrustError(common.InstallError):
+class TrustError(InstallError):
     pass
 
 
@@ -108,7 +109,7 @@ def trust(paths: common.Paths, codex: str | None = None) -> list[str]:
     path = paths.codex_config()
     try:
         text = (safefs.read_own(path) or b"").decode("utf-8")
-    except (safefs.UnsafePath, UnicodeDecodeError) as exc:
+    except (UnsafePath, UnicodeDecodeError) as exc:
         raise TrustError(f"cannot edit {path} safely ({exc})") from None
     created: list[tuple[str, ...]] = []
     keys = []
@@ -116,7 +117,7 @@ def trust(paths: common.Paths, codex: str | None = None) -> list[str]:
         try:
             text, made = toml.put(text, ("hooks", "state", hook["key"]),
                                   {"trusted_hash": hook["currentHash"]})
-        except toml.TextEditFailed as exc:
+        except TextEditFailed as exc:
             raise TrustError(f"cannot edit {path} safely ({exc}); trust the hooks in Codex "
                              "(/hooks) instead") from exc
         created += [c for c in made if c not in created]

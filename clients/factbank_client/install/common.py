@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from factbank_client import safefs, tools
+from factbank_client.errors import InstallError, UnsafePath
 from factbank_client.install import files as files
 
 HARNESSES = ("claude", "codex", "pi", "gemini", "qwen", "opencode", "copilot")
@@ -65,8 +66,6 @@ PI_SHARED = "/* factbank:shared */ null as unknown as Shared"
 
 MANIFEST_VERSION = 1
 
-class InstallError(Exception):
-    """A file we must not or cannot edit (unparsable, or someone else's): nothing written."""
 
 @dataclass(frozen=True)
 class Paths:
@@ -216,7 +215,7 @@ class Edits:
                 # back the very bytes the user had. Never through a link (safefs.read_own).
                 data = safefs.read_own(path)
                 self.original[path] = None if data is None else data.decode("utf-8")
-            except safefs.UnsafePath as exc:
+            except UnsafePath as exc:
                 raise InstallError(f"{exc}; nothing was changed") from None
             except UnicodeDecodeError as exc:
                 raise InstallError(f"{path} is not UTF-8 text ({exc.reason}); nothing was "

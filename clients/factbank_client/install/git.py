@@ -30,16 +30,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from factbank_client import safefs
+from factbank_client.errors import GitInstallError, UnsafePath
 from factbank_client.project import repo_root
 from factbank_client.staleness.fingerprint import git
 
 MARKER = "factbank-post-commit"
 HOOK = "post-commit"
 CHAINED = "post-commit.factbank-chained"
-
-
-class GitInstallError(Exception):
-    pass
 
 
 def script(python: str, log: str) -> str:
@@ -97,7 +94,7 @@ def ours(path: Path) -> bool:
     interpreter and log named in it): the proof that removing or replacing it loses nothing."""
     try:
         data = safefs.read_own(path)
-    except (safefs.UnsafePath, OSError):
+    except (UnsafePath, OSError):
         return False
     if data is None:
         return False
@@ -127,7 +124,7 @@ def _text(path: Path) -> str | None:
         return f"(a symbolic link to {os.readlink(path)})\n"
     try:
         data = safefs.read_own(path)
-    except (safefs.UnsafePath, OSError):
+    except (UnsafePath, OSError):
         return None
     return None if data is None else data.decode("utf-8", "replace")
 
@@ -160,7 +157,7 @@ def install(cwd: Path, python: str, log: str, *, dry_run: bool = False) -> list[
         os.umask(umask)
         try:
             safefs.write(hook, text, mode=(0o777 & ~umask) | stat.S_IXUSR)
-        except safefs.UnsafePath as exc:
+        except UnsafePath as exc:
             raise GitInstallError(str(exc)) from None
         except OSError as exc:  # e.g. the hooks folder is a dangling link
             raise GitInstallError(f"cannot write {hook}: {exc.strerror or exc}") from None

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from factbank_client import safefs
+from factbank_client.errors import InstallError, TextEditFailed, UnsafePath
 from factbank_client.install import files
 from factbank_client.install import toml_table as toml
 from factbank_client.install.common import (
@@ -50,7 +51,6 @@ from factbank_client.install.common import (
     PI_MARKER,
     Change,
     Edits,
-    InstallError,
     Launcher,
     Paths,
     _copy,
@@ -161,7 +161,7 @@ def install_codex(edits: Edits, entry: dict, paths: Paths, launcher: Launcher,
     if current != server:
         try:
             text, created = toml.put(edits.read(path) or "", ("mcp_servers", MCP_NAME), server)
-        except toml.TextEditFailed as exc:
+        except TextEditFailed as exc:
             raise InstallError(f"cannot edit {path} safely ({exc}): its mcp_servers are "
                                "written as dotted keys or inline tables; nothing was changed"
                                ) from exc
@@ -184,7 +184,7 @@ def uninstall_codex(edits: Edits, entry: dict, paths: Paths) -> None:
                 text = toml.drop(text, ("mcp_servers", MCP_NAME))
             for key in rec.get("trusted", []):
                 text = toml.drop(text, ("hooks", "state", key))
-        except toml.TextEditFailed as exc:
+        except TextEditFailed as exc:
             raise InstallError(f"cannot edit {path} safely ({exc}); remove "
                                f"[mcp_servers.{MCP_NAME}] by hand") from exc
         text = toml.prune_empty(text, rec.get("containers", []))
@@ -317,7 +317,7 @@ def _missing_dirs(path: Path) -> list[str]:
 def _manifest_change(paths: Paths, manifest: dict) -> Change | None:
     try:
         data = safefs.read_own(paths.manifest)
-    except safefs.UnsafePath as exc:
+    except UnsafePath as exc:
         raise InstallError(str(exc)) from None
     old = None if data is None else data.decode("utf-8", "replace")
     new = None if not manifest["harnesses"] else json.dumps(manifest, indent=2) + "\n"
@@ -413,7 +413,7 @@ def write_text(path: Path, text: str, *, private: bool = False) -> None:
     private = private or (path.name in PRIVATE_NAMES and not os.path.lexists(path))
     try:
         safefs.write(path, text, private=private)
-    except safefs.UnsafePath as exc:
+    except UnsafePath as exc:
         raise InstallError(str(exc)) from None
     except OSError as exc:  # e.g. its folder is a dangling link
         raise InstallError(f"cannot write {path}: {exc.strerror or exc}") from None
@@ -424,7 +424,7 @@ def _unchanged(c: Change) -> None:
     bytes they know, never a file edited (or replaced by a link) since."""
     try:
         data = safefs.read_own(c.path)
-    except safefs.UnsafePath as exc:
+    except UnsafePath as exc:
         raise InstallError(f"{exc}; nothing more was changed") from None
     now = None if data is None else data.decode("utf-8", "replace")
     if now != c.old:

@@ -25,6 +25,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from factbank_client.errors import InstallError
 from factbank_client.install import common as base
 from factbank_client.install import files
 
@@ -44,7 +45,7 @@ def plugin_path(paths: base.Paths) -> Path:
 def plugin_text(launcher: base.Launcher) -> str:
     text = base.asset_text("opencode", PLUGIN)
     if text.count(HOOK_SLOT) != 1:
-        raise base.InstallError(f"the packaged {PLUGIN} lacks its hook slot")
+        raise InstallError(f"the packaged {PLUGIN} lacks its hook slot")
     command = [launcher.python, "-I", "-S", launcher.script]
     return text.replace(HOOK_SLOT, "/* factbank:hook */ " + json.dumps(command))
 
@@ -65,7 +66,7 @@ def install(edits: base.Edits, entry: dict, paths: base.Paths, launcher: base.La
     plugin = plugin_path(paths)
     text = edits.read(plugin)
     if text is not None and MARKER not in text:
-        raise base.InstallError(f"{plugin} exists and is not factbank's plugin; move it away "
+        raise InstallError(f"{plugin} exists and is not factbank's plugin; move it away "
                                 "first")
     new = plugin_text(launcher)
     base._record(entry, plugin, created_file=text is None)

@@ -20,12 +20,10 @@ from typing import Any
 import tomlkit
 from tomlkit.items import InlineTable
 
+from factbank_client.errors import TextEditFailed
+
 _HEADER = re.compile(r"^\s*\[(\[?)\s*(?P<key>[^\[\]]+?)\s*\]\]?\s*(?:#.*)?$")
 _BARE = re.compile(r"^[A-Za-z0-9_-]+$")
-
-
-class TextEditFailed(Exception):
-    """The text edit would not give the intended document; use a structural edit."""
 
 
 def key_path(header_key: str) -> tuple[str, ...] | None:

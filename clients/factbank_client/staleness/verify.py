@@ -44,6 +44,7 @@ from typing import Any
 
 from factbank_client import safefs
 from factbank_client.client import quote_spans
+from factbank_client.errors import UnsafePath
 from factbank_client.staleness import fingerprint as fpr
 
 _LOCATION = re.compile(r"^(?P<path>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")
@@ -147,16 +148,16 @@ class Repo:
         """`ignored` for a path as a bank gives it (False when safefs refuses it anyway)."""
         try:
             real = safefs.inside(self.root, path)
-        except safefs.UnsafePath:
+        except UnsafePath:
             return False
         return self.ignored(os.path.relpath(real, os.path.realpath(self.root)))
 
     def read(self, rel: str) -> bytes:
         """The bytes of `rel`, read only when it is inside the repository and not ignored
-        (safefs.UnsafePath otherwise; FileNotFoundError when it is not there)."""
+        (UnsafePath otherwise; FileNotFoundError when it is not there)."""
         real = safefs.inside(self.root, rel)
         if self.ignored(os.path.relpath(real, os.path.realpath(self.root))):
-            raise safefs.UnsafePath(f"{rel} is ignored by git here: this machine's own file")
+            raise UnsafePath(f"{rel} is ignored by git here: this machine's own file")
         return safefs.read(self.root, rel)[1]
 
     def exists(self, commit: str) -> bool:
@@ -238,7 +239,7 @@ def check_file(fact: dict, repo: Repo) -> Verdict | Skip:
     path = str(fp.get("path") or m.group("path"))
     try:
         real = safefs.inside(repo.root, path)
-    except safefs.UnsafePath as exc:
+    except UnsafePath as exc:
         return Skip(fid, f"not read: {exc}")
     if os.path.isabs(path):
         path = Path(os.path.relpath(real, os.path.realpath(repo.root))).as_posix()
@@ -256,7 +257,7 @@ def check_file(fact: dict, repo: Repo) -> Verdict | Skip:
         data: bytes | None = repo.read(path)
     except FileNotFoundError:
         data = None
-    except (safefs.UnsafePath, OSError) as exc:
+    except (UnsafePath, OSError) as exc:
         return Skip(fid, f"not read: {exc}")
     if data is not None:
         blob = fp.get("file_blob")
@@ -282,7 +283,7 @@ def check_file(fact: dict, repo: Repo) -> Verdict | Skip:
             data = repo.read(new_path)
         except FileNotFoundError:
             pass
-        except (safefs.UnsafePath, OSError) as exc:
+        except (UnsafePath, OSError) as exc:
             return Skip(fid, f"{path} was renamed to {new_path}, not read: {exc}")
     if new_path and data is not None:
         lines = fpr.file_lines(data)
