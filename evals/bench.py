@@ -23,7 +23,7 @@ plus one loopback round trip (well under a millisecond). Three latencies per siz
   the query-embedding cache hits (search without embedding);
 - cache hit: the cold requests repeated exactly (the result cache answers);
 plus BM25 only (`mode=lexical`, new texts), the lexical leg's cost alone.
-Targets (issue 6): at the largest size p50 < 50 ms cold and < 10 ms on a cache hit, and cold
+Targets: at the largest size p50 < 50 ms cold and < 10 ms on a cache hit, and cold
 p50 at the largest size <= 3x cold p50 at the smallest.
 """
 
@@ -55,7 +55,7 @@ HIT_TARGET_MS = 10.0
 GROWTH_TARGET = 3.0
 CHUNK = 10_000
 NOISE = 0.35  # norm of the noise added to a template vector (cosine to it ~0.94)
-# Vectors per fact in `fact_vectors`: its own and four writer questions (issue 11 item 7).
+# Vectors per fact in `fact_vectors`: its own and four writer questions.
 VECTORS_PER_FACT = 5
 QUESTION_LANGS = ("en", "en", "zh", "zh")
 
@@ -241,7 +241,8 @@ async def _fill(
                 vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
                 vec = vecs[0]
                 # The fact's own vector and four writer questions (2 en + 2 zh), as the
-                # instruction block asks every writer for (principle 15).
+                # instruction block asks every writer for
+                # (docs/principles.md#the-writer-asks-the-questions).
                 vector_rows += [
                     (fid, bank_id, o, language(content) if o == 0 else QUESTION_LANGS[o - 1], v)
                     for o, v in enumerate(vecs)

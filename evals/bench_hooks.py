@@ -7,14 +7,15 @@ facts injected at session start, gotchas recalled by prompts), and runs the exac
 `factbank install` registers (`python -I -S .../factbank_client/hooks.py <event>`) as a
 subprocess with a Codex-shaped stdin payload, timing each run from spawn to exit. Also times
 the interpreter alone (the floor no hook can beat), the `python -m` form (site and .pth files
-included) and the service-down path (a closed port). Principle 7 says "well under 200 ms";
+included) and the service-down path (a closed port). docs/principles.md#hooks-never-hurt-the-session
+says "well under 200 ms";
 the target here is p50 < 100 ms for the hooks that fetch a block, and p50 <= 50 ms for the
-recording PostToolUse hook (issue 15), which hands its event to a detached child and returns:
+recording PostToolUse hook, which hands its event to a detached child and returns:
 its row is what the harness waits for; the "recording child" row is that child's own work
 (run inline here: parse, buffer, send, conflicts left for the next hook), which nobody waits
 for but which the machine pays.
 
-`--harness` adds the same rows for Gemini CLI, Qwen Code, Copilot CLI and OpenCode (issue 26):
+`--harness` adds the same rows for Gemini CLI, Qwen Code, Copilot CLI and OpenCode:
 the command those installs register (`hooks.py <event> <harness>`) with that harness's own
 payload shape (as captured in tests/fixtures/harness-payloads), so the translation
 (factbank_client/hookadapt) is inside the measured time, against the same targets.

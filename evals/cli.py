@@ -45,7 +45,7 @@ def register(sub) -> None:
 
     p = kinds.add_parser(
         "staleness", help="verify over a scripted git history: stale precision/recall, "
-        "relocations, stale facts injected (issue 16)"
+        "relocations, stale facts injected"
     )
     p.add_argument("--steps", type=int, default=None, help="only the first N steps of the script")
     p.add_argument("--scale", type=int, default=50,

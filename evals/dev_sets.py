@@ -1,4 +1,4 @@
-"""The product's ranking against the plain references, in memory, on every dev set (issue 22).
+"""The product's ranking against the plain references, in memory, on every dev set.
 
 Why this exists: a change to centring, candidates or cohorts must never leave the product's
 dense mode below exact plain cosine of the same embedder, nor hybrid below a plain RRF of BM25
@@ -15,7 +15,7 @@ What runs, per set:
 - `dense`, `hybrid`: the recall service's ranking (`fusion.raw_scores` with the language
   cohorts, as `search._rank` calls it) on the service's candidates (the 50 nearest vectors
   per language group) with each vector's `en_share`; `--labels` gives every vector
-  `en_share=None`, the ranking before issue 22 (the text's label decides its language).
+  `en_share=None`, the former ranking (the text's label decides its language).
 
 Sets: every BEIR folder under `--data` and the agent-memory set saved bare, with tags, with
 questions and with both (`--configs`): each fact's own vector (content + tags, as saved) and
@@ -221,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="agent-memory configurations (comma-separated; empty: none)")
     ap.add_argument("--sets", default=None, help="only these BEIR folders (comma-separated)")
     ap.add_argument("--labels", action="store_true",
-                    help="the text's label decides each vector's language (before issue 22)")
+                    help="the text's label decides each vector's language (the former ranking)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     configs = [c for c in args.configs.split(",") if c]

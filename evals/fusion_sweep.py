@@ -1,7 +1,8 @@
 """Reproduce the sweep that chose fusion.py's constants and the recall floor.
 
 Why this exists: fusion weights and the floor are tuned on measured score distributions
-(MISSION principle 5), so the numbers in fusion.py's docstring must be reproducible from the
+(docs/principles.md#nothing-rather-than-noise), so the numbers in fusion.py's docstring must
+be reproducible from the
 public dev sets in BEIR layout, read in place (never copied into the repo), and from our own
 agent-memory set (`evals/sets/agent-memory`). Embeddings are cached under
 /tmp/factbank-fusion-cache because the machine has two shared cores and re-embedding the

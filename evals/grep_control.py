@@ -1,4 +1,5 @@
-"""The grep control: what an agent with a notes file and `grep` would get (MISSION principle 12).
+"""The grep control: what an agent with a notes file and `grep` would get (MISSION
+docs/principles.md#benchmarks-must-be-hard).
 
 An earlier memory system scored 1.000 with a plain LIKE scan, because every query shared a word
 with its answer. So every result of ours is compared with this control, and the control has to

@@ -1,4 +1,4 @@
-"""The plain references beside the product's numbers (issue 22): exact cosine of the same
+"""The plain references beside the product's numbers: exact cosine of the same
 embedder and a plain RRF (k=5) of BM25 and that cosine.
 
 Why here and not from the service: "plain" means no index, no candidate groups, no centring,

@@ -183,7 +183,7 @@ def render(result: dict, families: bool = False) -> str:
 
 
 def client_agreement(rows: list[dict]) -> dict:
-    """The client's redaction against the server's (issue 21 A7), on the same rows: the share
+    """The client's redaction against the server's, on the same rows: the share
     of texts where `factbank_client.redact.redact` (the server's, in-process) gives the
     server's text byte for byte, and for the light client's fallback the share of the secrets
     the server removes that it removes too, and of the look-alikes it keeps."""

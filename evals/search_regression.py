@@ -1,6 +1,6 @@
 """Search answers before and after a refactor: record them once, compare after every step.
 
-A refactor of the read path (issue 13: one search pipeline, one gate) must not change a single
+A refactor of the read path (one search pipeline, one gate) must not change a single
 answer. This loads the bundled agent-memory set (tags + questions, 180 facts, 17 supersedes)
 into a throwaway stack, soft-deletes a few facts (three successors, so a redirect ends on a
 deleted fact, and four plain answers), then asks every query of the set through

@@ -538,7 +538,7 @@ class Client:
         data["bank_label" if "content" in data and "id" in data else "bank"] = label
         return data
 
-    # --- the timeline (issue 15): what just happened in a project, never facts -------------
+    # --- the timeline: what just happened in a project, never facts -------------
 
     def timeline_bank(self, bank: str | None = None) -> str:
         """Where timeline events and handoffs go: the named bank, else the team bank when one
@@ -836,7 +836,7 @@ def check_file_quote(location: str, quote: str, *, cwd: Path | None = None,
     Returns the location to store: relative to `root` (the repository) when the file is
     inside it, so the same source reads the same on every machine.
 
-    The file is read through `safefs.read` (issue 21): only inside the repository (outside
+    The file is read through `safefs.read`: only inside the repository (outside
     one, inside `cwd`), never through a link that leaves it, never `~`, `.git`, a NUL byte or
     an overlong path; `location` may come from the bank (a confirm's fact) or an agent, and
     whether a quote is in a file outside the repository is not theirs to learn.

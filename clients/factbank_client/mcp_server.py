@@ -11,7 +11,8 @@ Two ways to run it, both thin skins over `Client`:
   server holds no credentials of its own and each caller only ever reaches its own bank.
 
 The tool descriptions are the only manual the agent reads, so they say WHEN to use each tool,
-not just what it does (principles 14 and 15: the writer is an LLM; ask it for tags that
+not just what it does (docs/principles.md#the-writer-bridges-the-words and
+#the-writer-asks-the-questions: the writer is an LLM; ask it for tags that
 bridge languages and aliases, and for the questions a later teammate would ask). They live in
 assets/tools.toml (factbank_client/tools.py), the one table the Pi extension is written from
 too; the answers are written by factbank_client/render.py.

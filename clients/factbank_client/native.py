@@ -1,5 +1,5 @@
 """`factbank migrate-native claude|codex|pi`: a harness's own memories for this project as
-candidate facts (issue 16).
+candidate facts.
 
 What each harness keeps (the files read, in this order; those that do not exist are skipped):
 
@@ -24,7 +24,7 @@ accepts (`--accept-all`, or y/n at a terminal) are added. A claim already in the
 are backed up before anything else (except with `--dry-run`, which writes nothing), into
 `<data dir>/native-backup/<harness>-<digest of the files>/`: the same files back up once.
 
-Each file is read once, through `safefs.read` (issue 21): a repository file only from inside
+Each file is read once, through `safefs.read`: a repository file only from inside
 the repository (a `CLAUDE.md -> /some/private/file` link is refused and listed under
 "refused", never read, not even with `--dry-run`), a Claude memory file only from inside its
 memory folder. The backup holds those same bytes (never a second read through a link).

@@ -1,5 +1,5 @@
 """The client's redaction: what the client stores or shows holds no secret the server would
-have redacted (issue 21 A7).
+have redacted.
 
 A dispatch's run files (the task, the harness's messages, commands and their output, errors)
 are written on this machine and shown on the dashboard, and the server never sees most of

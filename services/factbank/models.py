@@ -31,7 +31,7 @@ CommitId = Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{7,64}$")]
 
 
 class Fingerprint(Strict):
-    """What a fact's source looked like when the client read it (issue 16). The server never
+    """What a fact's source looked like when the client read it. The server never
     reads agents' files: it stores this (the path redacted like every string) and hands it back
     to `verify`, which compares the working tree against it."""
 
@@ -53,7 +53,8 @@ class NewFact(Strict):
     tentative: bool = False
     tags: list[str] = msgspec.field(default_factory=list)
     # Questions a later teammate would ask whose answer is this fact, in English and Chinese
-    # (principle 15): each becomes an extra vector of the fact, and BM25 indexes them too.
+    # (docs/principles.md#the-writer-asks-the-questions): each becomes an extra vector of the fact,
+    # and BM25 indexes them too.
     questions: list[str] = msgspec.field(default_factory=list)
     project: str | None = None
     agent: str | None = None
@@ -163,7 +164,7 @@ class InjectRequest(Strict):
     # How many banks the caller merges into one block: each gets 1/banks of the budget.
     banks: Annotated[int, msgspec.Meta(ge=1, le=8)] = 1
     # The same block, changing nothing: no handoff delivered, no conflict marked told, no
-    # fact counted as seen by the session (`factbank inject-preview`, issue 21).
+    # fact counted as seen by the session (`factbank inject-preview`).
     preview: bool = False
 
 
@@ -175,7 +176,7 @@ class Injection(msgspec.Struct, kw_only=True):
     degraded: str | None = None
 
 
-# --- issue 16: sources change, facts follow ---------------------------------------------------
+# --- sources change, facts follow ---------------------------------------------------
 
 ProjectKey = Annotated[str, msgspec.Meta(max_length=300)]
 MAX_REMOTES = 20

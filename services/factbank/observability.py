@@ -1,6 +1,7 @@
 """Metrics and structured logs.
 
-Prometheus counters for what is supposed to happen (principle 13: count it, or a silent
+Prometheus counters for what is supposed to happen
+(docs/principles.md#silent-failures-are-the-worst: count it, or a silent
 failure looks like success), and one-line JSON logs that never carry fact content or tokens at
 info level: an access line has the method, the route *template*, status, duration and bank id.
 """
@@ -27,7 +28,7 @@ RECALL_RESULTS = Counter(
 RECALL_BELOW_FLOOR = Counter(
     "factbank_recall_below_floor_total", "Candidates refused by the recall floor"
 )
-# Issue 16: what verify applied (fresh, moved, stale, still_stale, skipped) and the review flags
+# what verify applied (fresh, moved, stale, still_stale, skipped) and the review flags
 # the cascade set (flagged). A client whose checks never arrive shows as no movement here.
 STALENESS = Counter(
     "factbank_staleness_total", "Verify verdicts applied and review flags set", ["outcome"]
@@ -48,7 +49,7 @@ REPLICA_READS = Counter(
     "replica after waiting for it to replay, or by the primary",
     ["served"],
 )
-# Issue 12: facts whose vectors were queued by an import (queued), claimed by a worker's round
+# facts whose vectors were queued by an import (queued), claimed by a worker's round
 # (claimed; again only after a round gave it back, migration 0010), filled by the embedder worker
 # (embedded), dropped because the fact changed or went meanwhile (skipped), or whose
 # batch failed and stays queued (failed). Queued but never embedded shows as no movement here.
@@ -76,7 +77,7 @@ class JsonFormatter(logging.Formatter):
 def configure_logging(settings: Any) -> Path | None:
     """Route the log: with `FACTBANK_LOG=file` (the default), every line goes as JSON to
     `settings.log_file` (rotated at 10 MB, 3 kept) and the terminal gets warnings and errors
-    only, one plain line each, so the banner and its token do not scroll away (issue 21 B5:
+    only, one plain line each, so the banner and its token do not scroll away (once
     155 access lines in 5 minutes of light use). `stdout`/`stderr`: every line there as
     JSON, for containers whose runtime collects the stream. Returns the file, if any."""
     level = settings.log_level.upper()

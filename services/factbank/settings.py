@@ -130,7 +130,7 @@ class Settings:
         },
     )
 
-    # The audit chain's key (issue 21 A8). Read from the environment even when the settings
+    # The audit chain's key. Read from the environment even when the settings
     # are built in code: every process of one server (ingest, recall, `factbank admin`) must
     # chain with the same key, whichever way it was started.
     audit_key: str = field(

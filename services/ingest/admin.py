@@ -1,4 +1,4 @@
-"""The admin routes (issue 17): a bank's members and tokens, its audit chain, over HTTP.
+"""The admin routes: a bank's members and tokens, its audit chain, over HTTP.
 
 `factbank admin` works on the database directly (services/factbank/cli/admin.py), which only
 the server's operator can do; the dashboard runs on a member's own machine and has only its

@@ -537,7 +537,7 @@ class WriteVersion:
     even when recall reads from a lagging replica.
 
     And with `X-Factbank-Audit-Head` (`<id>:<hash>`), the bank's audit chain head after it,
-    which this step also records outside the database (`audit.Heads.seal`, issue 21 A8): a
+    which this step also records outside the database (`audit.Heads.seal`): a
     writer holding it can later prove the log lost rows at its end."""
 
     def __init__(self, app) -> None:

@@ -1,4 +1,4 @@
-"""Issue 21 A8: tampering with the audit log by someone with database access is detected.
+"""tampering with the audit log by someone with database access is detected.
 
 The three attacks of the outside review, as the table owner, each on a log written through
 the HTTP services: TRUNCATE; deleting the newest row with triggers disabled (then more writes

@@ -119,7 +119,7 @@ def test_login_checks_the_token_and_writes_the_config(env, capsys):
 
 
 def test_login_warns_when_a_team_token_is_saved_as_personal(env, capsys):
-    """Issue 21 B4: a member's team token saved without --bank made their writes say "stored
+    """a member's team token saved without --bank made their writes say "stored
     in personal": login now says which bank the token belongs to when the label differs."""
     code, out, err = run(capsys, "login", "--url", env.urls.ingest_url, "--recall-url",
                          env.urls.recall_url, "--token", env.team.rw)
@@ -133,9 +133,9 @@ def test_login_warns_when_a_team_token_is_saved_as_personal(env, capsys):
 
 
 def test_login_saves_exactly_the_urls_it_checked(env, capsys):
-    # Issue 12: a login to a mistyped port, then `login --token`, then the right `--url`: the
+    # a login to a mistyped port, then `login --token`, then the right `--url`: the
     # last one said "accepts it" while every read still went to the dead port's recall.
-    # (Issue 21 B3: such a login is saved only with --force.)
+    # (such a login is saved only with --force.)
     dead = f"http://127.0.0.1:{free_port()}"
     code, out, _ = run(capsys, "login", "--url", dead, "--token", env.personal.rw, "--force")
     assert code == 0 and "check failed" in out and "accept it" not in out
@@ -174,7 +174,7 @@ def _port(url: str) -> int:
 
 
 def test_login_normalises_every_spelling_of_a_url(env, capsys):
-    """Issue 21 B3: `--url 127.0.0.1:28701` was saved as is and its recall URL derived as
+    """`--url 127.0.0.1:28701` was saved as is and its recall URL derived as
     `//127.0.0.1:81/127.0.0.1:28701`. Each spelling of the running services is saved as the
     one canonical URL, checked."""
     ingest, recall = _port(env.urls.ingest_url), _port(env.urls.recall_url)
@@ -511,7 +511,7 @@ def test_import_is_chunked_progress_tracks_commits_and_a_rerun_resumes(env, caps
 
 
 def test_import_wait_tracks_the_servers_vector_queue(env, capsys, tmp_path, monkeypatch):
-    """Issue 12: `import` commits without waiting for the embedder (vectors=queue); --wait
+    """`import` commits without waiting for the embedder (vectors=queue); --wait
     follows the server's own `vectors_pending` to 0, driven by the ingest worker that runs
     in the service, and then the facts are found by meaning."""
     from factbank_client import client as client_mod
@@ -720,7 +720,7 @@ def test_library_error_carries_status_and_reasons(env):
     assert out["fact"]["created_by"]["agent"] == "codex"
 
 
-# --- the newcomer's smaller items (issue 12, item 7) ---------------------------------------
+# --- the newcomer's smaller items (item 7) ---------------------------------------
 
 
 def _all_parsers(parser):
@@ -853,7 +853,7 @@ def test_export_into_a_closed_pipe_ends_quietly(env, capsys, tmp_path):
     assert proc.returncode == 141
 
 
-# --- issue 21 B6: doctor and --json on export ---------------------------------------------------
+# --- doctor and --json on export ---------------------------------------------------
 
 
 def test_doctor_passes_when_everything_is_in_place(env, capsys, tmp_path, monkeypatch):

@@ -1,4 +1,4 @@
-"""The set-based import and the vector queue (issue 12, "the newcomer's first hour" items 4-5),
+"""The set-based import and the vector queue ("the newcomer's first hour" items 4-5),
 on the real database: a bulk import writes exactly the rows the per-fact path writes, a refused
 chunk writes nothing, queued vectors drain and make the facts dense-searchable, a worker that
 stops mid-round loses nothing, and re-importing changes nothing."""

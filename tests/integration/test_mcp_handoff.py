@@ -1,4 +1,4 @@
-"""The MCP `handoff` tool (issue 15): an agent leaves a note for the next session in the
+"""The MCP `handoff` tool: an agent leaves a note for the next session in the
 project; the note names its files relative to the repository root, reaches only the agent it
 is for (`claude-code`, the MCP name, means Claude Code's sessions: `claude`), appears once in
 that session's start block, and is never a fact."""

@@ -1,4 +1,4 @@
-"""What the screens say (issue 21 B8), each as it was observed on the first day:
+"""What the screens say, each as it was observed on the first day:
 
 - `confirm` on a superseded fact raised its trust and said nothing of its successor;
 - `get` of a stale fact did not say why it is stale;

@@ -1,4 +1,4 @@
-"""The class of item 1 (issue 12): a secret sent in ANY string a write route takes never lands
+"""The class of item 1: a secret sent in ANY string a write route takes never lands
 in clear. Both services' OpenAPI documents are walked, so a new route, field, parameter or
 header is covered: a secret is planted in every string field of every body, every query
 parameter and the X-Factbank-Agent header of every route; then every table of the schema is
@@ -34,7 +34,7 @@ SECRETS = {
     AWS: AWS,
     GITHUB: GITHUB,
     f"password = {PASSWORD}": PASSWORD,
-    # Secrets written as prose, the secret word right before the value (issue 21 A9).
+    # Secrets written as prose, the secret word right before the value.
     f"what is the backup password {PROSE}?": PROSE,
     f"备份密码 {PROSE_ZH}": PROSE_ZH,
 }
@@ -89,7 +89,7 @@ BODIES: dict[tuple[str, str], Any] = {
              "command": "make test", "exit_code": 0},
         ]
     },
-    # The admin routes (issue 17): a member name holding a secret is refused naming the
+    # The admin routes: a member name holding a secret is refused naming the
     # field, a label is redacted; rotate and revoke take no body.
     ("POST", "/v1/admin/tokens"): {"member": "ana", "scopes": ["read"], "label": "laptop"},
     ("POST", "/v1/admin/tokens/{token_id}/rotate"): {},

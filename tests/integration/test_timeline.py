@@ -1,4 +1,4 @@
-"""The timeline end to end (issue 15): events, conflicts and their window edges, handoffs
+"""The timeline end to end: events, conflicts and their window edges, handoffs
 delivered once, the session briefing, redaction, scopes, bank isolation and retention."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Both sessions are told of a conflict (issue 15): the editing one by its own hook (the
+"""Both sessions are told of a conflict: the editing one by its own hook (the
 events answer), the other one once, in its next prompt block."""
 
 from __future__ import annotations

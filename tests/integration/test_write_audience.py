@@ -1,4 +1,4 @@
-"""Where a write goes and who can read it (issue 21 B4), in every write's answer: the API's
+"""Where a write goes and who can read it, in every write's answer: the API's
 (`visible_to`), the CLI's line, the MCP tool's text; and `add --help` says what routing does.
 
 Observed: a member given a token of the team bank ran `factbank login --token ...` (saved under

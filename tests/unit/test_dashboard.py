@@ -72,7 +72,7 @@ def test_secrets_are_random_per_launch():
     assert len(a.launch) >= 40
 
 
-# --- redirects stay on the dashboard (issue 21 A10) ------------------------------------------
+# --- redirects stay on the dashboard ------------------------------------------
 
 HOSTILE_PATHS = ["//evil.example/", "///evil.example/x", "/\\evil.example/", "/\t/evil.example",
                  "/%2F%2Fevil.example", "//evil.example/?a=1", "/\n/evil.example",

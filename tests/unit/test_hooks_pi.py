@@ -156,7 +156,8 @@ def test_config_env_overrides(tmp_path: Path) -> None:
                    "tokens": {"personal": "t1", "team": "t2"}, "teamCategories": []}
 
 
-# --- writer questions (principle 15) ----------------------------------------------------------
+# --- writer questions (docs/principles.md#the-writer-asks-the-questions)
+# ----------------------------------------------------------
 
 QUESTIONS = ["which package manager do we use?", "装依赖用 npm 还是 pnpm？"]
 PARAMS = {"content": "The team uses pnpm", "category": "preferences", "source_kind": "user",
@@ -179,7 +180,7 @@ def test_pi_tools_ask_for_bilingual_questions_and_say_why() -> None:
         assert must in add, must
     assert "2-4 questions" in got["factbank_supersede"]["description"]
     search = got["factbank_search"]["description"]
-    # The match score explained again (issue 13: Pi's copy of this text had lost it).
+    # The match score explained again (Pi's copy of this text had lost it).
     assert "a match of 0.50 or more is a confident one" in search and "below the gate" in search
 
 
@@ -231,7 +232,7 @@ OUTCOMES = [
      "redacted": [{"kind": "aws-key", "field": "content"}, {"field": "quote"}], "note": "x"},
     {"status": "reinforced", "bank": "team", "fact": FACTS[1], "note": "same claim"},
     {"status": "stored", "bank": "team", "fact": FACTS[1]},
-    # Issue 21 B4: where it went and who reads it, and a team token saved as "personal".
+    # where it went and who reads it, and a team token saved as "personal".
     {"status": "stored", "bank": "personal", "fact": FACTS[1],
      "visible_to": {"bank": "acme", "kind": "team", "members": 3,
                     "names": ["alice", "bob", "carol"]}},
@@ -244,7 +245,7 @@ OUTCOMES = [
 
 
 def test_pi_says_why_a_fact_is_not_current_as_render_does() -> None:
-    """Issue 21 B8: `get` of a stale fact says why, in both the MCP text and Pi's."""
+    """`get` of a stale fact says why, in both the MCP text and Pi's."""
     stale = {**FACTS[0], "status": "stale", "stale": {
         "reason": "the quote is gone from deploy/api.yaml:4", "since": "2026-12-01T10:00:00Z",
         "context": "3:   host: 0.0.0.0\n4:   port: 9090\n"}}
@@ -272,7 +273,7 @@ def test_pi_writes_facts_and_outcomes_as_render_does_for_mcp() -> None:
 
 
 def test_pi_fingerprint_matches_the_python_client(tmp_path: Path) -> None:
-    """Issue 16: Pi's add computes the same fingerprint (and repo-relative location) as
+    """Pi's add computes the same fingerprint (and repo-relative location) as
     factbank_client/staleness/fingerprint.py, for a committed file, a dirty one and a commit
     source."""
     from factbank_client.client import new_fact
@@ -302,7 +303,7 @@ def test_pi_fingerprint_matches_the_python_client(tmp_path: Path) -> None:
 
 
 def test_pi_session_start_starts_verify_in_the_background(tmp_path: Path) -> None:
-    """Issue 16: the installed extension runs the installer's verify command, detached, in a
+    """the installed extension runs the installer's verify command, detached, in a
     repository; outside one, or with FACTBANK_VERIFY=0, it does not."""
     from factbank_client.install.common import pi_extension_text
 
@@ -331,7 +332,7 @@ def test_pi_session_start_starts_verify_in_the_background(tmp_path: Path) -> Non
 
 
 def test_pi_add_never_reads_a_hostile_location(tmp_path: Path) -> None:
-    """Issue 21 A1: Pi's add reads the cited file only as safefs does (its `readInside`): the
+    """Pi's add reads the cited file only as safefs does (its `readInside`): the
     hostile table (tests/unit/hostile_fs.py) gives no fingerprint and nothing of the file, and
     a file inside the repository (through the root's own link too) still gets one."""
     from factbank_client.client import new_fact
@@ -370,7 +371,7 @@ def test_pi_add_never_reads_a_hostile_location(tmp_path: Path) -> None:
 
 
 def test_pi_renders_bank_text_inert_as_the_python_client_does() -> None:
-    """Issue 21 A6: the extension's `inert` is factbank_common/inert.py's, escape for escape,
+    """the extension's `inert` is factbank_common/inert.py's, escape for escape,
     and its fact lines carry no line, escape or invisible character of a bank's own."""
     texts_ = [t[:4100] for t in HOSTILE.values()]  # past the limit; a command line is short
     facts = [{**FACTS[0], "content": t, "tags": [t], "status": "active",

@@ -1,4 +1,4 @@
-"""Issue 21 A3: every file the client writes (the git hook, with and without core.hooksPath,
+"""every file the client writes (the git hook, with and without core.hooksPath,
 the harness settings, Pi's extension, the install manifest, Codex's config as codex_trust
 writes it, the login config, a rule patch, hook state, the timeline queue's pending file),
 run against one table of hostile targets in a real git repository:

@@ -1,4 +1,4 @@
-"""Text from a bank cannot add structure to what the product writes (issue 21 A6).
+"""Text from a bank cannot add structure to what the product writes.
 
 One table of hostile strings goes through every writer that puts bank text somewhere: the
 rule patch `rules propose` writes (and its commit), the session and prompt blocks the services

@@ -1,7 +1,8 @@
 """`factbank install|uninstall` against throwaway homes that already hold realistic config:
 other hooks and MCP servers, comments, odd indentation, user text around our block.
 
-What must hold (principle 8): the result validates against the harnesses' schemas; everything
+What must hold (docs/principles.md#installers-respect-the-users-files): the result validates against
+the harnesses' schemas; everything
 the user had stays byte for byte where it was; re-running changes nothing; reinstalling from
 another path replaces our entries in place; uninstall restores every file exactly and deletes
 only files the installer created; --dry-run shows the diff and writes nothing.

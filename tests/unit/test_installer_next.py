@@ -1,5 +1,5 @@
 """`factbank install gemini|qwen|opencode|copilot`: the installer's promises on each harness's
-own files (issue 26), on a corpus of real-looking user configs
+own files, on a corpus of real-looking user configs
 (tests/fixtures/harness-config-corpus/<harness>/): idempotent, the dry run's diff is what is
 written, uninstall gives back every byte (CRLF, tabs, minified, escapes, the user's own hooks
 and MCP servers), and `install all` touches only the harnesses that are present.

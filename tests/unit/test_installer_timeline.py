@@ -1,4 +1,4 @@
-"""The installer registers the timeline's hooks (issue 15): PostToolUse (Claude Code: only its
+"""The installer registers the timeline's hooks: PostToolUse (Claude Code: only its
 edit tools and Bash), PostToolUseFailure (Claude Code's failed Bash) and SessionEnd, next to
 the three hooks it always had, whose commands stay byte for byte what an earlier install
 wrote (Codex trusts a hook by its hash: a changed command is silently skipped)."""

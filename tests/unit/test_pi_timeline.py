@@ -1,4 +1,4 @@
-"""The Pi extension records the timeline (issue 15): its events are the ones
+"""The Pi extension records the timeline: its events are the ones
 `factbank import-history pi` reads from Pi's session file (same kinds, paths, exit codes and
 keys, so the server stores each once), a send never blocks a tool, what the service did not
 take is kept and left in the hooks' buffer at the end, and a conflict is shown once."""

@@ -1,4 +1,4 @@
-"""Issue 21 B5: `up`'s terminal shows the banner and problems, not access logs; containers
+"""`up`'s terminal shows the banner and problems, not access logs; containers
 keep every line on stdout; the dashboard's terminal gets no httpx INFO lines."""
 
 from __future__ import annotations

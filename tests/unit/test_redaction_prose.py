@@ -1,4 +1,4 @@
-"""Secrets written as prose, and base64 of prose (issue 21 A9, A10).
+"""Secrets written as prose, and base64 of prose.
 
 A9: "what is the backup password Xy7!pQ2zLm9wQ?" was stored verbatim in `questions` while
 `password = Xy7!pQ2zLm9wQ` was caught: a secret word followed by "is", "是", ":", "=" or

@@ -1,4 +1,4 @@
-"""The recording hooks (issue 15), run as the harnesses run them: a subprocess reading JSON on
+"""The recording hooks, run as the harnesses run them: a subprocess reading JSON on
 stdin, against a stand-in service on loopback. The hook hands the event to a detached child
 and returns at once: the child buffers it locally and sends it; a service that is down or
 slow costs the hook nothing and loses nothing (within the bound); a conflict the service

@@ -1,5 +1,5 @@
-"""`factbank dispatch`: run an agent headless on a task and watch its log live (issue 17 item
-6); the same runs the dashboard shows (factbank_client/dispatch)."""
+"""`factbank dispatch`: run an agent headless on a task and watch its log live;
+the same runs the dashboard shows (factbank_client/dispatch)."""
 
 from __future__ import annotations
 

@@ -115,7 +115,8 @@ def register(sub) -> None:
         "CONTENT and the ids together, before or after the options. Category, tags, "
         "questions and project default to those of the first replaced fact.") as p:
         # CONTENT first, as in `add`. `supersede ID ... --content CONTENT` (the spelling
-        # before issue 21) still works: cmd_supersede then reads CONTENT as the first id.
+        # before `--supersedes` took ids) still works: cmd_supersede then reads CONTENT as the first
+        # id.
         p.add_argument("content", nargs="?", metavar="CONTENT",
                        help="the new claim, one atomic fact (as `factbank add CONTENT`)")
         p.add_argument("ids", nargs="*", metavar="ID",

@@ -70,7 +70,7 @@ ADMIN_HELP = {"bank": "the bank's name on the server (`factbank admin bank list`
 def _fill_help(parser: argparse.ArgumentParser) -> None:
     """Shared option help where a command gave none, positionals shown in capitals (one
     spelling: `add CONTENT`, `get ID`), and a subcommand without a description gets its
-    one-line help as one: `factbank X --help` never opens with nothing (issue 21)."""
+    one-line help as one: `factbank X --help` never opens with nothing."""
     shared = {**SHARED_HELP, **ADMIN_HELP} if parser.prog.startswith("factbank admin") \
         else SHARED_HELP
     for action in parser._actions:

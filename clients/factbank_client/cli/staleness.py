@@ -1,4 +1,4 @@
-"""Sources change, facts follow (issue 16), the client's half: `verify`, `rules candidates`,
+"""Sources change, facts follow, the client's half: `verify`, `rules candidates`,
 `rules propose`, `migrate-native`. The judgement lives in factbank_client/staleness/verify.py,
 the rule patch in factbank_client/rulepatch.py, the native memories in factbank_client/native.py;
 these are the commands' skins."""

@@ -1,4 +1,4 @@
-"""The timeline commands (issue 15): `timeline` shows what just happened in a project (any
+"""The timeline commands: `timeline` shows what just happened in a project (any
 machine, any agent, any member); `handoff` leaves a note for the next session. Neither ever
 writes a fact."""
 

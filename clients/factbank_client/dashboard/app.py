@@ -92,8 +92,8 @@ def create(config: ClientConfig, keys: security.Secrets, port: int, *,
         on_shutdown=[lambda: dash.http.close()],
         openapi_config=None,
         # Litestar's default logging config puts the root logger at INFO with a handler, so
-        # every call the dashboard made printed an httpx "HTTP Request" line in its terminal
-        # (issue 21 B5). Without it, only warnings and errors reach the terminal.
+        # every call the dashboard made printed an httpx "HTTP Request" line in its terminal.
+        # Without it, only warnings and errors reach the terminal.
         logging_config=None,
     )
     env = templates.engine_instance.engine

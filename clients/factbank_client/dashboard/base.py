@@ -69,7 +69,7 @@ class Dash:
 
     def refresh(self) -> None:
         """Read the config file again when it changed since the last request: a bank logged in
-        after the dashboard started answered 404 (issue 21). One stat per request; a config
+        after the dashboard started answered 404. One stat per request; a config
         that no longer parses keeps the last good one."""
         stamp = _stamp(self.config.path)
         if stamp == self._stamp or self.config.path is None:

@@ -1,4 +1,4 @@
-"""Headless dispatch (issue 17 item 6): run Claude Code, Codex or Pi on a task in a repository,
+"""Headless dispatch: run Claude Code, Codex or Pi on a task in a repository,
 with factbank's hooks active, and keep a live, durable log of what it does.
 
     from factbank_client.dispatch import RunStore, start

@@ -4,7 +4,7 @@ Dispatch runs the harness with its normal config, so the hooks `factbank install
 the shared context. When they would not (not installed for that harness; for Codex, installed
 but not trusted, which Codex skips silently with exit 0, see tests/harness/README.md), the run
 still goes on, and its log says so once with the command that fixes it: a run without memory
-must not look like one with it (principle 13).
+must not look like one with it (docs/principles.md#silent-failures-are-the-worst).
 
 * Claude Code: a factbank handler in `settings.json` (`$CLAUDE_CONFIG_DIR` or `~/.claude`).
 * Codex: factbank's handlers in `hooks.json`, and their trust as Codex itself reports it

@@ -13,7 +13,7 @@ on every run (only imported modules load from a .pyc), and compiling the 600-lin
 took 53-77 ms on the loaded 2-core box, this one alone 10-28 ms, more than the interpreter's
 own start. This module and everything an event needs load from cached bytecode.
 
-A recording event never waits for the service (issue 15: PostToolUse p50 <= 50 ms). This
+A recording event never waits for the service (PostToolUse p50 <= 50 ms). This
 process reads the payload, prints the conflict warning an earlier event of this session left
 for it (`sessions/<id>.pending`, already the exact output JSON), hands its stdin, stdout and
 stderr to /dev/null (so the harness sees EOF the moment it exits), forks, and exits. The
@@ -22,7 +22,8 @@ the payload into timeline events, buffers them and sends the buffer. The parent 
 nothing: `os` is frozen in the interpreter, `sys` loaded at start-up, `_signal` built in
 (`signal` would import `enum`), and not even `json` (it brings `re`).
 
-Why it is built like this (principle 7, "hooks never hurt the session"): it always exits 0,
+Why it is built like this (docs/principles.md#hooks-never-hurt-the-session, "hooks never hurt the
+session"): it always exits 0,
 prints nothing but one JSON object both harnesses accept (nothing at all when there is nothing
 to say: Claude Code would inject stray text verbatim), errors go to `~/.cache/factbank/
 hooks.log`, never to stdout, and a deadline bounds every wait. It runs under `-I -S`: no
@@ -147,7 +148,7 @@ def detach(event: str, raw: bytes, harness: str = "") -> None:
             try:
                 os.setsid()  # outlive the harness's process group
                 os.nice(10)  # background work: the harness and its agent come first
-                if event == "Verify":  # issue 16: becomes `factbank verify --quiet`
+                if event == "Verify":  # becomes `factbank verify --quiet`
                     from factbank_client.hook import verify as hookverify
 
                     hookverify.run(raw)

@@ -12,7 +12,8 @@ Run through `hooks.py` (the entry the installer registers), imported from byteco
   so it cannot loop (Codex would loop forever). For Codex it also starts the recording of the
   turn's edits from its rollout (Codex fires no PostToolUse for apply_patch).
 
-Why it is built like this (principle 7, "hooks never hurt the session"):
+Why it is built like this (docs/principles.md#hooks-never-hurt-the-session, "hooks never hurt the
+session"):
 
 * It always exits 0 and prints nothing but one JSON object both harnesses accept, validated
   against Codex's strict schemas (unknown keys fail the hook; Stop has no

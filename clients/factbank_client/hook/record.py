@@ -1,4 +1,4 @@
-"""The hooks record the timeline (issue 15): what a session touched and ran, never facts.
+"""The hooks record the timeline: what a session touched and ran, never facts.
 
 Runs in the child `hookentry.detach` forks (the hook itself has already returned), except the
 session start, which `hookmain` records itself before it asks for the session block.

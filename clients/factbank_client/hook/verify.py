@@ -1,4 +1,4 @@
-"""The background `factbank verify` a SessionStart hook starts (issue 16: "checked without
+"""The background `factbank verify` a SessionStart hook starts ("checked without
 anyone asking", off the hook's hot path).
 
 `hookmain.on_session_start` only leaves ("Verify", payload) in `hookmain.AFTER`; once the

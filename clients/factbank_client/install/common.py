@@ -173,7 +173,7 @@ def pi_extension_text() -> str:
     text = asset_text("pi", PI_EXTENSION)
     if text.count(PI_SHARED) != 1:
         raise InstallError(f"the packaged {PI_EXTENSION} lacks its SHARED declaration")
-    # The background verify at session start (issue 16), as the hooks run it: this
+    # The background verify at session start, as the hooks run it: this
     # interpreter, with site (the CLI needs httpx).
     from factbank_client.hook.verify import VERIFY_ARGS
 

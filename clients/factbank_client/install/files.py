@@ -1,4 +1,5 @@
-"""Format-keeping edits of the harnesses' own files, for `factbank install` (principle 8).
+"""Format-keeping edits of the harnesses' own files, for `factbank install`
+(docs/principles.md#installers-respect-the-users-files).
 
 The installer only ever touches what it owns, and finds it again by a marker, never by an
 exact path (factbank may be reinstalled from another venv):
@@ -26,7 +27,7 @@ HOOK_MARKER = "factbank_client.hooks"  # `python -m factbank_client.hooks` (olde
 HOOK_SCRIPT_MARKER = "factbank_client/hooks.py"  # `python -I -S .../factbank_client/hooks.py`
 BLOCK_BEGIN = "<!-- factbank:begin (managed by `factbank install`; edits inside are replaced) -->"
 BLOCK_END = "<!-- factbank:end -->"
-# Ours only between the exact delimiter lines install writes, each a whole line (issue 21: a
+# Ours only between the exact delimiter lines install writes, each a whole line (a
 # file whose text merely mentions `<!-- factbank:begin -->` is the user's, never cut out).
 _BLOCK_RE = re.compile(r"^" + re.escape(BLOCK_BEGIN) + r"\n.*?^" + re.escape(BLOCK_END)
                        + r"[ \t]*(?:\n|\Z)", re.S | re.M)
@@ -110,7 +111,7 @@ def is_our_handler(handler: Any) -> bool:
     """A handler whose command *runs* factbank's hook (`PYTHON [-I -S] .../factbank_client/
     hooks.py EVENT [HARNESS]`, or `PYTHON -m factbank_client.hooks EVENT` from older
     installs), not one that merely mentions it (`echo factbank_client/hooks.py`): only those
-    are replaced or removed (issue 21)."""
+    are replaced or removed."""
     if not isinstance(handler, dict):
         return False
     command = str(handler.get("command", "")).replace("\\", "/")

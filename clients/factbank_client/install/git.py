@@ -1,8 +1,9 @@
 """`factbank install git` / `factbank uninstall git`: a `post-commit` hook in this repository
-that runs `factbank verify --quiet` in the background after each commit (issue 16), so facts
+that runs `factbank verify --quiet` in the background after each commit, so facts
 whose quoted lines a commit changed turn stale before the next session starts.
 
-Principle 8 (installers respect the user's files): the hooks directory is git's own answer
+docs/principles.md#installers-respect-the-users-files (installers respect the user's files): the
+hooks directory is git's own answer
 (`git rev-parse --git-path hooks`, so `core.hooksPath` is honoured). An existing
 `post-commit` that is not ours is renamed, untouched, to `post-commit.factbank-chained`, and
 ours runs it first with the same arguments and exits with its status; `uninstall` renames it
@@ -10,7 +11,7 @@ back, so the file returns byte for byte with its mode. Re-running `install` rewr
 script in place. The verify runs detached (`&` in a subshell, output appended to
 ~/.cache/factbank/verify.log): a commit never waits for it.
 
-What is ours is proved, not guessed (issue 21, A3): a hook is factbank's only when it is a
+What is ours is proved, not guessed: a hook is factbank's only when it is a
 regular file whose bytes are exactly what `script` writes for the interpreter and log it
 names. A hook that merely mentions MARKER, one the user edited, a symbolic link (committed,
 planted, or dangling) is foreign: `install` chains it (the directory entry is renamed, a link

@@ -20,7 +20,8 @@ What each harness gets (all in the user's home, never in a project):
   `schema.py` filled in (`pi_extension_text`), so Pi describes its tools in the MCP server's
   words; a re-install after an upgrade rewrites it with the new texts.
 
-Why it is built like this (principle 8): every edit is computed first as (path, old text, new
+Why it is built like this (docs/principles.md#installers-respect-the-users-files): every edit is
+computed first as (path, old text, new
 text), so `--dry-run` prints exactly the diff that would be written; entries are found again by
 marker (installer_files), so a re-run replaces them in place even from another install path;
 and a manifest records which files and containers the installer created, so uninstall removes

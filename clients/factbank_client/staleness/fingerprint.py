@@ -1,4 +1,4 @@
-"""What a fact's source looked like when it was saved (issue 16): the client has the file, the
+"""What a fact's source looked like when it was saved: the client has the file, the
 server never reads it, so the client records it and `factbank verify` compares against it.
 
 One module for every way a fact is written: `client.new_fact` (so `factbank add`, `supersede`,

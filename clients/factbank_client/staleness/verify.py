@@ -1,5 +1,5 @@
 """`factbank verify`'s judgement: each file- or commit-sourced fact of this project against the
-working tree here (issue 16). The client has the files; the server only applies the verdicts
+working tree here. The client has the files; the server only applies the verdicts
 (`POST /v1/facts/verify`, docs/staleness.md).
 
 Per fact, in this order:
@@ -26,7 +26,7 @@ Per fact, in this order:
 
 A fact this checkout cannot judge (a commit source outside git) is skipped locally and
 listed, never guessed. A location is a teammate's text, so it is read only through
-`safefs.read` (issue 21): a path that leaves the repository (`..`, absolute, `~`, a link out
+`safefs.read`: a path that leaves the repository (`..`, absolute, `~`, a link out
 of it), a NUL byte, an overlong path, git's own directory, or a file git ignores here (`.env`:
 this machine's own, never another member's evidence) is skipped and never opened, so none of
 its lines can come back to the bank as a stale fact's context, nor even whether the quote is

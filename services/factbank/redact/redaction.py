@@ -1,4 +1,4 @@
-"""Secret redaction at ingest (principle 10: secrets never land).
+"""Secret redaction at ingest (docs/principles.md#secrets-never-land: secrets never land).
 
 Every text a fact carries (content, quote, source location, tags) passes through here *before*
 it is stored, embedded, cached or logged. A secret that reached the bank would be injected into
@@ -76,10 +76,10 @@ Decisions (documented because they are policy, not accident):
   8+ characters of three classes, or 12+ mixing letters and digits that are not an identifier,
   a version or a path; "the password policy", "token bucket", "API key rotation" stay. It runs
   after the provider rules, which say more when they find the same span. Measured on both
-  scanner corpora: caught 0.951 and kept 0.970 before and after (issue 21 A9).
+  scanner corpora: caught 0.951 and kept 0.970 before and after.
 * **Base64 of plain text is not a secret.** A token the entropy rule would take is decoded
-  first; printable UTF-8 prose (3+ words, or CJK) holding no secret itself is kept (issue 21
-  A10). Base64 of a secret, or of random bytes, is still redacted.
+  first; printable UTF-8 prose (3+ words, or CJK) holding no secret itself is kept.
+  Base64 of a secret, or of random bytes, is still redacted.
 * **Labelled checksums survive.** ``sha256:...``, ``sha512-<base64>`` (npm/SRI integrity) and a
   base64 string right after "checksum"/"digest"/"hash"/"integrity" are kept.
 * **Identifiers that merely look random survive:** UUIDs, ULIDs, paths (segments that read like
@@ -369,7 +369,7 @@ _PROSE = re.compile(
     r"(?:(?P<q>[\"'`])(?P<qv>[^\"'`\n]{1,200})(?P=q)|(?P<uv>[^\s\"'`,;<>()\[\]{}，。；：、（）]+))",
     re.IGNORECASE,
 )
-# The secret word right before its value, no verb or sign between (issue 21 A9): "what is the
+# The secret word right before its value, no verb or sign between: "what is the
 # backup password Xy7!pQ2zLm9wQ?", "passphrase Tr0ub4dor&3xQ for the vault", "the admin
 # password? it's Hunter2!xyz". Only a value that cannot be a word is taken
 # (`_bare_secret_value`), so "the password policy", "token bucket", "API key rotation", "secret
@@ -1266,7 +1266,7 @@ def _is_random_secret(token: str, before: str) -> bool:
 
 
 def _encoded_text(token: str) -> bool:
-    """Base64 of plain text is not a secret (issue 21 A10): "VGhlIGRlcGxveSBydW5z..." decodes
+    """Base64 of plain text is not a secret: "VGhlIGRlcGxveSBydW5z..." decodes
     to "The deploy runs ...". Decoded (standard or URL-safe alphabet), it must be UTF-8 of
     printable text, at least 3/4 letters and spaces, with words (a space, or CJK), and hold no
     secret itself (redacted like any text), else the entropy rule goes on judging it."""

@@ -185,7 +185,7 @@ def check_value(value: Any, where: str = "body") -> None:
 def header_text(scope: dict, name: bytes) -> str:
     """A header's value as the text its sender wrote: HTTP gives bytes, and the ASGI servers'
     str view decodes them as latin-1, which stored a UTF-8 `X-Factbank-Agent: 小明的 claude`
-    as mojibake (issue 21 A10). Decoded as UTF-8 here; InputGuard has already refused a value
+    as mojibake. Decoded as UTF-8 here; InputGuard has already refused a value
     that is not UTF-8 (400 naming the header)."""
     for key, value in scope.get("headers", []):
         if key.lower() == name:
@@ -194,7 +194,7 @@ def header_text(scope: dict, name: bytes) -> str:
 
 
 def check_utf8(data: bytes, where: str = "body") -> None:
-    """One rule for every request body, JSON or JSONL (issue 21 A10): bytes that are not
+    """One rule for every request body, JSON or JSONL: bytes that are not
     UTF-8 are a 400 naming the line (or the body) and the byte, never replaced with U+FFFD
     (an import did that silently while `/v1/facts` refused the same bytes)."""
     try:

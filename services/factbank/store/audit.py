@@ -5,7 +5,7 @@ hash covers the previous row's hash in the same chain plus everything the row sa
 edited, deleted or reordered row breaks every hash after it. Appends to one chain are
 serialised with a transaction-scoped advisory lock, so two writers cannot fork it.
 
-Against someone with database access (issue 21 A8: as the table owner, `TRUNCATE`, deleting
+Against someone with database access (as the table owner, `TRUNCATE`, deleting
 the newest row with triggers disabled, or deleting a middle row and recomputing the sha256
 chain all verified ok), three more things:
 

@@ -232,7 +232,7 @@ AUDIENCE_NAMES = 10
 
 
 async def audience(conn: asyncpg.Connection, principal: Principal) -> dict[str, Any]:
-    """Who can read what was just written to the caller's bank (issue 21: a member whose team
+    """Who can read what was just written to the caller's bank (a member whose team
     token was saved as "personal" read "stored fact 6 in personal" and took it for private):
     the bank's name and kind, how many members hold a live token that reads, and up to
     AUDIENCE_NAMES of their names. Every write's answer carries it."""

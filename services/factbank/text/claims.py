@@ -1,4 +1,5 @@
-"""Is a near-duplicate the same claim, or a correction? (MISSION principle 3)
+"""Is a near-duplicate the same claim, or a correction? (MISSION
+docs/principles.md#corrections-do-not-reinforce)
 
 "The API listens on port 8080" and "... port 8081" are near-identical by any similarity measure
 and opposite claims. Reinforcing the old fact with the new one would turn a correction into

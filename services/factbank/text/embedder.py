@@ -6,7 +6,8 @@ have one. e5-family models need the `query: ` / `passage: ` prefixes; others get
 
 The cache table is keyed by (model, sha256 of the embedded text), so unchanged text is never
 embedded twice; `CacheStats` counts hits, misses and rows actually written, because a cache
-that silently never writes looks exactly like one that works (principle 13).
+that silently never writes looks exactly like one that works
+(docs/principles.md#silent-failures-are-the-worst).
 
 Inputs are truncated to what the model reads: multilingual-e5 sees at most 512 tokens (its
 `query: `/`passage: ` prefix and the two special tokens included), so a longer query or passage
@@ -208,7 +209,7 @@ async def passages_unstored(
 ) -> tuple[list[np.ndarray], dict[bytes, np.ndarray]]:
     """Vectors for `texts` (cache hits read, misses computed) and the new ones by hash, NOT
     stored: a caller that embeds before its transaction stores them inside it (`remember`), so
-    a write that fails leaves no trace in the cache either (issue 12: a refused import had
+    a write that fails leaves no trace in the cache either (a refused import had
     already filled `embedding_cache`)."""
     hashes = [text_hash(t) for t in texts]
     rows = await conn.fetch(

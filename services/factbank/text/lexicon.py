@@ -18,12 +18,13 @@ from factbank.text.tokenizer import tokenize
 
 def indexed_text(content: str, tags: Sequence[str]) -> str:
     """What the fact's own vector embeds: the claim and the tags its writer gave it
-    (principle 14)."""
+    (docs/principles.md#the-writer-bridges-the-words)."""
     return content if not tags else content + "\n" + " ".join(tags)
 
 
 def lexical_text(content: str, tags: Sequence[str], questions: Sequence[str] = ()) -> str:
-    """What BM25 indexes: the claim, its tags and its writer questions (principle 15), each
+    """What BM25 indexes: the claim, its tags and its writer questions
+    (docs/principles.md#the-writer-asks-the-questions), each
     question once (field weight 1, measured in evals/README.md: "Questions in BM25")."""
     text = indexed_text(content, tags)
     return text if not questions else text + "\n" + "\n".join(questions)

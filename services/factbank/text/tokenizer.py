@@ -1,6 +1,7 @@
 """The one tokeniser for mixed Chinese/English text, on the index side AND the query side.
 
-Why one module (MISSION principle 9): BM25 only matches what both sides tokenised the same way.
+Why one module (docs/principles.md#chinese-is-first-class): BM25 only matches what both
+sides tokenised the same way.
 A second tokeniser anywhere (a query parser, an eval, a test) silently breaks recall, so every
 caller imports `tokenize` from here.
 

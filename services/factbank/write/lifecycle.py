@@ -69,7 +69,7 @@ async def confirm(
     reason: str = "",
     evidence: Confirm | None = None,
 ) -> Fact:
-    """The fact held when checked: trust rises and decay restarts. With `evidence` (issue 16):
+    """The fact held when checked: trust rises and decay restarts. With `evidence`:
     a fresh quote (location, fingerprint) re-anchors the fact, and a stale one becomes active
     again (event `refreshed`); the caller's project and remotes are recorded on the confirm
     event for the rule gate. A fact under review is reviewed (event `reviewed`). A stale fact
@@ -80,7 +80,7 @@ async def confirm(
         row = await _locked(w, fact_id)
         if row["status"] == "superseded":
             # Confirming a retired claim raised its trust while nothing pointed at what
-            # replaced it (issue 21): name the successor instead.
+            # replaced it: name the successor instead.
             now = await current_of(w.conn, w.bank_id, fact_id)
             why = f" ({row['supersede_reason']})" if row["supersede_reason"] else ""
             raise Refused.one(

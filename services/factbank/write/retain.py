@@ -4,7 +4,8 @@ embedding and the duplicate-vs-correction decision all happen here, once, for ev
 A near-duplicate (same bank, category and project; cosine >= NEAR, or the same normalised
 text) reinforces the existing fact only when `claims.compare` says it makes the same claim.
 Otherwise the new fact is stored and the response names the old ones it may supersede, so
-"port 8080" followed by "port 8081" never strengthens the claim it contradicts (principle 3).
+"port 8080" followed by "port 8081" never strengthens the claim it contradicts
+(docs/principles.md#corrections-do-not-reinforce).
 """
 
 from __future__ import annotations
@@ -198,7 +199,7 @@ async def _retired_match(
     conn: asyncpg.Connection, bank_id: int, p: Prepared, vectors: Vectors
 ) -> int | None:
     """A fact of the bank, retired (superseded or deleted), that makes the same claim as `p`
-    (issue 21 A5: "add X, supersede it with Y, add X again" stored X as a new active fact that
+    ("add X, supersede it with Y, add X again" stored X as a new active fact that
     ranked first). The same normalised text, then the nearest retired facts by meaning
     (cosine >= NEAR) that `claims.compare` calls the same claim. Asked only when no active fact
     makes the claim, so an add that reinforces pays nothing more."""
@@ -580,8 +581,8 @@ def bound_restores(
     restores: Sequence[Restore | None],
     now: datetime,
 ) -> tuple[list[Restore | None], list[dict]]:
-    """Every restored value bounded to what an export of a bank could have produced (issue 21
-    A4: a write token imported `trust: 1.0, confirmed_at: 9999-12-31` and got a fact that
+    """Every restored value bounded to what an export of a bank could have produced (once
+    a write token imported `trust: 1.0, confirmed_at: 9999-12-31` and got a fact that
     never decayed and headed every session block).
 
     Who may restore what: anyone with write scope may restore a fact's status (every status is
@@ -646,7 +647,7 @@ async def import_many(
     exported (status, trust, supersede link); one without is retained like `add_many` (a
     repeat in other words still reinforces) -- unless `vectors="queue"`.
 
-    Set-based (issue 12: 3,000 facts took 5 min): the facts to store go in with one COPY per
+    Set-based (3,000 facts took 5 min): the facts to store go in with one COPY per
     table (facts, citations, vectors, postings, events, audit, queue) instead of about a dozen
     round trips a fact, after everything CPU-bound (gate, tokenising, embedding, redaction)
     ran outside the transaction and off the event loop.

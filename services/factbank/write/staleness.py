@@ -1,4 +1,4 @@
-"""Verify (issue 16): what a client found of its facts' sources, applied in one transaction.
+"""Verify: what a client found of its facts' sources, applied in one transaction.
 
 The server never reads agents' files. `factbank verify` checks each file or commit fact of a
 project against the working tree and git, and posts one verdict per fact:

@@ -47,7 +47,7 @@ interface Shared {
   maxQuestions: number;
   searchLimit: number;
   searchLimitMax: number;
-  verifyCommand?: string[]; // `python -m factbank_client.cli.main verify --quiet` (issue 16)
+  verifyCommand?: string[]; // `python -m factbank_client.cli.main verify --quiet`
 }
 
 export const SHARED: Shared = /* factbank:shared */ null as unknown as Shared;
@@ -415,7 +415,7 @@ export function factProps(tool: string) {
 }
 const FACT_REQUIRED = ["content", "category", "source_kind", "source_location", "quote", "tags"];
 
-// --- fingerprints (issue 16), as factbank_client/staleness/fingerprint.py computes them -----------------
+// --- fingerprints, as factbank_client/staleness/fingerprint.py computes them -----------------
 //
 // A file source records the quoted region's sha256 (its lines, trailing blanks stripped,
 // joined by "\n"), the file's git blob id (sha1 of "blob <size>\0" + bytes; "sha256:<hex>"
@@ -466,7 +466,7 @@ function gitOut(root: string, args: string[]): string[] {
   }
 }
 
-/** factbank_client/safefs.py's `read`, for the one file Pi's add reads (issue 21): `p` (from
+/** factbank_client/safefs.py's `read`, for the one file Pi's add reads: `p` (from
  * the agent, relative to `cwd`) only when its real path is inside the repository's real path
  * (or `cwd`'s outside one), not in `.git`, a regular file; no NUL, `~`, backslash or overlong
  * path. A path refused is undefined: no fingerprint, nothing of that file hashed or sent. */
@@ -552,7 +552,7 @@ export function fingerprintOf(kind: string, location: string, quote: string, cwd
   return { location: (inRepo ? rel : m[1]) + suffix, fingerprint: fp };
 }
 
-/** Issue 16: this project's file-sourced facts re-checked at session start, in the
+/** this project's file-sourced facts re-checked at session start, in the
  * background, as the Claude Code / Codex SessionStart hook does (factbank_client/hook/verify.py):
  * a detached `factbank verify --quiet`, its line appended to ~/.cache/factbank/verify.log.
  * Nothing waits for it; FACTBANK_VERIFY=0 turns it off. */
@@ -646,7 +646,7 @@ export function outcomeText(o: any, bank: string): string {
   return lines.join("\n");
 }
 
-// --- the timeline (issue 15): what this session touched and ran, never facts ----------------
+// --- the timeline: what this session touched and ran, never facts ----------------
 //
 // Pi has no command hooks, so the extension records the session: its start (awaited, at most
 // INJECT_TIMEOUT_MS, before its first block is asked for, so a handoff `--to pi` finds it),
