@@ -39,6 +39,7 @@ class FactbankError(Exception):
             text = f"[{self.bank}] {text}"
         return text
 
+
 class QuoteNotFound(FactbankError):
     """The quote is not in the file the fact cites: the fact would be unverifiable."""
 

@@ -13,7 +13,7 @@ from mcp import Client as McpClient
 from factbank_client import mcp_server, tools
 from factbank_client.tools import texts, tool_name
 from factbank_common import schema
-from tests.unit.test_hooks_pi import run_ts
+from tests.unit.pi_ts import run_ts
 
 
 def server():

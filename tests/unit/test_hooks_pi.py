@@ -10,37 +10,18 @@ Skips when node or the harness install (tests/harness/npm.py) is missing; it nev
 
 from __future__ import annotations
 
-import atexit
-import functools
 import json
-import shutil
-import subprocess
-import tempfile
-import textwrap
 import time
 from pathlib import Path
 
-import pytest
-
 from factbank_client import config as client_config
 from factbank_client import render
-from factbank_client.install import common
 from factbank_client.project import normalise_remote, project_key
 from factbank_client.tools import texts
 from factbank_common.inert import inert
 from tests.conftest import git
-from tests.harness.npm import harness_dir
 from tests.unit.hostile_text import HOSTILE
-
-
-@functools.cache
-def installed_extension() -> Path:
-    """The extension as `factbank install pi` writes it, in a temp dir of its own."""
-    home = Path(tempfile.mkdtemp(prefix="factbank-pi-"))
-    atexit.register(shutil.rmtree, home, ignore_errors=True)
-    path = home / common.PI_EXTENSION
-    path.write_text(common.pi_extension_text(), "utf-8")
-    return path
+from tests.unit.pi_ts import run_ts
 
 REMOTES = [
     "git@github.com:Acme/Api.git",
@@ -59,30 +40,6 @@ REMOTES = [
     "https://github.com/acme/api?x=1",
     "",
 ]
-
-
-def _jiti() -> Path:
-    jiti = harness_dir() / "node_modules" / "jiti"
-    if shutil.which("node") is None or not jiti.is_dir():
-        pytest.skip("needs node and the harness install (run tests/harness once)")
-    return jiti
-
-
-def run_ts(body: str) -> object:
-    """Import the extension in node via jiti and print json of `body`'s `result`."""
-    script = textwrap.dedent(f"""
-        const {{ createJiti }} = require({json.dumps(str(_jiti()))});
-        const jiti = createJiti(process.cwd() + "/");
-        (async () => {{
-          const m = await jiti.import({json.dumps(str(installed_extension()))});
-          let result;
-          {body}
-          process.stdout.write(JSON.stringify(result));
-        }})().catch((e) => {{ console.error(e); process.exit(1); }});
-    """)
-    proc = subprocess.run(["node", "-e", script], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
 
 
 def test_normalise_remote_matches_python() -> None:

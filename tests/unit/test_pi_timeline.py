@@ -10,7 +10,7 @@ from pathlib import Path
 
 from factbank.runtime.runner import free_port
 from factbank_client.history import Session, pi
-from tests.unit.test_hooks_pi import run_ts
+from tests.unit.pi_ts import run_ts
 from tests.unit.test_timeline_hooks import Service
 
 CALLS = [

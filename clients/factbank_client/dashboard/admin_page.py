@@ -26,11 +26,13 @@ def _admin_view(dash: Dash, bank: str) -> dict:
         return {"label": bank, "admin": True, "error": str(exc)}
     return {"label": bank, "admin": True, **data}
 
+
 @get("/admin", sync_to_thread=True)
 def admin_page(request: Request) -> Template:
     dash = dash_of(request)
     return page(request, "admin.html", views=[_admin_view(dash, b) for b in dash.banks],
                 issued=None, verified=None)
+
 
 @post("/admin/{bank:str}/{action:str}")
 async def admin_action(request: Request, bank: str, action: str) -> Template | Redirect:
@@ -67,6 +69,7 @@ async def admin_action(request: Request, bank: str, action: str) -> Template | R
     views = await asyncio.to_thread(lambda: [_admin_view(dash, b) for b in dash.banks])
     return page(request, "admin.html", views=views, issued={**issued, "bank": bank}
                 if issued else None, verified={**verified, "label": bank} if verified else None)
+
 
 @get("/admin/{bank:str}/audit.jsonl")
 async def audit_export(request: Request, bank: str) -> Stream:

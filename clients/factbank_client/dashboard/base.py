@@ -40,6 +40,7 @@ SCOPES_TTL = 60.0
 
 STATUSES = ("active", "stale", "superseded", "deleted")
 
+
 class Dash:
     """What every handler shares: the client over the configured banks, and small caches of
     what changes rarely (each bank's scopes and categories), so a page costs its own calls."""
@@ -117,6 +118,7 @@ class Dash:
                 return []
         return self.cached(("categories", bank), CATEGORIES_TTL, ask)
 
+
 def _stamp(path: Path | None) -> tuple[int, int] | None:
     try:
         st = path.stat() if path is not None else None
@@ -124,10 +126,12 @@ def _stamp(path: Path | None) -> tuple[int, int] | None:
         return None
     return (st.st_mtime_ns, st.st_size) if st else None
 
+
 def dash_of(request: Request) -> Dash:
     dash = request.app.state.dash
     dash.refresh()
     return dash
+
 
 def _bank(dash: Dash, bank: str | None) -> str:
     if not dash.banks:
@@ -138,6 +142,7 @@ def _bank(dash: Dash, bank: str | None) -> str:
         raise NotFoundException(f"no bank {bank!r} is configured here")
     return bank
 
+
 def page(request: Request, name: str, **context: Any) -> Template:
     dash = dash_of(request)
     return Template(template_name=name, context={
@@ -146,12 +151,14 @@ def page(request: Request, name: str, **context: Any) -> Template:
         "flash": request.query_params.get("done"), "error": request.query_params.get("error"),
         **context})
 
+
 def back(url: str, **params: str) -> Redirect:
     """A 303 to `url` on this dashboard (never elsewhere: security.local_url), with `params`
     (a flash message, an error) in its query."""
     query = urlencode({k: v for k, v in params.items() if v})
     return Redirect(security.local_url(url + (("&" if "?" in url else "?") + query
                                               if query else "")), status_code=303)
+
 
 def sparkline(values: Sequence[float], width: int = 320, height: int = 56) -> dict:
     """An inline SVG trust line: points in a 0..1 band (trust is a probability-like score),
@@ -166,12 +173,14 @@ def sparkline(values: Sequence[float], width: int = 320, height: int = 56) -> di
     return {"width": width, "height": height,
             "points": " ".join(f"{x},{y}" for x, y in pts), "last": pts[-1]}
 
+
 def trust_class(value: Any) -> str:
     try:
         v = float(value)
     except (TypeError, ValueError):
         return "t-none"
     return "t-high" if v >= 0.75 else "t-mid" if v >= 0.5 else "t-low"
+
 
 def source_href(fact: Mapping) -> str | None:
     """A link for a URL source, and for a commit of a GitHub/GitLab/Codeberg project."""
@@ -187,8 +196,10 @@ def source_href(fact: Mapping) -> str | None:
             return f"https://{project}/commit/{sha}"
     return None
 
+
 def age(at: Any) -> str:
     return render.ago(str(at) if at else None, datetime.now(UTC))
+
 
 def _globals() -> dict[str, Any]:
     return {"trust_class": trust_class, "source_href": source_href, "age": age,
@@ -197,10 +208,12 @@ def _globals() -> dict[str, Any]:
             "timeline_what": render.timeline_what, "short": render.short,
             "sparkline": sparkline, "STATUSES": STATUSES, "SOURCE_KINDS": SOURCE_KINDS}
 
+
 def _list_params(request: Request) -> dict[str, str]:
     q = request.query_params
     return {k: (q.get(k) or "").strip() for k in
             ("bank", "q", "category", "project", "status", "tag", "after")}
+
 
 async def _form(request: Request) -> dict[str, str]:
     form = await request.form()

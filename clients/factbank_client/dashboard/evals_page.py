@@ -57,12 +57,14 @@ def markdown_html(text: str) -> str:
         i += 1
     return "\n".join(out)
 
+
 def _report_text(root: Path, path: Path) -> str | None:
     """A report's text, read only inside the reports folder (safefs: no link out of it)."""
     try:
         return safefs.read(root, path)[1].decode("utf-8", "replace")
     except (UnsafePath, OSError):
         return None
+
 
 def latest_reports(root: Path | None) -> list[dict]:
     """The committed report folders, newest first, each with its text files and plots."""
@@ -78,6 +80,7 @@ def latest_reports(root: Path | None) -> list[dict]:
                     "plots": [f.name for f in files if f.suffix == ".png"]})
     return out
 
+
 def default_evals_dir() -> Path | None:
     """evals/reports of this checkout (the factbank_evals package's folder), found without
     importing the evals package (the light client has no numpy)."""
@@ -88,6 +91,7 @@ def default_evals_dir() -> Path | None:
         return None
     return Path(spec.origin).parent / "reports"
 
+
 @get("/evals", sync_to_thread=True)
 def evals_page(request: Request) -> Template:
     dash = dash_of(request)
@@ -95,6 +99,7 @@ def evals_page(request: Request) -> Template:
     runs = sorted(dash.runs.values(), key=lambda r: r.started, reverse=True)
     return page(request, "evals.html", reports=reports[:2], runs=runs,
                 current=request.query_params.get("run"))
+
 
 @get("/evals/plot/{folder:str}/{name:str}", sync_to_thread=True)
 def eval_plot(request: Request, folder: str, name: str) -> Response:
@@ -107,6 +112,7 @@ def eval_plot(request: Request, folder: str, name: str) -> Response:
     except (UnsafePath, OSError):
         raise NotFoundException("no such plot") from None
     return Response(data, media_type="image/png")
+
 
 @post("/evals/run")
 async def eval_run(request: Request) -> Redirect:
@@ -124,6 +130,7 @@ async def eval_run(request: Request) -> Redirect:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     dash.runs[run_id] = EvalRun(run_id, argv, env)
     return back("/evals", run=run_id)
+
 
 @get("/evals/run/{run_id:str}/stream")
 async def eval_stream(request: Request, run_id: str) -> ServerSentEvent:

@@ -30,6 +30,7 @@ from factbank_client.errors import FactbankError
 def index() -> Redirect:
     return Redirect("/facts", status_code=303)
 
+
 @get("/facts", sync_to_thread=True)
 def facts_page(request: Request) -> Template:
     """One bank's facts, newest first (a page of 25 by id cursor), or the hybrid search's
@@ -67,6 +68,7 @@ def facts_page(request: Request) -> Template:
                 categories=dash.categories(bank), search_error=error, degraded=degraded,
                 scopes=dash.scopes(bank))
 
+
 def _duplicates(dash: Dash, bank: str, fact: dict) -> tuple[list[dict], str | None]:
     """The facts this one may duplicate (GET /v1/facts/{id}/duplicates: the write gate's
     near-duplicate rule on the stored embeddings), in one call."""
@@ -75,6 +77,7 @@ def _duplicates(dash: Dash, bank: str, fact: dict) -> tuple[list[dict], str | No
     except FactbankError as exc:
         return [], str(exc)
     return out["duplicates"], None
+
 
 @get("/facts/{bank:str}/{fact_id:int}", sync_to_thread=True)
 def fact_page(request: Request, bank: str, fact_id: int) -> Template:
@@ -97,6 +100,7 @@ def fact_page(request: Request, bank: str, fact_id: int) -> Template:
                 successors=data.get("successors", []), current=data.get("current"),
                 scopes=scopes)
 
+
 @get("/facts/{bank:str}/{fact_id:int}/duplicates", sync_to_thread=True)
 def fact_duplicates(request: Request, bank: str, fact_id: int) -> Template:
     """The fact page's "may duplicate" list, a fragment htmx loads once the page is shown:
@@ -107,6 +111,7 @@ def fact_duplicates(request: Request, bank: str, fact_id: int) -> Template:
     dupes, error = _duplicates(dash, bank, {"id": fact_id})
     return Template(template_name="_duplicates.html", context={
         "bank": bank, "duplicates": dupes, "duplicates_error": error})
+
 
 def _act(dash: Dash, bank: str, fact_id: int, action: str, form: Mapping[str, str]) -> str:
     """Run one action on a fact; returns what the flash says."""
@@ -131,6 +136,7 @@ def _act(dash: Dash, bank: str, fact_id: int, action: str, form: Mapping[str, st
         c._json("DELETE", INGEST, f"/v1/facts/{int(fact_id)}/purge", bank)
         return "purged"
     raise NotFoundException(f"no action {action!r}")
+
 
 @post("/facts/{bank:str}/{fact_id:int}/{action:str}")
 async def fact_action(request: Request, bank: str, fact_id: int, action: str) -> Redirect:

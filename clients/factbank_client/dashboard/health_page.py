@@ -23,6 +23,7 @@ def _readyz(url: str, http: httpx.Client) -> dict:
     except (httpx.HTTPError, ValueError) as exc:
         return {"url": url, "status": None, "ok": False, "body": str(exc) or type(exc).__name__}
 
+
 def harnesses(home: Path | None = None) -> dict:
     """What `factbank install` wired on this machine (its manifest), how many factbank hooks
     each harness's files still hold (`installer.registered`), and whether Codex trusts
@@ -45,6 +46,7 @@ def harnesses(home: Path | None = None) -> dict:
              if name in common.HARNESSES}
     return {"manifest_path": str(paths.manifest), "harnesses": wired, "codex": codex,
             "hooks": hooks}
+
 
 @get("/health", sync_to_thread=True)
 def health_page(request: Request) -> Template:

@@ -18,6 +18,7 @@ def _timeline(dash: Dash, bank: str, project: str | None, since: str | None = No
               ) -> list[dict]:
     return dash.client.timeline(project=project, since=since, limit=200, banks=[bank])
 
+
 @get("/timeline", sync_to_thread=True)
 def timeline_page(request: Request) -> Template:
     """The project's timeline (all projects by default), conflicts highlighted, the open
@@ -38,6 +39,7 @@ def timeline_page(request: Request) -> Template:
     return page(request, "timeline.html", bank=bank, project=project or "", events=events,
                 handoffs=handoffs, conflicts=conflicts, projects=projects,
                 timeline_error=error, newest=events[0]["at"] if events else "")
+
 
 @get("/timeline/stream")
 async def timeline_stream(request: Request) -> ServerSentEvent:

@@ -110,6 +110,7 @@ class Paths:
     def pi_extension(self) -> Path:
         return self.pi_dir / "extensions" / PI_EXTENSION
 
+
 def python_exe() -> str:
     """This interpreter, spelt the same way however factbank was started (`factbank` script
     -> .../python3, `python -m` -> .../python): the hook command must not change between
@@ -124,10 +125,12 @@ def python_exe() -> str:
             continue
     return str(exe)
 
+
 def hook_script() -> str:
     from factbank_client import hooks
 
     return str(Path(hooks.__file__).absolute())
+
 
 def hook_command(event: str, python: str | None = None, script: str | None = None) -> str:
     """The exact hook command: the interpreter with `-I -S` (no site, no PYTHON* variables:
@@ -136,6 +139,7 @@ def hook_command(event: str, python: str | None = None, script: str | None = Non
     silently until the user trusts it again."""
     return (f"{shlex.quote(python or python_exe())} -I -S "
             f"{shlex.quote(script or hook_script())} {event}")
+
 
 @dataclass(frozen=True)
 class Launcher:
@@ -149,6 +153,7 @@ class Launcher:
     def current(cls) -> Launcher:
         return cls(python_exe(), hook_script())
 
+
 def hook_handlers(launcher: Launcher, harness: str) -> dict[str, dict]:
     """The handler of each event `harness` gets. The command of the first three never
     changed (Codex keeps trusting them across this upgrade)."""
@@ -158,14 +163,18 @@ def hook_handlers(launcher: Launcher, harness: str) -> dict[str, dict]:
                     "timeout": HOOK_TIMEOUT}
             for event in HARNESS_HOOKS[harness]}
 
+
 def hook_matchers(harness: str) -> dict[str, str]:
     return {event: m for event, m in HARNESS_HOOKS[harness].items() if m is not None}
+
 
 def mcp_args(agent: str) -> list[str]:
     return ["-P", "-m", "factbank_client.cli.main", "mcp", "--agent", agent]
 
+
 def asset_text(*parts: str) -> str:
     return resources.files("factbank_client").joinpath("assets", *parts).read_text("utf-8")
+
 
 def pi_extension_text() -> str:
     """The Pi extension as installed: the asset with `tools.pi_shared()` (the tool texts and
@@ -180,6 +189,7 @@ def pi_extension_text() -> str:
     shared = json.dumps({**tools.pi_shared(), "verifyCommand": [python_exe(), *VERIFY_ARGS]},
                         ensure_ascii=False, indent=2)
     return text.replace(PI_SHARED, "/* factbank:shared */ " + shared)
+
 
 @dataclass
 class Change:
@@ -198,6 +208,7 @@ class Change:
         if out and not out.endswith("\n"):
             out += "\n"
         return out
+
 
 @dataclass
 class Edits:
@@ -236,12 +247,14 @@ class Edits:
         return [Change(p, self.original[p], t) for p, t in self.pending.items()
                 if self.original[p] != t]
 
+
 def _json(edits: Edits, path: Path) -> tuple[dict, files.JsonStyle]:
     try:
         return files.load_json(edits.read(path))
     except ValueError as exc:
         raise InstallError(f"{path} is not valid JSON ({exc}); fix it or move it away, "
                            "nothing was changed") from exc
+
 
 def load_manifest(paths: Paths) -> dict:
     try:
@@ -250,6 +263,7 @@ def load_manifest(paths: Paths) -> dict:
         return {"version": MANIFEST_VERSION, "harnesses": {}}
     data.setdefault("harnesses", {})
     return data
+
 
 def _record(entry: dict, path: Path, *, created_file: bool = False,
             containers: list[files.Path_] = (), **lists: list[str]) -> None:
@@ -270,11 +284,14 @@ def _record(entry: dict, path: Path, *, created_file: bool = False,
         if merged:
             rec[key] = merged
 
+
 def _rec(entry: dict, path: Path) -> dict:
     return (entry.get("files") or {}).get(str(path), {})
 
+
 def _changed(before: Any, after: Any) -> bool:
     return json.dumps(before, sort_keys=True) != json.dumps(after, sort_keys=True)
+
 
 def _write_json(edits: Edits, entry: dict, path: Path, before: dict, data: dict,
                 style: files.JsonStyle, *, uninstall: bool = False) -> None:
@@ -306,6 +323,7 @@ def _write_json(edits: Edits, entry: dict, path: Path, before: dict, data: dict,
         _remember_original(edits, entry, path)
     edits.write(path, files.dump_json(data, style))
 
+
 def _remember_original(edits: Edits, entry: dict, path: Path) -> None:
     """Keep the text a file had before factbank first changed it (not when it already holds
     factbank's entries from an install without a manifest record: that is not the user's)."""
@@ -321,8 +339,10 @@ def _remember_original(edits: Edits, entry: dict, path: Path) -> None:
         return
     rec["original"] = original
 
+
 def _copy(data: dict) -> dict:
     return json.loads(json.dumps(data))
+
 
 def install_hooks(edits: Edits, entry: dict, path: Path, launcher: Launcher,
                   harness: str) -> None:
@@ -331,6 +351,7 @@ def install_hooks(edits: Edits, entry: dict, path: Path, launcher: Launcher,
     files.set_hooks(data, hook_handlers(launcher, harness), created, hook_matchers(harness))
     _record(entry, path, created_file=not edits.existed(path), containers=created)
     _write_json(edits, entry, path, before, data, style)
+
 
 def uninstall_hooks(edits: Edits, entry: dict, path: Path) -> None:
     if edits.read(path) is None:
@@ -341,12 +362,14 @@ def uninstall_hooks(edits: Edits, entry: dict, path: Path) -> None:
     files.prune_created(data, _rec(entry, path).get("containers", []))
     _write_json(edits, entry, path, before, data, style, uninstall=True)
 
+
 def install_block(edits: Edits, entry: dict, path: Path) -> None:
     text = edits.read(path)
     new = files.put_block(text, asset_text("instructions.md"))
     _record(entry, path, created_file=text is None)
     if new != text:
         edits.write(path, new)
+
 
 def uninstall_block(edits: Edits, entry: dict, path: Path) -> None:
     text = edits.read(path)
