@@ -6,7 +6,7 @@ that session's start block, and is never a fact."""
 from __future__ import annotations
 
 from factbank_client.client import Client as FactbankClient
-from tests.integration.test_cli import Env
+from tests.integration.cli_env import Env
 from tests.integration.test_mcp import call, call_fails, env, library, stdio_for  # noqa: F401
 
 

@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 
 from factbank.store import banks, timeline
 from factbank_client.client import Client
+from tests.integration.cli_env import env as cli_env  # noqa: F401 (the env fixture)
+from tests.integration.cli_env import login, ok, run
 from tests.integration.conftest import auth, fact_body, make_bank
-from tests.integration.test_cli import env as cli_env  # noqa: F401 - test_cli's fixture
-from tests.integration.test_cli import login, ok, run
 
 PROJECT = "github.com/acme/api"
 GITHUB = "ghp_R7mK2xQ9vL4pT8wN3jH6sD1fG5aZ0cB4yE2u"

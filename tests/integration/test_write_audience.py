@@ -20,7 +20,7 @@ from factbank_client import mcp_server
 from factbank_client.cli.main import main
 from factbank_client.client import Client
 from tests.integration import test_cli
-from tests.integration.test_cli import Env, ok, ok_json
+from tests.integration.cli_env import Env, ok, ok_json
 
 env = test_cli.env  # both services on free ports, a repo, banks alice (personal), acme (team)
 
