@@ -17,7 +17,7 @@ from factbank.observability import STALENESS
 from factbank.read import inject
 from factbank.store import banks
 from tests.integration.conftest import auth, fact_body
-from tests.integration.test_secrets_everywhere import dump_tables
+from tests.integration.secrets_probe import dump_tables
 
 PROJECT = "github.com/acme/api"
 

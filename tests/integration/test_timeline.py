@@ -12,29 +12,9 @@ from factbank_client.client import Client
 from tests.integration.cli_env import env as cli_env  # noqa: F401 (the env fixture)
 from tests.integration.cli_env import login, ok, run
 from tests.integration.conftest import auth, fact_body, make_bank
+from tests.integration.timeline_events import PROJECT, ev, iso, post_events
 
-PROJECT = "github.com/acme/api"
 GITHUB = "ghp_R7mK2xQ9vL4pT8wN3jH6sD1fG5aZ0cB4yE2u"
-
-
-def ev(session: str, kind: str = "file", **over) -> dict:
-    body = {"session_id": session, "kind": kind, "project": PROJECT}
-    body.update(over)
-    return body
-
-
-async def post_events(stack, token, *events, status=201, agent=None):
-    headers = auth(token)
-    if agent:
-        headers["X-Factbank-Agent"] = agent
-    r = await stack.ingest.post("/v1/timeline/events", json={"events": list(events)},
-                                headers=headers)
-    assert r.status_code == status, r.text
-    return r.json()
-
-
-def iso(dt: datetime) -> str:
-    return dt.isoformat()
 
 
 async def session_block(stack, token, session, project=PROJECT):
@@ -586,7 +566,7 @@ TIMELINE_READS = {
 
 
 async def test_no_secret_planted_in_a_timeline_route_lands_anywhere(stack, two_banks, conn):
-    from tests.integration.test_secrets_everywhere import SECRETS, dump_tables, leaks, plantings
+    from tests.integration.secrets_probe import SECRETS, dump_tables, leaks, plantings
 
     alpha, _ = two_banks
     responses: list[str] = []

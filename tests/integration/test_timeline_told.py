@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from factbank.store import banks
 from tests.integration.conftest import auth
-from tests.integration.test_timeline import PROJECT, ev, iso, post_events
+from tests.integration.timeline_events import PROJECT, ev, iso, post_events
 
 
 async def prompt_text(stack, token, session, project=PROJECT) -> str:
