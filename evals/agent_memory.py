@@ -1,11 +1,13 @@
-"""The agent-memory eval: our own zh/en set, every method, one run (issue 6, principle 12).
+"""The agent-memory eval: our own zh/en set, every method, one run
+(docs/principles.md#benchmarks-must-be-hard).
 
 What it measures, and how:
 
 - Ingest is the real one. Facts without `supersedes` go in through one `POST /v1/facts/import`
   (one transaction); a fact that supersedes another is then written with
   `POST /v1/facts/supersede` after its predecessor, in dependency order, so the bank holds the
-  history as an agent would have built it (principle 4) and chronology is real.
+  history as an agent would have built it (docs/principles.md#supersede-keeps-history) and
+  chronology is real.
 - Every query runs through every method: the grep control (`grep_control`), BM25 only
   (`mode=lexical`), dense only, hybrid without the floor, hybrid with the floor (what an agent
   is given), and the real prompt injection (`POST /v1/inject`) for the token cost.
@@ -49,7 +51,7 @@ SERVER_METHODS = (
 # `cosine` and `rrf` are the plain references (`plain.py`): exact cosine of the same embedder
 # over the bank's stored vectors, and RRF (k=5) of BM25 and that cosine.
 METHODS = ("grep", "cosine", "rrf", "bm25", "dense", "hybrid", "hybrid+floor")
-# What each fact carries when it is saved: the four configurations of issue 11 item 4. The
+# What each fact carries when it is saved: the four configurations compared. The
 # default is what the instruction block asks every writer for: tags and questions.
 CONFIGS = {
     "bare": (False, False),

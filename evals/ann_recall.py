@@ -1,4 +1,4 @@
-"""The dense leg's recall against exact search (issue 22, item 4): pgvector HNSW with the
+"""The dense leg's recall against exact search (item 4): pgvector HNSW with the
 product's filters (`search._DENSE_SQL`: bank, language group, iterative scans) against an exact
 scan of the same SQL, at each bank size, five vectors a fact, for several `hnsw.ef_search`.
 

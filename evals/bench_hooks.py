@@ -7,19 +7,20 @@ facts injected at session start, gotchas recalled by prompts), and runs the exac
 `factbank install` registers (`python -I -S .../factbank_client/hooks.py <event>`) as a
 subprocess with a Codex-shaped stdin payload, timing each run from spawn to exit. Also times
 the interpreter alone (the floor no hook can beat), the `python -m` form (site and .pth files
-included) and the service-down path (a closed port). Principle 7 says "well under 200 ms";
+included) and the service-down path (a closed port). docs/principles.md#hooks-never-hurt-the-session
+says "well under 200 ms";
 the target here is p50 < 100 ms for the hooks that fetch a block, and p50 <= 50 ms for the
-recording PostToolUse hook (issue 15), which hands its event to a detached child and returns:
+recording PostToolUse hook, which hands its event to a detached child and returns:
 its row is what the harness waits for; the "recording child" row is that child's own work
 (run inline here: parse, buffer, send, conflicts left for the next hook), which nobody waits
 for but which the machine pays.
 
 The project's facts quote files of the bench repository, so the two block hooks run the
-working-tree check (verify before inject, factbank_client/worktree.py) on every run; each is
-paired, run by run, with a "working-tree check off" row (FACTBANK_INJECT_CHECK=0) timed in
+working-tree check (verify before inject, staleness/worktree.py) on every run; each is paired,
+run by run, with a "working-tree check off" row (FACTBANK_INJECT_CHECK=0) timed in
 turn under the same load: the p50 difference is the check's cost (target: <= 5 ms).
 
-`--harness` adds the same rows for Gemini CLI, Qwen Code, Copilot CLI and OpenCode (issue 26):
+`--harness` adds the same rows for Gemini CLI, Qwen Code, Copilot CLI and OpenCode:
 the command those installs register (`hooks.py <event> <harness>`) with that harness's own
 payload shape (as captured in tests/fixtures/harness-payloads), so the translation
 (factbank_client/hookadapt) is inside the measured time, against the same targets.
@@ -41,8 +42,8 @@ from pathlib import Path
 import httpx
 
 from factbank.runtime.runner import free_port
-from factbank_client import fingerprint
-from factbank_client.installer import hook_script, python_exe
+from factbank_client.install.common import hook_script, python_exe
+from factbank_client.staleness import fingerprint
 from factbank_evals.metrics import percentile
 from factbank_evals.stack import running_stack
 
@@ -130,7 +131,8 @@ def edit_payload(session: str, repo: Path, n: int) -> bytes:
         "tool_use_id": f"toolu_bench{n}"}).encode()
 
 
-CHILD = ("import sys; sys.path.insert(0, {root!r}); from factbank_client import hookrecord; "
+CHILD = ("import sys; sys.path.insert(0, {root!r}); "
+         "from factbank_client.hook import record as hookrecord; "
          "hookrecord.process('PostToolUse', sys.stdin.buffer.read())")
 
 

@@ -46,7 +46,7 @@ def synthetic_fact(i: int, rng: random.Random) -> dict:
         "category": "environment",
         "tags": ["bench", "基准"],
         # Four writer questions (2 en + 2 zh), as every writer is asked for: each is embedded
-        # in the same call as the fact (issue 11 item 7: p50 <= 80 ms with four questions).
+        # in the same call as the fact (target: p50 <= 80 ms with four questions).
         "questions": [
             f"Which port does svc{i} use?",
             f"Where does svc{i} run?",

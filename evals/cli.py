@@ -13,8 +13,8 @@ import argparse
 import json
 from pathlib import Path
 
-from factbank_client.cli.main import CommandError, require
-from factbank_client.cli.output import add_json_flag
+from factbank_common.commands import CommandError, require
+from factbank_common.output import add_json_flag
 
 require("server", "asyncpg", "litestar", "uvicorn", "numpy")
 
@@ -45,7 +45,7 @@ def register(sub) -> None:
 
     p = kinds.add_parser(
         "staleness", help="verify over a scripted git history: stale precision/recall, "
-        "relocations, stale facts injected (issue 16)"
+        "relocations, stale facts injected"
     )
     p.add_argument("--steps", type=int, default=None, help="only the first N steps of the script")
     p.add_argument("--scale", type=int, default=50,

@@ -1,4 +1,4 @@
-"""The correction detector (factbank_client.correction) on its labelled set, and what it costs
+"""The correction detector (factbank_client.hook.correction) on its labelled set, and what it costs
 the prompt hook.
 
     factbank eval corrections [--ab N] [--json]
@@ -49,7 +49,7 @@ def _pr(pairs: list[tuple[bool, bool]]) -> dict[str, Any]:
 def score(rows: list[dict]) -> dict[str, Any]:
     """Precision/recall overall, per split and per language; false positives on the hard
     negatives; the errors themselves (to read)."""
-    from factbank_client.correction import is_correction
+    from factbank_client.hook.correction import is_correction
 
     slices: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
     errors = []
@@ -73,9 +73,9 @@ def time_in_process(rows: list[dict], repeat: int = 50) -> dict[str, Any]:
     import importlib
     import sys
 
-    sys.modules.pop("factbank_client.correction", None)
+    sys.modules.pop("factbank_client.hook.correction", None)
     t = time.perf_counter()
-    correction = importlib.import_module("factbank_client.correction")
+    correction = importlib.import_module("factbank_client.hook.correction")
     imported_ms = (time.perf_counter() - t) * 1000
     per = []
     for r in rows:
@@ -92,14 +92,14 @@ def time_in_process(rows: list[dict], repeat: int = 50) -> dict[str, Any]:
 
 FRESH = ("import sys, time; sys.path.insert(0, {root!r}); import json, os; "
          "import factbank_client; t = time.perf_counter(); "
-         "from factbank_client import correction; correction.is_correction({prompt!r}); "
+         "from factbank_client.hook import correction; correction.is_correction({prompt!r}); "
          "print((time.perf_counter() - t) * 1000)")
 
 
 def time_fresh(rows: list[dict], n: int = 30) -> dict[str, Any]:
     """What the hook pays: in a new `python -I -S` process (as the hook runs) with `json` and
     the package already loaded (the hook has both), the module's import and one call."""
-    from factbank_client.installer import hook_script, python_exe
+    from factbank_client.install.common import hook_script, python_exe
 
     root = str(Path(hook_script()).parent.parent)
     times = []
@@ -114,14 +114,14 @@ def time_fresh(rows: list[dict], n: int = 30) -> dict[str, Any]:
 
 
 STUB = ("import sys, types; sys.path.insert(0, {root!r}); "
-        "m = types.ModuleType('factbank_client.correction'); "
+        "m = types.ModuleType('factbank_client.hook.correction'); "
         "m.is_correction = lambda p: False; m.nudge = lambda s: ''; "
-        "sys.modules['factbank_client.correction'] = m; "
+        "sys.modules['factbank_client.hook.correction'] = m; "
         "sys.argv = ['hooks.py', 'user-prompt-submit']; "
-        "from factbank_client.hookentry import run; run()")
+        "from factbank_client.hook.entry import run; run()")
 REAL = ("import sys; sys.path.insert(0, {root!r}); "
         "sys.argv = ['hooks.py', 'user-prompt-submit']; "
-        "from factbank_client.hookentry import run; run()")
+        "from factbank_client.hook.entry import run; run()")
 
 
 def hook_ab(rows: list[dict], n: int) -> dict[str, Any]:
@@ -133,7 +133,7 @@ def hook_ab(rows: list[dict], n: int) -> dict[str, Any]:
 
     import httpx
 
-    from factbank_client.installer import hook_script, python_exe
+    from factbank_client.install.common import hook_script, python_exe
     from factbank_evals.bench_hooks import make_home, payload, timed
     from factbank_evals.stack import running_stack
 

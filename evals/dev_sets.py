@@ -1,4 +1,4 @@
-"""The product's ranking against the plain references, in memory, on every dev set (issue 22).
+"""The product's ranking against the plain references, in memory, on every dev set.
 
 Why this exists: a change to centring, candidates or cohorts must never leave the product's
 dense mode below exact plain cosine of the same embedder, nor hybrid below a plain RRF of BM25
@@ -15,7 +15,7 @@ What runs, per set:
 - `dense`, `hybrid`: the recall service's ranking (`fusion.raw_scores` with the language
   cohorts, as `search._rank` calls it) on the service's candidates (the 50 nearest vectors
   per language group) with each vector's `en_share`; `--labels` gives every vector
-  `en_share=None`, the ranking before issue 22 (the text's label decides its language).
+  `en_share=None`, the former ranking (the text's label decides its language).
 
 Sets: every BEIR folder under `--data` and the agent-memory set saved bare, with tags, with
 questions and with both (`--configs`): each fact's own vector (content + tags, as saved) and
@@ -66,7 +66,7 @@ class Query:
 
 
 def _bank(name, vec_fact, texts_of_vectors, questions, lexical_texts, fact_lang, tagged) -> Bank:
-    from factbank.read.tokenizer import language
+    from factbank.text.tokenizer import language
 
     return Bank(name, np.asarray(vec_fact), fs.embed_cached(texts_of_vectors, "passage"),
                 [language(t) for t in texts_of_vectors], questions, lexical_texts, fact_lang,
@@ -74,7 +74,7 @@ def _bank(name, vec_fact, texts_of_vectors, questions, lexical_texts, fact_lang,
 
 
 def beir_bank(s: beir.BeirSet) -> tuple[Bank, list[Query], dict[int, int]]:
-    from factbank.read.tokenizer import language
+    from factbank.text.tokenizer import language
 
     texts = s.doc_texts
     bank = _bank(s.name, range(len(texts)), texts, [False] * len(texts), texts,
@@ -88,8 +88,8 @@ def beir_bank(s: beir.BeirSet) -> tuple[Bank, list[Query], dict[int, int]]:
 def agent_memory_bank(config: str) -> tuple[Bank, list[Query], dict[int, int]]:
     """The agent-memory set saved as `config`: vectors as the service embeds them
     (`lexicon.indexed_text`, one per question), BM25 text as it indexes it."""
-    from factbank.read.lexicon import indexed_text, lexical_text
-    from factbank.read.tokenizer import language
+    from factbank.text.lexicon import indexed_text, lexical_text
+    from factbank.text.tokenizer import language
     from factbank_evals import agent_memory as am
 
     facts, cases = am.load_set(am.SET_DIR, config)
@@ -122,7 +122,7 @@ def rankings(bank: Bank, queries: Sequence[Query], successor: dict[int, int], *,
         cohort_means,
         raw_scores,
     )
-    from factbank.read.tokenizer import language, tokenize
+    from factbank.text.tokenizer import language, tokenize
 
     params = params or DEFAULT
     bg = fs.background_vectors()
@@ -221,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="agent-memory configurations (comma-separated; empty: none)")
     ap.add_argument("--sets", default=None, help="only these BEIR folders (comma-separated)")
     ap.add_argument("--labels", action="store_true",
-                    help="the text's label decides each vector's language (before issue 22)")
+                    help="the text's label decides each vector's language (the former ranking)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     configs = [c for c in args.configs.split(",") if c]

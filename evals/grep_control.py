@@ -1,4 +1,5 @@
-"""The grep control: what an agent with a notes file and `grep` would get (MISSION principle 12).
+"""The grep control: what an agent with a notes file and `grep` would get (MISSION
+docs/principles.md#benchmarks-must-be-hard).
 
 An earlier memory system scored 1.000 with a plain LIKE scan, because every query shared a word
 with its answer. So every result of ours is compared with this control, and the control has to
@@ -8,9 +9,9 @@ be a competent grep, not a strawman. Exactly what it does:
    (an append-only notes file: a superseded fact's line stays, its successor comes later). A
    line is the fact's text plus the tags its writer gave it (`content  [tags: a, b]`), the same
    text the bank indexes, so grep sees every word factbank sees.
-2. The search words are the query's whole words (`factbank.read.tokenizer.words`: jieba words for
+2. The search words are the query's whole words (`factbank.text.tokenizer.words`: jieba words for
    Chinese, identifiers kept whole for everything else: `E0502`, `127.0.0.1:4010`, `@kite/ui`),
-   minus function words (`factbank.read.tokenizer.STOPWORDS`), single Chinese characters and
+   minus function words (`factbank.text.tokenizer.STOPWORDS`), single Chinese characters and
    one-letter words (either would match nearly every line). English words of 5+ letters lose
    an inflection suffix (`-s -es -ed -ing`), as a person typing a grep would (`deploys` ->
    `deploy`), so the substring still matches the other forms.
@@ -38,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from factbank.read.inject import estimate_tokens
-from factbank.read.tokenizer import STOPWORDS, words
+from factbank.text.tokenizer import STOPWORDS, words
 
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _SUFFIXES = ("ing", "es", "ed", "s")

@@ -112,7 +112,7 @@ def _add_args(category: str, content: str) -> list[str]:
 def harness(argv: list[str]) -> int:
     """A stand-in harness process: run the steps given on stdin as its own children (hooks
     with their payloads, CLI commands) and print what each printed, as JSON."""
-    from factbank_client.installer import hook_script, python_exe
+    from factbank_client.install.common import hook_script, python_exe
     from factbank_evals.bench_hooks import payload
 
     job = json.loads(sys.stdin.read())

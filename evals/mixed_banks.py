@@ -5,7 +5,7 @@ centring never reorders anything within them, and a bank that mixes zh and en fa
 same subjects (a real team bank) went unmeasured. An outside check found zh->en R@5 0.30 in
 such a bank against 0.82 when each language had its own.
 
-The dev bank (issue 11 item 3): the XQuAD-R sentences of the even articles in Chinese and of
+The dev bank: the XQuAD-R sentences of the even articles in Chinese and of
 the odd articles in English, in one bank; every question asked in both languages, so each
 query is one of four pairs by the language of its gold sentence. Beside it, the same queries
 against a single-language bank (all 24 articles in the gold's language), and plain cosine in

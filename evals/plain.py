@@ -1,4 +1,4 @@
-"""The plain references beside the product's numbers (issue 22): exact cosine of the same
+"""The plain references beside the product's numbers: exact cosine of the same
 embedder and a plain RRF (k=5) of BM25 and that cosine.
 
 Why here and not from the service: "plain" means no index, no candidate groups, no centring,
@@ -43,8 +43,8 @@ class ExactCosine:
     """Exact plain cosine over one bank's stored vectors, a fact at its best vector."""
 
     def __init__(self, stack: Stack) -> None:
-        from factbank.read import embedder
-        from factbank.runtime.settings import Settings
+        from factbank.settings import Settings
+        from factbank.text import embedder
 
         loaded = embedder.load(Settings.from_env().embedder)
         if loaded.embedder is None:

@@ -34,10 +34,11 @@ from pathlib import Path
 
 import httpx
 
-from factbank_client import fingerprint, render
+from factbank_client import render
 from factbank_client.project import project_key
 from factbank_client.redact import redact
-from factbank_client.verify import TreeRepo, change_of
+from factbank_client.staleness import fingerprint
+from factbank_client.staleness.verify import TreeRepo, change_of
 from factbank_evals.stack import running_stack
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from factbank.write.redaction import redact_text, warm_up
+from factbank.redact.redaction import redact_text, warm_up
 from factbank_evals.redaction_recall import TYPICAL_FACT
 
 SETS = Path(__file__).resolve().parent / "sets" / "secrets"
@@ -81,7 +81,7 @@ def _time(strings: list[str], runs: int) -> dict:
 _STARTUP = """
 import time
 t0 = time.perf_counter()
-from factbank.write.redaction import redact_text, warm_up
+from factbank.redact.redaction import redact_text, warm_up
 t1 = time.perf_counter()
 warm_up()
 t2 = time.perf_counter()

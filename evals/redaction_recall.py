@@ -4,7 +4,7 @@
 
 Every row of ``evals/sets/secrets/corpus.jsonl`` (gitleaks and detect-secrets fixtures) and of
 ``evals/sets/secrets/heldout2.jsonl`` (secretlint, whispers, ripsecrets and trivy fixtures)
-goes through ``factbank.write.redaction.redact_text``, the same call the write gate makes for
+goes through ``factbank.redact.redaction.redact_text``, the same call the write gate makes for
 every field. A **secret** row is
 *caught* when the credential no longer appears in the output (when the fixture does not say
 which part is the credential, when the text changed at all) and a finding was reported. A
@@ -30,7 +30,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
-from factbank.write.redaction import redact_text
+from factbank.redact.redaction import redact_text
 
 SETS = Path(__file__).resolve().parent / "sets" / "secrets"
 CORPUS = SETS / "corpus.jsonl"
@@ -183,7 +183,7 @@ def render(result: dict, families: bool = False) -> str:
 
 
 def client_agreement(rows: list[dict]) -> dict:
-    """The client's redaction against the server's (issue 21 A7), on the same rows: the share
+    """The client's redaction against the server's, on the same rows: the share
     of texts where `factbank_client.redact.redact` (the server's, in-process) gives the
     server's text byte for byte, and for the light client's fallback the share of the secrets
     the server removes that it removes too, and of the look-alikes it keeps."""

@@ -1,6 +1,6 @@
 """The eval report: the go/no-go verdict, the method tables, JSON and PNG plots in one folder.
 
-The go/no-go rule is the user's (issue 6): hybrid recall earns its place over grep when its
+The go/no-go rule is the user's: hybrid recall earns its place over grep when its
 accuracy (R@5 on answerable queries) is at least 15 points better, or when it is equal and
 costs at most a third of grep's tokens and a third of its latency. It is printed as measured,
 whatever it says.

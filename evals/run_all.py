@@ -43,7 +43,7 @@ UNANSWERABLE_PER_SET = 200
 def database() -> Iterator[str | None]:
     """DATABASE_URL if set (None: running_stack reads it), else one embedded cluster for the
     whole run, so every set's services share it and its passage-embedding cache."""
-    from factbank.runtime.settings import Settings
+    from factbank.settings import Settings
 
     if Settings.from_env().database_url:
         yield None
@@ -271,6 +271,6 @@ def code_state() -> dict | None:
 
 
 def _embedder_name() -> str | None:
-    from factbank.runtime.settings import Settings
+    from factbank.settings import Settings
 
     return getattr(Settings.from_env(), "embedder", None)

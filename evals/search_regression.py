@@ -1,6 +1,6 @@
 """Search answers before and after a refactor: record them once, compare after every step.
 
-A refactor of the read path (issue 13: one search pipeline, one gate) must not change a single
+A refactor of the read path (one search pipeline, one gate) must not change a single
 answer. This loads the bundled agent-memory set (tags + questions, 180 facts, 17 supersedes)
 into a throwaway stack, soft-deletes a few facts (three successors, so a redirect ends on a
 deleted fact, and four plain answers), then asks every query of the set through
@@ -103,10 +103,10 @@ def _delete_some(http: httpx.Client, stack: Stack, facts: list[dict], cases: lis
 async def _ask_all(stack: Stack, cases: list[Case], facts: list[dict],
                    label: dict[int, str]) -> dict[str, Any]:
     from factbank.read import cache as cache_mod
-    from factbank.read import embedder as embedder_mod
     from factbank.read import inject
     from factbank.read.search import Recall, load_background, search
     from factbank.store import db
+    from factbank.text import embedder as embedder_mod
 
     pool = await db.create_pool(stack.dsn, max_size=4)
     try:

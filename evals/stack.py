@@ -70,7 +70,7 @@ async def _drop(dsn: str, bank: str) -> None:
 def running_stack(**overrides: object) -> Iterator[Stack]:
     """Start everything; tear down the bank (and the embedded cluster) afterwards."""
     from factbank.runtime.runner import serve_in_thread
-    from factbank.runtime.settings import Settings
+    from factbank.settings import Settings
 
     settings = Settings.from_env(**overrides)
     home = None

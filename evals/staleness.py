@@ -1,4 +1,4 @@
-"""The staleness eval (issue 16): does `factbank verify` mark exactly the facts whose source
+"""The staleness eval: does `factbank verify` mark exactly the facts whose source
 changed, follow the ones that only moved, and keep every stale fact out of injection?
 
 A scripted git repository (`SCRIPT`): eight config files of twelve unique lines, three facts
@@ -23,7 +23,8 @@ Measured over every (step, fact) pair:
 * stale facts injected: after each step, a prompt that is each stale fact's own content, and
   the session block (target 0). The control: the same prompt for each fresh fact, so a 0 is not
   the 0 of an injection that returns nothing at all;
-* the grep control (principle 12): "stale when the quote is no longer in the file at the
+* the grep control (docs/principles.md#benchmarks-must-be-hard): "stale when the quote is no longer
+in the file at the
   fact's original path", which knows nothing of moves or renames.
 
 Symbol anchors (docs/staleness.md#symbol-anchors). The repository also holds real-shaped
@@ -519,7 +520,7 @@ def scale(stack: Any, n_files: int = 50, per_file: int = 20) -> list[dict]:
     from factbank_client.cli.staleness import run_verify
     from factbank_client.client import Client, new_fact
     from factbank_client.config import ClientConfig
-    from factbank_client.verify import Repo, check
+    from factbank_client.staleness.verify import Repo, check
 
     w = build_world(Path(tempfile.mkdtemp(prefix="factbank-staleness-scale-")))
     for f in range(n_files):
@@ -620,7 +621,7 @@ def write_report(result: dict, out: Path) -> list[Path]:
     js, md = out / "staleness.json", out / "staleness.md"
     js.write_text(json.dumps(result, indent=2) + "\n", "utf-8")
     md.write_text(
-        "# Staleness eval (issue 16)\n\n"
+        "# Staleness eval\n\n"
         f"{result['facts']} facts over a scripted git repository ({FILES} files, "
         f"{len(result['steps'])} steps); `factbank verify` after each step, over HTTP to a "
         f"real stack; {result['seconds']} s. How it is measured: evals/staleness.py.\n\n"

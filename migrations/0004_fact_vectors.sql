@@ -1,7 +1,7 @@
 -- Every vector of a fact in one table, so the dense leg scores a fact by its best vector.
 --
 -- ord 0 is the fact itself (content + tags, as facts.embedding, which near-duplicate checks
--- keep using); ord 1..n are the questions its writer gave (MISSION principle 15: two to four
+-- keep using); ord 1..n are the questions its writer gave (MISSION docs/principles.md#the-writer-asks-the-questions: two to four
 -- short questions in English and Chinese that a later teammate would ask). The question texts
 -- live on the fact (redacted like every field, exported, re-embedded from there).
 --

@@ -1,6 +1,6 @@
--- The timeline (issue 15): what just happened in a project, per bank. Sessions, file touches,
+-- The timeline: what just happened in a project, per bank. Sessions, file touches,
 -- commands, session start/end, handoffs and conflicts. These rows are never facts: nothing
--- here is recalled, embedded or injected as a fact (principle 1). Every text is redacted before
+-- here is recalled, embedded or injected as a fact (docs/principles.md#write-gate). Every text is redacted before
 -- it is stored (factbank.timeline). Rows older than FACTBANK_TIMELINE_RETENTION_DAYS are
 -- removed by `timeline.cleanup`.
 

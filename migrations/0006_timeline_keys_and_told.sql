@@ -1,4 +1,4 @@
--- The identity of a timeline event (issue 15, history backfill): the client names each event it
+-- The identity of a timeline event (history backfill): the client names each event it
 -- derives from a harness's own record (a tool call's id and the event's index within it;
 -- `start` / `end` for a session's start and end), so the same event sent twice is stored once.
 -- A hook and `factbank import-history` derive the same key for the same tool call, so a
@@ -10,7 +10,7 @@ ALTER TABLE timeline_events ADD COLUMN key text;
 CREATE UNIQUE INDEX timeline_events_key ON timeline_events (session_id, key)
     WHERE key IS NOT NULL;
 
--- A conflict is told to both sessions (issue 15): the one editing now learns it from its own
+-- A conflict is told to both sessions: the one editing now learns it from its own
 -- hook; the other session, whose earlier touch the edit ran into (`other_session`), learns it
 -- once, in its next prompt block, which marks it `told_at` (as a handoff is delivered once).
 ALTER TABLE timeline_events

@@ -1,4 +1,4 @@
--- Facts whose vectors are pending (issue 12, import speed): an import with `vectors=queue`
+-- Facts whose vectors are pending (import speed): an import with `vectors=queue`
 -- commits its facts (rows, BM25 postings, events, audit) without waiting for the embedder, and
 -- queues them here. The ingest service's embedder worker drains the queue in bounded batches:
 -- it embeds a fact's passages (its content + tags, then each writer question), writes

@@ -1,4 +1,4 @@
--- Sources change, facts follow (issue 16): fingerprints, staleness, derived facts and their
+-- Sources change, facts follow: fingerprints, staleness, derived facts and their
 -- review flags, and the confirm event's project and remotes (the rule-promotion gate).
 --
 -- The server never reads agents' files. The client that had the file sends a fingerprint of

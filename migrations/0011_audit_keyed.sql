@@ -1,4 +1,4 @@
--- The audit chain becomes keyed (issue 21 A8). Until now a row's hash was sha256(prev || row):
+-- The audit chain becomes keyed. Until now a row's hash was sha256(prev || row):
 -- anyone with write access to the table could delete a row and recompute every hash after it,
 -- and `audit verify` said ok. From here on a row's hash is HMAC-SHA256 under a key that is not
 -- in the database (FACTBANK_AUDIT_KEY or the key file beside FACTBANK_HOME), and the chains'

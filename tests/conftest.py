@@ -23,7 +23,7 @@ from factbank.store import db, migrations
 
 _counter = itertools.count()
 
-# One audit key for the whole session (issue 21 A8): the fixtures write audit rows straight
+# One audit key for the whole session: the fixtures write audit rows straight
 # through the store, the services and `factbank admin` subprocesses write more, and every one
 # must chain with the same key. Heads written by CLI subprocesses that get no FACTBANK_HOME
 # go to a session folder, never to the user's data dir.

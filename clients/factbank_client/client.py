@@ -23,10 +23,13 @@ from typing import Any
 
 import httpx
 
-from factbank_client import fingerprint, safefs, schema, written
+from factbank_client import safefs, written
 from factbank_client.config import ClientConfig
+from factbank_client.errors import FactbankError, QuoteNotFound, UnsafePath
 from factbank_client.project import repo_root
-from factbank_client.worktree import quote_spans
+from factbank_client.staleness import fingerprint
+from factbank_client.staleness.worktree import quote_spans
+from factbank_common import schema
 
 AGENT_HEADER = "X-Factbank-Agent"
 # Connect fast (a down service should fail in seconds), read patiently (the first write of a
@@ -46,39 +49,6 @@ VERIFY_BATCH = 1000
 CHECK_BATCH = 200
 NEW_FACT_FIELDS = ("content", "category", "source", "quote", "origin", "tentative", "tags",
                    "questions", "project", "agent", "fingerprint")
-
-
-class FactbankError(Exception):
-    """A failed call: the server's own message, with every reason it gave, on one line."""
-
-    def __init__(self, message: str, *, status: int | None = None,
-                 reasons: Sequence[dict] = (), errors: Sequence[dict] = (),
-                 bank: str | None = None) -> None:
-        self.message = message
-        self.status = status
-        self.reasons = list(reasons)
-        self.errors = list(errors)
-        self.bank = bank
-        super().__init__(self._render())
-
-    def _render(self) -> str:
-        text = self.message
-        detail = self.message
-        reasons = [f"{r.get('field', '?')}: {r.get('reason', '')}" for r in self.reasons]
-        # The server already joins the reasons into `detail`; only add what is missing.
-        missing = [r for r in reasons if r not in detail]
-        if missing:
-            text += " (" + "; ".join(missing) + ")"
-        for err in self.errors:
-            why = "; ".join(f"{r.get('field', '?')}: {r.get('reason', '')}"
-                            for r in err.get("reasons", []))
-            where = f"line {err['line']}" if "line" in err else f"item {err.get('index', '?')}"
-            text += f"\n  {where}: {why}"
-        if self.status:
-            text = f"{self.status} {text}"
-        if self.bank:
-            text = f"[{self.bank}] {text}"
-        return text
 
 
 def _error_from(response: httpx.Response, bank: str) -> FactbankError:
@@ -366,7 +336,7 @@ class Client:
 
     def verify(self, results: Sequence[dict], *, project: str | None = None,
                bank: str | None = None) -> dict:
-        """Apply `factbank verify`'s verdicts (factbank_client/verify.py) in batches of
+        """Apply `factbank verify`'s verdicts (factbank_client/staleness/verify.py) in batches of
         VERIFY_BATCH, each one transaction on the server; the answers summed."""
         label = self._write_bank(None, bank)
         total: dict[str, Any] = {"fresh": 0, "moved": 0, "stale": 0, "still_stale": 0,
@@ -671,7 +641,7 @@ class Client:
         data["bank_label" if "content" in data and "id" in data else "bank"] = label
         return data
 
-    # --- the timeline (issue 15): what just happened in a project, never facts -------------
+    # --- the timeline: what just happened in a project, never facts -------------
 
     def timeline_bank(self, bank: str | None = None) -> str:
         """Where timeline events and handoffs go: the named bank, else the team bank when one
@@ -768,7 +738,8 @@ def new_fact(content: str, category: str | None, source_kind: str, location: str
     quote is checked against the file here first (QuoteNotFound if it is not there) and the
     location stored relative to the repository root. An `origin` or `tentative` of None, no
     questions and no project are left out: the server's defaults apply. A file or commit
-    source read here carries its fingerprint (factbank_client/fingerprint.py) for `verify`."""
+    source read here carries its fingerprint (factbank_client/staleness/fingerprint.py) for
+    `verify`."""
 
     fp = None
     if source_kind == "file" and check_files:
@@ -920,7 +891,7 @@ class QuoteCheck:
     location: str
     lines: list[int]
     # Each matching occurrence as (first line, last line), in file order; the fingerprint
-    # records the one the location names (factbank_client/fingerprint.py).
+    # records the one the location names (factbank_client/staleness/fingerprint.py).
     spans: list[tuple[int, int]] = field(default_factory=list)
     path: Path | None = None  # the file that was read (its real path)
     data: bytes | None = None  # its bytes, as read (the fingerprint hashes these, not a re-read)
@@ -929,8 +900,6 @@ class QuoteCheck:
     symbol: Any = None
 
 
-class QuoteNotFound(FactbankError):
-    """The quote is not in the file the fact cites: the fact would be unverifiable."""
 
 
 def check_file_quote(location: str, quote: str, *, cwd: Path | None = None,
@@ -941,7 +910,7 @@ def check_file_quote(location: str, quote: str, *, cwd: Path | None = None,
     Returns the location to store: relative to `root` (the repository) when the file is
     inside it, so the same source reads the same on every machine.
 
-    The file is read through `safefs.read` (issue 21): only inside the repository (outside
+    The file is read through `safefs.read`: only inside the repository (outside
     one, inside `cwd`), never through a link that leaves it, never `~`, `.git`, a NUL byte or
     an overlong path; `location` may come from the bank (a confirm's fact) or an agent, and
     whether a quote is in a file outside the repository is not theirs to learn.
@@ -956,7 +925,7 @@ def check_file_quote(location: str, quote: str, *, cwd: Path | None = None,
     raw_path = m.group("path")
     base = cwd or Path.cwd()
     top = root or base
-    refused: safefs.UnsafePath | None = None
+    refused: UnsafePath | None = None
     path: Path | None = None
     data = b""
     # "C:\x" or a path that contains ':digits' itself: the whole location is tried as a path.
@@ -965,7 +934,7 @@ def check_file_quote(location: str, quote: str, *, cwd: Path | None = None,
             path, data = safefs.read(top, candidate, base=base)
             m = match
             break
-        except safefs.UnsafePath as exc:
+        except UnsafePath as exc:
             refused = refused or exc
         except FileNotFoundError:
             pass

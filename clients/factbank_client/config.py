@@ -34,8 +34,8 @@ def config_path() -> Path:
 
 
 def normalize_url(raw: str, what: str = "url") -> str:
-    """A service URL as the config keeps it: `http://` when no scheme was typed (issue 21 B3:
-    `--url 127.0.0.1:28701` was saved as is, and the recall URL derived from it became
+    """A service URL as the config keeps it: `http://` when no scheme was typed
+    (`--url 127.0.0.1:28701` was saved as is, and the recall URL derived from it became
     `//127.0.0.1:81/127.0.0.1:28701`), a bare port meaning this machine, scheme and host in
     lower case, no trailing slash. Raises ValueError naming `what` for anything that cannot
     be a factbank service: another scheme, no host or a malformed one, a bad port,

@@ -11,7 +11,8 @@ Two ways to run it, both thin skins over `Client`:
   server holds no credentials of its own and each caller only ever reaches its own bank.
 
 The tool descriptions are the only manual the agent reads, so they say WHEN to use each tool,
-not just what it does (principles 14 and 15: the writer is an LLM; ask it for tags that
+not just what it does (docs/principles.md#the-writer-bridges-the-words and
+#the-writer-asks-the-questions: the writer is an LLM; ask it for tags that
 bridge languages and aliases, and for the questions a later teammate would ask). They live in
 assets/tools.toml (factbank_client/tools.py), the one table the Pi extension is written from
 too; the answers are written by factbank_client/render.py.
@@ -34,15 +35,10 @@ from pydantic import Field
 
 from factbank_client import config as client_config
 from factbank_client import history, render, tools
-from factbank_client.client import (
-    AGENT_HEADER,
-    DEFAULT_TIMEOUT,
-    Client,
-    FactbankError,
-    new_fact,
-)
+from factbank_client.client import AGENT_HEADER, DEFAULT_TIMEOUT, Client, new_fact
+from factbank_client.errors import FactbankError
 from factbank_client.project import project_key
-from factbank_client.schema import MAX_QUESTIONS, SEARCH_LIMIT, SEARCH_LIMIT_MAX, Origin, SourceKind
+from factbank_common.schema import MAX_QUESTIONS, SEARCH_LIMIT, SEARCH_LIMIT_MAX, Origin, SourceKind
 
 log = logging.getLogger("factbank.mcp")
 
@@ -92,7 +88,7 @@ def _call(fn: Callable[..., T], *args: Any, **kw: Any) -> T:
 
 def enrich_text(data: dict, tool: str) -> str:
     """A batch of facts to enrich, one line each, and what to do with it."""
-    from factbank_client.inert import inert
+    from factbank_common.inert import inert
 
     facts = data.get("facts") or []
     if not facts:

@@ -17,9 +17,7 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-
-class HttpError(Exception):
-    """Any failure: network, timeout, non-2xx status, or a body that is not JSON."""
+from factbank_client.errors import HttpError
 
 
 def _remaining(deadline: float) -> float:

@@ -1,5 +1,5 @@
 """`factbank migrate-native claude|codex|pi`: a harness's own memories for this project as
-candidate facts (issue 16).
+candidate facts.
 
 What each harness keeps (the files read, in this order; those that do not exist are skipped):
 
@@ -24,7 +24,7 @@ accepts (`--accept-all`, or y/n at a terminal) are added. A claim already in the
 are backed up before anything else (except with `--dry-run`, which writes nothing), into
 `<data dir>/native-backup/<harness>-<digest of the files>/`: the same files back up once.
 
-Each file is read once, through `safefs.read` (issue 21): a repository file only from inside
+Each file is read once, through `safefs.read`: a repository file only from inside
 the repository (a `CLAUDE.md -> /some/private/file` link is refused and listed under
 "refused", never read, not even with `--dry-run`), a Claude memory file only from inside its
 memory folder. The backup holds those same bytes (never a second read through a link).
@@ -43,7 +43,8 @@ from pathlib import Path
 from typing import Any
 
 from factbank_client import safefs
-from factbank_client.client import FactbankError, new_fact
+from factbank_client.client import new_fact
+from factbank_client.errors import FactbankError, MigrateError, UnsafePath
 from factbank_client.project import repo_root
 
 REPO_FILES = {
@@ -60,10 +61,6 @@ _MODAL = re.compile(r"\b(must|should|do not|don't|make sure|is required to)\b", 
 _ZH_RULE = re.compile(r"^(请|不要|别|必须|务必|禁止|总是|永远|应该|一定要)|必须|不要|禁止|务必")
 BLOCK_BEGIN = "<!-- factbank:begin"
 BLOCK_END = "<!-- factbank:end"
-
-
-class MigrateError(Exception):
-    """Why nothing could be proposed (one line for the CLI)."""
 
 
 def claude_memory_dir(root: Path, env: dict[str, str] | None = None) -> Path:
@@ -101,7 +98,7 @@ def scan(harness: str, root: Path) -> tuple[list[Source], list[dict]]:
             real, data = safefs.read(top, path)
         except FileNotFoundError:
             continue
-        except (safefs.UnsafePath, OSError) as exc:
+        except (UnsafePath, OSError) as exc:
             refused.append({"file": str(path), "reason": str(exc)})
             continue
         if real not in {s.real for s in out}:

@@ -1,12 +1,12 @@
 """The client's redaction: what the client stores or shows holds no secret the server would
-have redacted (issue 21 A7).
+have redacted.
 
 A dispatch's run files (the task, the harness's messages, commands and their output, errors)
 are written on this machine and shown on the dashboard, and the server never sees most of
 them; a redaction weaker than the server's left 12 of 15 secret kinds of a task in them. So:
 
 1. **The server's redaction itself**, in-process, whenever it can be imported
-   (`factbank.write.redaction.redact_text`: the `server` extra is installed, as on every machine
+   (`factbank.redact.redaction.redact_text`: the `server` extra is installed, as on every machine
    that runs `factbank up`). Then the client's result *is* the server's, by construction
    (tests/unit/test_client_redact.py checks it on both secret corpora in evals/sets/secrets).
    Imported lazily, on the first text, so the light client's modules never import server code
@@ -101,7 +101,7 @@ def server_redaction() -> Callable[[str], str] | None:
     if os.environ.get("FACTBANK_CLIENT_REDACTION") == "fallback":
         return None  # forced, to measure and test the fallback on a full install
     try:
-        from factbank.write.redaction import redact_text
+        from factbank.redact.redaction import redact_text
     except ImportError:
         return None
     return lambda text: redact_text(text, "dispatch")[0]

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from factbank_client.inert import inert
+from factbank_common.inert import inert
 
 # A tool's name as the agent sees it, by the tool's key (`supersede` -> `factbank_supersede`
 # in Pi); see factbank_client/tools.py.
@@ -66,7 +66,7 @@ def audience(answer: Mapping, label: str | None = None) -> str:
     """Where a write went and who can read it, from the answer's `visible_to`
     ("team bank acme, visible to 3 members (alice, bob, carol)"), with the config's label for
     the bank when it is not the bank's kind (a team token saved as "personal" said "stored in
-    personal" and was taken for private: issue 21). Without `visible_to` (an older server):
+    personal" and was taken for private). Without `visible_to` (an older server):
     the label."""
     v = answer.get("visible_to")
     label = label or str(answer.get("bank") or "")
@@ -239,7 +239,7 @@ def outcome_lines(outcome: Mapping, *, note: bool = True) -> list[str]:
 def confirmed(fact: Mapping) -> str | None:
     """When the fact was last confirmed, or None if it never was: `confirmed_at` starts equal
     to `created_at` (decay counts from it), so every fact used to say "confirmed <its creation
-    time>" (issue 21)."""
+    time>"."""
     at = fact.get("confirmed_at")
     return when(at) if at and at != fact.get("created_at") else None
 
@@ -300,7 +300,7 @@ def hit_rows(results: Iterable[Mapping]) -> tuple[list[dict], list[str]]:
         via = r.get("via")
         note = f" (via #{via['superseded']}: {short(via.get('reason') or '', 200)})" if via else ""
         note += " (below the gate)" if r.get("companion") else ""
-        # Stale and under-review facts stay searchable, marked (issue 16): never injected.
+        # Stale and under-review facts stay searchable, marked: never injected.
         if f.get("status") == "stale":
             note += f" [stale: {short((f.get('stale') or {}).get('reason') or '', 60)}]"
         elif f.get("review"):
@@ -460,7 +460,7 @@ def handoff_line(handoff: Mapping, project: str) -> str:
             "it appears once, in that session's start block")
 
 
-# --- issue 16: verify, rule candidates, native-memory migration --------------------------
+# --- verify, rule candidates, native-memory migration --------------------------
 
 
 def verify_lines(report: Mapping) -> list[str]:

@@ -1,5 +1,5 @@
 """`factbank rules propose`: a rule candidate as a change to a rule file that a person merges
-(issue 16, the rule-promotion gate's second gate). Never applied:
+(the rule-promotion gate's second gate). Never applied:
 
 * a patch (default): `git diff`-style, written to `.git/factbank/rule-<id>.patch` (inside the
   git directory, so it is not an untracked file in the work tree) or `--out`;
@@ -26,20 +26,17 @@ from pathlib import Path
 from typing import Any
 
 from factbank_client import safefs
-from factbank_client.fingerprint import git
-from factbank_client.inert import inert
+from factbank_client.errors import ProposeError, UnsafePath
+from factbank_client.staleness.fingerprint import git
+from factbank_common.inert import inert
 
 RULE_HEADING = "## Rules promoted from factbank"
-
-
-class ProposeError(Exception):
-    """Why no proposal was written (one line for the CLI)."""
 
 
 def rule_line(candidate: dict) -> str:
     """The rule as ONE Markdown list item: every piece of bank text goes through `inert`, so a
     content or project holding newlines, HTML comments or fences cannot add lines of its own
-    to the rule file (issue 21 A6)."""
+    to the rule file."""
     fact = candidate["fact"]
     projects = ", ".join(inert(p, 200, markdown=True) for p in candidate.get("projects", []))
     content = inert(" ".join(str(fact["content"]).split()), markdown=True)
@@ -64,7 +61,7 @@ def _target(root: Path, to: str) -> tuple[str, str]:
         old = safefs.read(root, to)[1].decode("utf-8")
     except FileNotFoundError:
         old = ""
-    except safefs.UnsafePath as exc:
+    except UnsafePath as exc:
         raise ProposeError(f"--to: {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ProposeError(f"cannot read {to}: {exc}") from None
@@ -102,7 +99,7 @@ def propose(root: Path, candidate: dict, to: str, *, branch: str | None = None,
         path = Path(out) if out else default
         try:
             safefs.write(path, patch)
-        except safefs.UnsafePath as exc:
+        except UnsafePath as exc:
             raise ProposeError(str(exc)) from None
         return {"kind": "patch", "path": str(path), "file": rel, "show": patch,
                 "note": f"wrote {path}; nothing applied. To adopt the rule: "

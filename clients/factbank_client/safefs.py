@@ -1,4 +1,4 @@
-"""The client's two file rules (issue 21, A1-A3): what a bank or a repository names is read
+"""The client's two file rules (A1-A3): what a bank or a repository names is read
 only from inside the repository, and what factbank writes is never written through a link.
 
 Reading (`inside`, `read`, `is_file`). A fact's location comes from a teammate (or from an
@@ -37,6 +37,8 @@ import errno
 import os
 import stat
 
+from factbank_client.errors import UnsafePath
+
 TYPE_CHECKING = False  # not `typing`'s: the hooks import this module and never load typing
 if TYPE_CHECKING:  # pathlib is imported where a Path is returned: hooks import this module
     from pathlib import Path
@@ -48,10 +50,6 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-
-
-class UnsafePath(ValueError):
-    """A path factbank will not read or write; the message names it and says why."""
 
 
 def _shown(text: str) -> str:

@@ -4,7 +4,7 @@ The MCP server takes its instructions, tool descriptions and parameter texts fro
 `factbank install pi` writes the same texts (with the wire constants of schema.py) into the
 Pi extension, so an agent reads the same manual in Claude Code, Codex and Pi. They had
 drifted while each harness kept its own copy: Pi's search lost the explanation of the match
-score (issue 13).
+score.
 
 Why a data file: the Pi extension is TypeScript and cannot import Python strings; the
 installer fills them in (`pi_shared`). Why TOML: the descriptions are paragraphs, and TOML's
@@ -26,7 +26,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from factbank_client import schema
+from factbank_common import schema
 
 HARNESSES = ("mcp", "pi")
 _REF = re.compile(r"\{(\w+)\}")

@@ -17,7 +17,7 @@ import contextlib
 import json
 import os
 
-from factbank_client.hookstate import cache_dir
+from factbank_client.hook.state import cache_dir
 
 HEADER = "X-Factbank-Min-Version"
 
@@ -71,7 +71,7 @@ def remember(url: str, bank: str, version: str | int | None) -> None:
             from factbank_client import safefs
 
             safefs.write(path(), json.dumps(data), private=True)
-    except (OSError, ValueError):  # safefs.UnsafePath is a ValueError: a link is not followed
+    except (OSError, ValueError):  # UnsafePath is a ValueError: a link is not followed
         pass
 
 

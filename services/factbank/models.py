@@ -9,7 +9,7 @@ import msgspec
 
 # The closed vocabularies the client also sends: one definition, in the wire contract module
 # (dependency-free; see its docstring for why the server imports it from the client package).
-from factbank_client.schema import MAX_SYMBOL_CHARS, Origin, SourceKind
+from factbank_common.schema import MAX_SYMBOL_CHARS, Origin, SourceKind
 
 Status = Literal["active", "superseded", "disputed", "stale", "deleted"]
 STATUSES: tuple[str, ...] = get_args(Status)
@@ -31,7 +31,7 @@ CommitId = Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{7,64}$")]
 
 
 class Fingerprint(Strict):
-    """What a fact's source looked like when the client read it (issue 16). The server never
+    """What a fact's source looked like when the client read it. The server never
     reads agents' files: it stores this (the path redacted like every string) and hands it back
     to `verify`, which compares the working tree against it."""
 
@@ -60,11 +60,13 @@ class NewFact(Strict):
     tentative: bool = False
     tags: list[str] = msgspec.field(default_factory=list)
     # Questions a later teammate would ask whose answer is this fact, in English and Chinese
-    # (principle 15): each becomes an extra vector of the fact, and BM25 indexes them too.
+    # (docs/principles.md#the-writer-asks-the-questions): each becomes an extra vector of the fact,
+    # and BM25 indexes them too.
     questions: list[str] = msgspec.field(default_factory=list)
     project: str | None = None
     agent: str | None = None
-    # The client fills it for `file` and `commit` sources (factbank_client/fingerprint.py).
+    # The client fills it for `file` and `commit` sources
+    # (factbank_client/staleness/fingerprint.py).
     fingerprint: Fingerprint | None = None
 
 
@@ -169,21 +171,21 @@ class InjectRequest(Strict):
     # How many banks the caller merges into one block: each gets 1/banks of the budget.
     banks: Annotated[int, msgspec.Meta(ge=1, le=8)] = 1
     # The same block, changing nothing: no handoff delivered, no conflict marked told, no
-    # fact counted as seen by the session (`factbank inject-preview`, issue 21).
+    # fact counted as seen by the session (`factbank inject-preview`).
     preview: bool = False
     # Facts this client left out of its earlier blocks because its working tree no longer has
     # their quote (verify before inject, docs/staleness.md): not shown, so not "seen".
     withheld: Annotated[list[int], msgspec.Meta(max_length=200)] = msgspec.field(
         default_factory=list
     )
-    # The prompt hook recognised a correction in `prompt` (factbank_client.correction): the
+    # The prompt hook recognised a correction in `prompt` (factbank_client.hook.correction): the
     # answer names the prompt's top hit (`subject`) and the nudge is counted (docs/misses.md).
     correction: bool = False
 
 
 class InjectSource(msgspec.Struct, kw_only=True):
     """A fact of the block that quotes a file of the caller's project: what the hook checks
-    against the working tree before it shows the block (factbank_client/worktree.py)."""
+    against the working tree before it shows the block (factbank_client/staleness/worktree.py)."""
 
     id: int
     source: Source
@@ -203,7 +205,7 @@ class Injection(msgspec.Struct, kw_only=True):
     subject: int | None = None
 
 
-# --- issue 16: sources change, facts follow ---------------------------------------------------
+# --- sources change, facts follow ---------------------------------------------------
 
 ProjectKey = Annotated[str, msgspec.Meta(max_length=300)]
 MAX_REMOTES = 20

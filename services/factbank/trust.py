@@ -1,4 +1,5 @@
-"""Trust arithmetic (MISSION principle 2): every constant lives in one frozen `TrustPolicy`.
+"""Trust arithmetic (docs/principles.md#explicit-trust): every constant lives in one frozen
+`TrustPolicy`.
 
 Why one object: the numbers are a policy, not code. Tests, evals and a future per-bank override
 read the same object, and a reviewer sees the whole policy in one screen.
@@ -11,7 +12,7 @@ database so that audit rows show the same number the arithmetic produced.
 Decay is computed at read time from `confirmed_at` and never written back: the stored score stays
 the audited one, and changing the policy changes every read without a migration.
 
-Staleness (issue 16) is not a trust event. A fact whose source changed (status `stale`) or whose
+Staleness is not a trust event. A fact whose source changed (status `stale`) or whose
 cited fact changed (under review) keeps its trust: the source moved on, nobody judged the claim.
 Both keep it out of injection by their status or flag (`inject._injectable`), not by a lower
 score, so a confirm with a fresh quote or a review brings it back as it was, plus the confirm.

@@ -1,4 +1,4 @@
-"""The admin routes (issue 17): a bank's members and tokens, its audit chain, over HTTP.
+"""The admin routes: a bank's members and tokens, its audit chain, over HTTP.
 
 `factbank admin` works on the database directly (services/factbank/cli/admin.py), which only
 the server's operator can do; the dashboard runs on a member's own machine and has only its
@@ -25,7 +25,7 @@ from factbank.errors import NotFound, Refused
 from factbank.runtime.web import requires
 from factbank.store import audit, banks
 from factbank.store.banks import Principal
-from factbank.write.retain import Deps
+from factbank.write.deps import Deps
 
 MEMBER_NAME = Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
 

@@ -27,13 +27,15 @@ from factbank.models import (
     VerifyAnswer,
     VerifyBatch,
 )
-from factbank.runtime.settings import Settings
+from factbank.redact import redaction
 from factbank.runtime.web import create_app, requires, service_of
+from factbank.settings import Settings
 from factbank.store import audit, banks, facts, timeline
 from factbank.store.banks import Principal
-from factbank.write import categories, check, lifecycle, redaction, retain, staleness
+from factbank.write import categories, check, lifecycle, retain, staleness
 from factbank.write import vectors as vector_queue
-from factbank.write.retain import Deps, Outcome
+from factbank.write.deps import Deps
+from factbank.write.retain import Outcome
 from factbank_ingest.admin import ADMIN
 from factbank_ingest.queue import QUEUE
 
@@ -485,7 +487,7 @@ class WriteVersion:
     even when recall reads from a lagging replica.
 
     And with `X-Factbank-Audit-Head` (`<id>:<hash>`), the bank's audit chain head after it,
-    which this step also records outside the database (`audit.Heads.seal`, issue 21 A8): a
+    which this step also records outside the database (`audit.Heads.seal`): a
     writer holding it can later prove the log lost rows at its end."""
 
     def __init__(self, app) -> None:

@@ -14,7 +14,8 @@ from factbank.models import NewFact
 from factbank.runtime.web import requires
 from factbank.store.banks import Principal
 from factbank.write import queue
-from factbank.write.retain import Deps, Outcome
+from factbank.write.deps import Deps
+from factbank.write.retain import Outcome
 
 
 class QueueFact(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

@@ -7,7 +7,6 @@ router (`READS`).
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import AsyncIterator
 from datetime import date
 from typing import Any, Literal
@@ -30,15 +29,15 @@ from factbank.models import (
 )
 from factbank.read import inject, rules
 from factbank.read import misses as miss_report
-from factbank.read.cache import Cache
+from factbank.read.cache import BankCache
 from factbank.read.search import Recall, load_background, search
-from factbank.runtime.settings import Settings
 from factbank.runtime.web import ServiceState, create_app, requires
+from factbank.settings import Settings
 from factbank.store import facts, timeline
 from factbank.store.banks import Principal
+from factbank.text.claims import NEAR
 from factbank.write import categories, misses
-from factbank.write.retain import NEAR
-from factbank_client.schema import SOURCE_KINDS
+from factbank_common.schema import SOURCE_KINDS
 from factbank_recall.enrich import ENRICH
 
 # The text /v1/inject and /v1/search work on: the head of a prompt (a hook sends all of it, up
@@ -46,46 +45,6 @@ from factbank_recall.enrich import ENRICH
 # (about 2,000 English or 500 Chinese characters), and tokenising the rest for BM25 costs tens
 # of milliseconds on the event loop for nothing the gate would use, so the rest is ignored.
 MAX_QUERY_CHARS = 2000
-
-
-class BankCache(Cache):
-    """The recall cache, with hit/miss/error counts kept per bank for `/v1/stats`. Every key
-    it is asked for names its bank second (`qe:<bank>:...`, `r:<bank>:...`); the global counts
-    (`Cache.stats`, `/metrics`) are the operator's, never shown to a bank token, since another
-    bank's hits there say what that bank asked."""
-
-    def __init__(self, redis: Any = None) -> None:
-        super().__init__(redis)
-        self.by_bank: dict[str, dict[str, dict[str, int]]] = defaultdict(
-            lambda: defaultdict(lambda: {"hits": 0, "misses": 0, "errors": 0})
-        )
-
-    @staticmethod
-    def _bank(key: str) -> str:
-        parts = key.split(":", 2)
-        return parts[1] if len(parts) == 3 else ""
-
-    async def get(self, kind: str, key: str) -> bytes | None:
-        errors = self.stats[kind]["errors"]
-        value = await super().get(kind, key)
-        counts = self.by_bank[self._bank(key)][kind]
-        counts["hits" if value is not None else "misses"] += 1
-        counts["errors"] += min(1, self.stats[kind]["errors"] - errors)
-        return value
-
-    async def set(self, kind: str, key: str, value: bytes, ttl: int) -> None:
-        errors = self.stats[kind]["errors"]
-        await super().set(kind, key, value, ttl)
-        self.by_bank[self._bank(key)][kind]["errors"] += min(
-            1, self.stats[kind]["errors"] - errors
-        )
-
-    def snapshot_for(self, bank_id: int) -> dict[str, Any]:
-        out: dict[str, Any] = {"backend": self.backend}
-        for kind, counts in self.by_bank.get(str(bank_id), {}).items():
-            total = counts["hits"] + counts["misses"]
-            out[kind] = {**counts, "hit_rate": round(counts["hits"] / total, 4) if total else None}
-        return out
 
 
 def min_version(request: Request) -> int | None:

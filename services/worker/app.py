@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from litestar import Litestar
 
-from factbank.runtime.settings import Settings
 from factbank.runtime.web import create_app
+from factbank.settings import Settings
 from factbank.write import vectors
 
 

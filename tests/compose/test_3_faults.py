@@ -237,7 +237,8 @@ def test_kill_recall_during_searches(stack: Stack, writer: str, tmp_path: Path, 
 
     def searcher() -> None:
         from factbank_client import config
-        from factbank_client.client import Client, FactbankError
+        from factbank_client.client import Client
+        from factbank_client.errors import FactbankError
 
         with Client(config.load(Path(env["FACTBANK_CONFIG"]))) as client:
             for n in range(2000):

@@ -25,7 +25,7 @@ PACKAGES: tuple[str, ...] = (
     "@mariozechner/pi-coding-agent@0.73.1",
 )
 BINARIES = {"claude": "claude", "codex": "codex", "pi": "pi"}
-# The next four (issue 26), in their own directory (``<harness dir>-next``) so neither set's
+# The next four, in their own directory (``<harness dir>-next``) so neither set's
 # install invalidates the other's cache. Copilot unpacks ~235 MB more into the run's HOME on
 # its first start (``runners_next`` keeps one shared copy).
 NEXT_PACKAGES: tuple[str, ...] = (

@@ -26,7 +26,7 @@ from typing import Any
 
 import tomlkit
 
-from factbank_client import codex_trust
+from factbank_client.install import codex_trust
 
 from .fake_model import MODEL_ID, FakeModel
 from .npm import Harnesses, ensure_harnesses

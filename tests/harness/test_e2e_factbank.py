@@ -377,7 +377,8 @@ def test_fact_saved_by_codex_with_questions_is_found_by_a_claude_prompt_sharing_
     harnesses: Harnesses, fake_model: FakeModel, harness_home: Path, tmp_path: Path,
     services: Services,
 ) -> None:
-    """Principle 15 end to end: Codex's model saves an English fact with writer questions
+    """docs/principles.md#the-writer-asks-the-questions end to end: Codex's model saves an English
+    fact with writer questions
     through the MCP `add` tool; a Claude Code prompt in Chinese that shares no word with the
     fact (content, tags or quote) gets it injected, matched through a stored question. A
     global gotcha is not injected at session start, so only the prompt can recall it."""

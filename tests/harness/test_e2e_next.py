@@ -1,4 +1,4 @@
-"""Gemini CLI, Qwen Code, OpenCode and Copilot CLI for real (issue 26): `factbank install
+"""Gemini CLI, Qwen Code, OpenCode and Copilot CLI for real: `factbank install
 <harness>` into a throwaway HOME, the real binary from npm, the real services (`factbank up`),
 a fake model on loopback speaking the harness's protocol (Gemini streaming for Gemini CLI,
 Chat Completions for the others).

@@ -1,4 +1,4 @@
-"""The timeline for real (issue 15): the real harnesses, their installed hooks and Pi
+"""The timeline for real: the real harnesses, their installed hooks and Pi
 extension, against a real `factbank up` (the `services` fixture of test_e2e_factbank).
 
 One repository (`main`) and a clone of it in another directory (same remote, branch

@@ -9,7 +9,7 @@ import asyncpg
 import pytest
 from litestar.testing import AsyncTestClient
 
-from factbank.runtime.settings import Settings
+from factbank.settings import Settings
 from factbank.store import banks
 from factbank_ingest import app as ingest_app
 from factbank_recall import app as recall_app

@@ -1,4 +1,4 @@
-"""Issue 21 B6: every `factbank admin` command answers `--json` with one JSON document."""
+"""every `factbank admin` command answers `--json` with one JSON document."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The admin routes over HTTP (issue 17, for the dashboard): members and tokens with last
+"""The admin routes over HTTP (for the dashboard): members and tokens with last
 use, issue/rotate/revoke with the new token shown once, the audit chain's verify and export,
 each within the token's own bank, bad input a 4xx naming the field."""
 
@@ -121,7 +121,7 @@ async def test_audit_verify_and_export(stack, two_banks, conn):
     assert r.status_code == 200
     *rows, head = [json.loads(line) for line in r.text.splitlines()]
     assert len(rows) == verified["rows"]
-    # The last line: the chain's head as recorded outside the database (issue 21 A8).
+    # The last line: the chain's head as recorded outside the database.
     assert head == {"audit_head": verified["head"]} and head["audit_head"]["id"] == rows[-1]["id"]
     assert {row["bank_id"] for row in rows} == {rows[0]["bank_id"]}
     assert any(row["action"] == "token.issue" for row in rows)

@@ -1,4 +1,4 @@
-"""Issue 21 A8: tampering with the audit log by someone with database access is detected.
+"""tampering with the audit log by someone with database access is detected.
 
 The three attacks of the outside review, as the table owner, each on a log written through
 the HTTP services: TRUNCATE; deleting the newest row with triggers disabled (then more writes
@@ -19,7 +19,7 @@ import sys
 import asyncpg
 import pytest
 
-from factbank.runtime.settings import Settings
+from factbank.settings import Settings
 from factbank.store import audit, banks, migrations
 from tests.conftest import with_database
 from tests.integration.conftest import auth, fact_body, make_bank

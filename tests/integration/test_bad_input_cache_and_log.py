@@ -9,8 +9,8 @@ import os
 import subprocess
 import sys
 
+from factbank.observability import JsonFormatter
 from factbank.read.cache import digest
-from factbank.runtime.observability import JsonFormatter
 from tests.integration.conftest import auth, fact_body
 
 

@@ -1,4 +1,4 @@
-"""The class of item 4 (issue 12): a value the database cannot hold is a 4xx, never a 500, and
+"""The class of item 4: a value the database cannot hold is a 4xx, never a 500, and
 nothing is written. Both services' OpenAPI documents are walked, so a new route or parameter is
 covered (or fails here until it has a valid body below): a NUL in every string field and
 parameter, an integer beyond int64 in every integer field, id and cursor, and JSON nested

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from rank_bm25 import BM25Okapi
 
-from factbank.read import lexicon
-from factbank.read.tokenizer import tokenize
+from factbank.text import lexicon
+from factbank.text.tokenizer import tokenize
 from tests.integration.conftest import auth, fact_body
 
 FACTS = [

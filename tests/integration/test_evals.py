@@ -65,10 +65,12 @@ async def test_agent_memory_smoke(dsn: str, tmp_path: Path) -> None:
         assert s["answerable"] == sum(c.answerable for c in chosen)
         assert 0.0 <= s["r@5"] <= 1.0
         assert s["p50_ms"] > 0
-    # Principle 4: a superseded fact is never injected, and recall returns its successor.
+    # docs/principles.md#supersede-keeps-history: a superseded fact is never injected, and recall
+    # returns its successor.
     assert section["summary"]["inject"]["stale@5"] == 0.0
     assert section["summary"]["hybrid+floor"]["stale@5"] == 0.0
-    # Principle 6: the injection block stays inside the prompt budget.
+    # docs/principles.md#small-relevant-injection: the injection block stays inside the prompt
+    # budget.
     assert all(r["tokens"] <= 500 for r in records["inject"])
     # The grep control is a competent grep: it finds exact identifiers.
     exact = [r for r in records["grep"] if r["kind"] == "exact"]

@@ -1,4 +1,4 @@
-"""The set-based import and the vector queue (issue 12, "the newcomer's first hour" items 4-5),
+"""The set-based import and the vector queue ("the newcomer's first hour" items 4-5),
 on the real database: a bulk import writes exactly the rows the per-fact path writes, a refused
 chunk writes nothing, queued vectors drain and make the facts dense-searchable, a worker that
 stops mid-round loses nothing, and re-importing changes nothing."""
@@ -11,9 +11,9 @@ import json
 import numpy as np
 import pytest
 
-from factbank.read import embedder
-from factbank.runtime.settings import Settings
+from factbank.settings import Settings
 from factbank.store import audit, db
+from factbank.text import embedder
 from factbank.write import vectors
 from tests.integration.conftest import auth, fact_body, make_bank
 

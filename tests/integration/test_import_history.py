@@ -9,11 +9,11 @@ import os
 import time
 from datetime import UTC, datetime, timedelta
 
-from factbank_client import hookrecord
 from factbank_client.client import Client
-from tests.integration.test_cli import env as cli_env  # noqa: F401 - test_cli's fixture
-from tests.integration.test_cli import login, ok, ok_json
-from tests.unit.test_history import claude_lines, write
+from factbank_client.hook import record as hookrecord
+from tests.integration.cli_env import env as cli_env  # noqa: F401 (the env fixture)
+from tests.integration.cli_env import login, ok, ok_json
+from tests.unit.history_lines import claude_lines, write
 
 SECRET = "ghp_R7mK2xQ9vL4pT8wN3jH6sD1fG5aZ0cB4yE2u"
 

@@ -9,7 +9,7 @@ import json
 import pytest
 from litestar.testing import AsyncTestClient
 
-from factbank.read import embedder
+from factbank.text import embedder
 from factbank_ingest import app as ingest_app
 from tests.integration.conftest import auth, fact_body, make_bank
 

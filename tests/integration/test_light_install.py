@@ -105,11 +105,13 @@ def test_every_client_module_imports_without_the_server_extra(light):
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert {"factbank_client.cli.main", "factbank_client.cli.facts", "factbank_client.hooks",
-            "factbank_client.mcp_server", "factbank_client.installer"} <= set(result["imported"])
+            "factbank_client.mcp_server",
+            "factbank_client.install.harnesses"} <= set(result["imported"])
     assert result["failed"] == {}
     assert result["server"] == [] and result["heavy"] == []
     assert {"factbank_client.dashboard.app", "factbank_client.dashboard.security",
-            "factbank_client.dashboard.dispatch_page"} <= set(result["dashboard"])
+            "factbank_client.dashboard.dispatch_page",
+            "factbank_client.dashboard.base"} <= set(result["dashboard"])
 
 
 def test_light_help_lists_only_client_commands_and_names_the_extra(light):

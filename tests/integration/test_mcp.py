@@ -20,7 +20,7 @@ from factbank_client import config as client_config
 from factbank_client import mcp_server
 from factbank_client.client import Client as FactbankClient
 from tests.integration import test_cli
-from tests.integration.test_cli import Env
+from tests.integration.cli_env import Env
 
 env = test_cli.env  # the same fixture: both services on free ports, a repo, two banks
 

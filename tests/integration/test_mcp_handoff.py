@@ -1,4 +1,4 @@
-"""The MCP `handoff` tool (issue 15): an agent leaves a note for the next session in the
+"""The MCP `handoff` tool: an agent leaves a note for the next session in the
 project; the note names its files relative to the repository root, reaches only the agent it
 is for (`claude-code`, the MCP name, means Claude Code's sessions: `claude`), appears once in
 that session's start block, and is never a fact."""
@@ -6,7 +6,7 @@ that session's start block, and is never a fact."""
 from __future__ import annotations
 
 from factbank_client.client import Client as FactbankClient
-from tests.integration.test_cli import Env
+from tests.integration.cli_env import Env
 from tests.integration.test_mcp import call, call_fails, env, library, stdio_for  # noqa: F401
 
 

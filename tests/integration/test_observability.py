@@ -7,8 +7,8 @@ import logging
 
 import pytest
 
-from factbank.runtime.observability import JsonFormatter
-from factbank.runtime.settings import Settings
+from factbank.observability import JsonFormatter
+from factbank.settings import Settings
 from tests.integration.conftest import auth, fact_body
 
 METRICS_TOKEN = "operator-metrics-token-for-tests"

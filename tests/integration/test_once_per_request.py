@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from factbank.read import search as search_mod
+from factbank.redact import redaction
 from factbank.store import facts as facts_mod
 from factbank.store import migrations
-from factbank.write import redaction
 from tests.integration.conftest import auth, fact_body, make_bank
 
 

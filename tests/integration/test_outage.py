@@ -1,4 +1,4 @@
-"""Postgres stops under a running ingest and recall (issue 14): every request answers 503 "the
+"""Postgres stops under a running ingest and recall: every request answers 503 "the
 database is unavailable; retry", never a 500; a write caught in the middle of its transaction
 leaves nothing behind; once Postgres is back the same processes serve again.
 

@@ -1,4 +1,5 @@
-"""Writer questions (MISSION principle 15): stored with the fact, embedded as extra vectors,
+"""Writer questions (docs/principles.md#the-writer-asks-the-questions): stored with the
+fact, embedded as extra vectors,
 indexed by BM25, and kept consistent through edit, reinforce, supersede, delete, purge,
 import and export, on the real database."""
 

@@ -1,4 +1,4 @@
-"""Reading changes nothing (issue 21 B2): every `--help`, read command and dry run of the CLI,
+"""Reading changes nothing: every `--help`, read command and dry run of the CLI,
 every GET page of the dashboard and the agents' read tools (MCP), run against a bank with
 facts, a supersede chain, a timeline with a conflict and an open handoff, leaves every row of
 every table as it was.

@@ -434,7 +434,7 @@ async def test_recall_survives_redis_stopping(dsn, settings, two_banks, stack, o
 # Chinese sentences and lines that are not Chinese but not English text either (an ISBN, a
 # motto, a line of dashes, a place of publication), saved bare, as imported notes are. Labelled
 # by their letters, the stray lines were centred as English and lifted by the whole zh>en gap
-# above better Chinese answers (issue 22: mlqa-r-zh-dev dense R@5 0.751 against plain 0.819).
+# above better Chinese answers (mlqa-r-zh-dev dense R@5 0.751 against plain 0.819).
 NATIVE_ZH = [
     "几家公司分别开始为这种处理器移植操作系统，包括 Windows 和 Linux 的多个版本。",
     "研究团队设计了一种叫做超长指令字的新架构，让处理器在一个时钟周期内执行多条指令。",

@@ -217,7 +217,7 @@ async def test_recall_reads_a_paused_streaming_replica_and_a_writer_reads_its_wr
 
 
 def _reads(served: str) -> float:
-    from factbank.runtime.observability import REPLICA_READS
+    from factbank.observability import REPLICA_READS
 
     return REPLICA_READS.labels(served=served)._value.get()
 

@@ -1,4 +1,4 @@
-"""Issue 21 A4: `restore` in an import is bounded to what an export of a bank could hold.
+"""`restore` in an import is bounded to what an export of a bank could hold.
 
 A table of forged restore lines goes through the HTTP import route with a write-scoped token
 and with an admin token, and each case checks the database after: what was stored, at which

@@ -18,11 +18,11 @@ import pytest
 from litestar.testing import AsyncTestClient
 
 from factbank.models import NewFact
-from factbank.read import embedder
 from factbank.runtime.embedded import bin_dir
 from factbank.store import audit, banks, db
+from factbank.text import embedder
 from factbank.write import retain
-from factbank.write.retain import Deps
+from factbank.write.deps import Deps
 from factbank_ingest import app as ingest_app
 from tests.conftest import with_database
 from tests.integration.conftest import auth, fact_body, make_bank

@@ -1,4 +1,4 @@
-"""Issue 21 A5: a claim the bank already retired (superseded or deleted) that is added again is
+"""a claim the bank already retired (superseded or deleted) that is added again is
 answered with what holds now and why, as recall answers a retired hit, and not stored as a new
 active fact. Every write path: HTTP add, batch add (import, per fact), import with queued
 vectors, and import of restore lines with `existing=reinforce`. Storing the claim again takes

@@ -10,10 +10,10 @@ from __future__ import annotations
 import httpx
 
 from tests.conftest import git
-from tests.integration.test_cli import ok_json, run
+from tests.integration.cli_env import ok_json, run
+from tests.integration.secrets_probe import GITHUB
 from tests.integration.test_cli_staleness import API_YAML, add_file_fact
 from tests.integration.test_cli_staleness import env as env  # the fixture
-from tests.integration.test_secrets_everywhere import GITHUB
 
 
 def commit_file(repo, rel: str, text: str, message: str) -> str:

@@ -1,4 +1,4 @@
-"""The rule-promotion gate (issue 16), `GET /v1/rules/candidates`, on the real services: a fact
+"""The rule-promotion gate, `GET /v1/rules/candidates`, on the real services: a fact
 confirmed in two unrelated projects is a candidate with its evidence; projects related by a
 shared remote are not two projects; a dispute after the confirms takes it out; a same-claim
 fact in the other project counts, a correction ("port 8081" after "port 8081") does not;

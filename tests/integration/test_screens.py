@@ -1,4 +1,4 @@
-"""What the screens say (issue 21 B8), each as it was observed on the first day:
+"""What the screens say, each as it was observed on the first day:
 
 - `confirm` on a superseded fact raised its trust and said nothing of its successor;
 - `get` of a stale fact did not say why it is stale;
@@ -22,7 +22,7 @@ from factbank_client.client import Client
 from factbank_client.dashboard import app as dashboard_app
 from factbank_client.dashboard import security
 from tests.integration import test_cli
-from tests.integration.test_cli import ADD_PNPM, Env, login, ok, ok_json, run
+from tests.integration.cli_env import ADD_PNPM, Env, login, ok, ok_json, run
 
 env = test_cli.env  # both services on free ports, a repo, banks alice (personal), acme (team)
 

@@ -1,4 +1,4 @@
-"""The class of item 1 (issue 12): a secret sent in ANY string a write route takes never lands
+"""The class of item 1: a secret sent in ANY string a write route takes never lands
 in clear. Both services' OpenAPI documents are walked, so a new route, field, parameter or
 header is covered: a secret is planted in every string field of every body, every query
 parameter and the X-Factbank-Agent header of every route; then every table of the schema is
@@ -10,7 +10,6 @@ by PATCH, reasons, a fact's project, a category's description) is a 4xx naming t
 
 from __future__ import annotations
 
-import copy
 import json
 import logging
 from collections.abc import Iterator
@@ -18,26 +17,22 @@ from typing import Any
 
 import pytest
 
-from factbank.runtime.observability import JsonFormatter
+from factbank.observability import JsonFormatter
+from factbank.redact import redaction
 from factbank.store import banks
-from factbank.write import redaction
 from tests.integration.conftest import auth, fact_body
+from tests.integration.secrets_probe import (
+    AWS,
+    GITHUB,
+    PASSWORD,
+    SECRETS,
+    dump_tables,
+    leaks,
+    plantings,
+)
 
 # Three families, each recognised on its own: a provider key id, a provider token, a named
 # password. What is searched for is the part that must never appear.
-AWS = "AKIAQ7R2X9KD4M3ZTB5W"
-GITHUB = "ghp_R7mK2xQ9vL4pT8wN3jH6sD1fG5aZ0cB4yE2u"
-PASSWORD = "hunter2-Xy9!long"
-PROSE = "Xy7!pQ2zLm9wQ"
-PROSE_ZH = "Mn5$kQ8wLz2pR"
-SECRETS = {
-    AWS: AWS,
-    GITHUB: GITHUB,
-    f"password = {PASSWORD}": PASSWORD,
-    # Secrets written as prose, the secret word right before the value (issue 21 A9).
-    f"what is the backup password {PROSE}?": PROSE,
-    f"备份密码 {PROSE_ZH}": PROSE_ZH,
-}
 
 FACT = {
     **fact_body("The service listens on port 8080"),
@@ -98,7 +93,7 @@ BODIES: dict[tuple[str, str], Any] = {
              "command": "make test", "exit_code": 0},
         ]
     },
-    # The admin routes (issue 17): a member name holding a secret is refused naming the
+    # The admin routes: a member name holding a secret is refused naming the
     # field, a label is redacted; rotate and revoke take no body.
     ("POST", "/v1/admin/tokens"): {"member": "ana", "scopes": ["read"], "label": "laptop"},
     ("POST", "/v1/admin/tokens/{token_id}/rotate"): {},
@@ -117,27 +112,6 @@ def operations(app: Any) -> Iterator[tuple[str, str, list[dict]]]:
             yield method.upper(), path, op.get("parameters", [])
 
 
-def plantings(value: Any, secret: str, path: str = "") -> Iterator[tuple[str, Any]]:
-    """(where, copy) with `secret` in each string leaf, and in each list (as one more item)."""
-    if isinstance(value, str):
-        if value != "{fact_id}":
-            yield path, secret
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            for where, new in plantings(v, secret, f"{path}.{k}"):
-                out = copy.deepcopy(value)
-                out[k] = new
-                yield where, out
-    elif isinstance(value, list):
-        if all(isinstance(v, str) for v in value):
-            yield f"{path}[+]", [*value, secret]
-        for i, v in enumerate(value):
-            for where, new in plantings(v, secret, f"{path}[{i}]"):
-                out = copy.deepcopy(value)
-                out[i] = new
-                yield where, out
-
-
 def with_id(value: Any, fact_id: int) -> Any:
     if value == "{fact_id}":
         return fact_id
@@ -146,23 +120,6 @@ def with_id(value: Any, fact_id: int) -> Any:
     if isinstance(value, list):
         return [with_id(v, fact_id) for v in value]
     return value
-
-
-def leaks(text: str) -> list[str]:
-    return [shown for shown in SECRETS.values() if shown in text]
-
-
-async def dump_tables(conn) -> dict[str, str]:
-    tables = await conn.fetch(
-        "SELECT table_name FROM information_schema.tables "
-        "WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'"
-    )
-    out = {}
-    for t in tables:
-        name = t["table_name"]
-        rows = await conn.fetch(f'SELECT t::text AS row FROM "{name}" t')
-        out[name] = "\n".join(r["row"] for r in rows)
-    return out
 
 
 class Fresh:
@@ -333,6 +290,8 @@ async def strict_bank(conn, two_banks):
          "description"),
     ],
 )
+
+
 async def test_reject_policy_refuses_every_field_naming_it(
     stack, strict_bank, conn, method, path, body, params, field
 ):
@@ -376,7 +335,7 @@ async def test_member_names_and_token_labels_hold_no_secret(conn, two_banks):
 
 
 def test_the_helper_redacts_or_refuses():
-    from factbank.write.gate import Refused
+    from factbank.errors import Refused
 
     assert AWS not in redaction.clean_text("reason", f"moved; key {AWS}")
     with pytest.raises(Refused) as exc:

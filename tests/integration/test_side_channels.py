@@ -1,4 +1,4 @@
-"""Item 5 (issue 12): nothing one bank's token can read says what another bank holds or asks.
+"""Item 5: nothing one bank's token can read says what another bank holds or asks.
 
 (a) purge's `cache_rows_removed` is the same whether or not another bank holds the same text;
 (b) `/metrics` (process-wide counters) answers only the operator's metrics token, never a bank

@@ -13,11 +13,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from factbank.observability import STALENESS
 from factbank.read import inject
-from factbank.runtime.observability import STALENESS
 from factbank.store import banks
 from tests.integration.conftest import auth, fact_body
-from tests.integration.test_secrets_everywhere import dump_tables
+from tests.integration.secrets_probe import dump_tables
 
 PROJECT = "github.com/acme/api"
 
@@ -164,8 +164,9 @@ async def test_verify_fresh_moved_stale_in_one_transaction(stack, two_banks, con
     assert (out["fresh"], out["moved"], out["stale"], out["still_stale"]) == (1, 1, 1, 0)
     assert sorted(f["id"] for f in out["changed"]) == sorted([b["id"], c["id"]])
     assert await version(conn, "alpha") == before + 1  # one transaction, one version
+    # counted (docs/principles.md#silent-failures-are-the-worst)
     assert {k: STALENESS.labels(outcome=k)._value.get() - v for k, v in counted.items()} == {
-        "fresh": 1, "moved": 1, "stale": 1}  # counted (principle 13)
+        "fresh": 1, "moved": 1, "stale": 1}
 
     fa = (await history(stack, alpha.ro, a["id"]))["fact"]
     assert fa["verified_at"] is not None and fa["status"] == "active"

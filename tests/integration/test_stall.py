@@ -17,9 +17,9 @@ import time
 import httpx
 import pytest
 
-from factbank.read import embedder
 from factbank.runtime import web
 from factbank.runtime.runner import serve_in_thread
+from factbank.text import embedder
 from factbank.write import gate
 from factbank_ingest.app import MAX_IMPORT_LINES
 from tests.integration.conftest import auth, make_bank
@@ -221,7 +221,7 @@ async def test_health_p99_while_the_worst_body_is_processed(route, dsn, conn, se
 async def test_ingest_warms_redaction_up_off_the_event_loop(dsn, settings, monkeypatch):
     from litestar.testing import AsyncTestClient
 
-    from factbank.write import redaction
+    from factbank.redact import redaction
     from factbank_ingest import app as ingest_app
 
     seen: list[str] = []

@@ -1,4 +1,4 @@
-"""The timeline end to end (issue 15): events, conflicts and their window edges, handoffs
+"""The timeline end to end: events, conflicts and their window edges, handoffs
 delivered once, the session briefing, redaction, scopes, bank isolation and retention."""
 
 from __future__ import annotations
@@ -9,32 +9,12 @@ from datetime import UTC, datetime, timedelta
 
 from factbank.store import banks, timeline
 from factbank_client.client import Client
+from tests.integration.cli_env import env as cli_env  # noqa: F401 (the env fixture)
+from tests.integration.cli_env import login, ok, run
 from tests.integration.conftest import auth, fact_body, make_bank
-from tests.integration.test_cli import env as cli_env  # noqa: F401 - test_cli's fixture
-from tests.integration.test_cli import login, ok, run
+from tests.integration.timeline_events import PROJECT, ev, iso, post_events
 
-PROJECT = "github.com/acme/api"
 GITHUB = "ghp_R7mK2xQ9vL4pT8wN3jH6sD1fG5aZ0cB4yE2u"
-
-
-def ev(session: str, kind: str = "file", **over) -> dict:
-    body = {"session_id": session, "kind": kind, "project": PROJECT}
-    body.update(over)
-    return body
-
-
-async def post_events(stack, token, *events, status=201, agent=None):
-    headers = auth(token)
-    if agent:
-        headers["X-Factbank-Agent"] = agent
-    r = await stack.ingest.post("/v1/timeline/events", json={"events": list(events)},
-                                headers=headers)
-    assert r.status_code == status, r.text
-    return r.json()
-
-
-def iso(dt: datetime) -> str:
-    return dt.isoformat()
 
 
 async def session_block(stack, token, session, project=PROJECT):
@@ -200,7 +180,7 @@ async def test_conflict_window_edges_29_59_and_30_01(stack, two_banks, conn):
 async def test_conflict_window_is_configurable(dsn, tmp_path, conn):
     from litestar.testing import AsyncTestClient
 
-    from factbank.runtime.settings import Settings
+    from factbank.settings import Settings
     from factbank_ingest import app as ingest_app
 
     tokens = await make_bank(conn, "gamma")
@@ -516,7 +496,9 @@ async def test_hooks_record_and_tell_the_second_session_of_the_conflict(
     import asyncio
     import time
 
-    from factbank_client import hookentry, hookmain, hookrecord
+    from factbank_client.hook import entry as hookentry
+    from factbank_client.hook import main as hookmain
+    from factbank_client.hook import record as hookrecord
 
     login(capsys, cli_env)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
@@ -584,7 +566,7 @@ TIMELINE_READS = {
 
 
 async def test_no_secret_planted_in_a_timeline_route_lands_anywhere(stack, two_banks, conn):
-    from tests.integration.test_secrets_everywhere import SECRETS, dump_tables, leaks, plantings
+    from tests.integration.secrets_probe import SECRETS, dump_tables, leaks, plantings
 
     alpha, _ = two_banks
     responses: list[str] = []

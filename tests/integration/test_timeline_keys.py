@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from tests.integration.conftest import auth
-from tests.integration.test_timeline import ev, iso, post_events
+from tests.integration.timeline_events import ev, iso, post_events
 
 
 async def test_an_event_with_a_key_the_session_holds_is_not_stored_again(stack, two_banks, conn):

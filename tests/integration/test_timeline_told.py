@@ -1,4 +1,4 @@
-"""Both sessions are told of a conflict (issue 15): the editing one by its own hook (the
+"""Both sessions are told of a conflict: the editing one by its own hook (the
 events answer), the other one once, in its next prompt block."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from factbank.store import banks
 from tests.integration.conftest import auth
-from tests.integration.test_timeline import PROJECT, ev, iso, post_events
+from tests.integration.timeline_events import PROJECT, ev, iso, post_events
 
 
 async def prompt_text(stack, token, session, project=PROJECT) -> str:

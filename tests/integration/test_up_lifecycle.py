@@ -1,4 +1,4 @@
-"""Issue 21 B1: every way `factbank up`'s terminal can end stops its embedded Postgres, checked
+"""every way `factbank up`'s terminal can end stops its embedded Postgres, checked
 by pid; a killed `up` leaves nothing `status` does not name and `down` cannot stop; the next
 `up` takes over a left-over cluster and stops it at its own exit.
 

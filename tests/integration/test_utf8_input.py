@@ -1,4 +1,4 @@
-"""One rule for bytes that are not UTF-8, and UTF-8 where HTTP gives latin-1 (issue 21 A10).
+"""One rule for bytes that are not UTF-8, and UTF-8 where HTTP gives latin-1.
 
 An import line with invalid UTF-8 was silently stored with U+FFFD while the same bytes to
 `/v1/facts` got a 400: now every body (JSON or JSONL) that is not UTF-8 is a 400 naming the

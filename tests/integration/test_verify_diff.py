@@ -15,7 +15,7 @@ from pathlib import Path
 
 from factbank_client.cli.main import main
 from tests.conftest import git, git_env
-from tests.integration.test_cli import run
+from tests.integration.cli_env import run
 from tests.integration.test_cli_staleness import add_file_fact, env  # noqa: F401 (fixture)
 
 CONFIG = "service: api\nserver:\n  host: 0.0.0.0\n  port: 8080\n  workers: 4\n"

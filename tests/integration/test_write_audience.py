@@ -1,4 +1,4 @@
-"""Where a write goes and who can read it (issue 21 B4), in every write's answer: the API's
+"""Where a write goes and who can read it, in every write's answer: the API's
 (`visible_to`), the CLI's line, the MCP tool's text; and `add --help` says what routing does.
 
 Observed: a member given a token of the team bank ran `factbank login --token ...` (saved under
@@ -20,7 +20,7 @@ from factbank_client import mcp_server
 from factbank_client.cli.main import main
 from factbank_client.client import Client
 from tests.integration import test_cli
-from tests.integration.test_cli import Env, ok, ok_json
+from tests.integration.cli_env import Env, ok, ok_json
 
 env = test_cli.env  # both services on free ports, a repo, banks alice (personal), acme (team)
 

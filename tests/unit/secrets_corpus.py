@@ -21,7 +21,7 @@ import string
 import time
 from typing import NamedTuple
 
-from factbank.write.redaction import redact_text
+from factbank.redact.redaction import redact_text
 
 _rng = random.Random(20240601)
 _ALNUM = string.ascii_letters + string.digits

@@ -1,6 +1,6 @@
 import pytest
 
-from factbank.write.claims import ClaimComparison, compare
+from factbank.text.claims import ClaimComparison, compare
 
 
 def same(new: str, old: str) -> bool:

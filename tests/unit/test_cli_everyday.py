@@ -1,4 +1,4 @@
-"""Issue 21 B6: what users expect of a CLI and missed: `--version`, shell completion, `doctor`,
+"""what users expect of a CLI and missed: `--version`, shell completion, `doctor`,
 `--json` on install/uninstall, and `install all` writing only for the harnesses present."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The CLI's help agrees with itself, as a class (issue 21, B7): 17 of 32 commands had no
+"""The CLI's help agrees with itself, as a class: 17 of 32 commands had no
 description, `add CONTENT` but `supersede --content`, `install --help` left out `git`,
 `install git --dry-run` showed no diff, and `created: PATH` beside `created PATH`.
 

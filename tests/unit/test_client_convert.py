@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 
 from factbank_client.client import (
-    FactbankError,
     chunk_lines,
     is_exported_fact,
     merge_injections,
     merge_questions,
     to_new_fact,
 )
+from factbank_client.errors import FactbankError
 
 EXPORTED = {
     "id": 7, "bank": "alice", "content": "The team uses pnpm", "category": "preferences",

@@ -190,7 +190,7 @@ def test_cli_search_shows_the_matched_question_and_companions(bank: FakeBank, ca
     assert "MATCHED QUESTION" in header
     assert first.rstrip().endswith(QUESTIONS[1]) and "below the gate" not in first
     assert "Builds use make (below the gate)" in second and QUESTIONS[1] not in second
-    # Without --related the companion is not a hit (issue 21): left out.
+    # Without --related the companion is not a hit: left out.
     header, first = cli(capsys, "search", "用什么包管理器").splitlines()
     assert first.rstrip().endswith(QUESTIONS[1])
     bank.hits = [hit(fact(1), relevance=0.8, match="content")]

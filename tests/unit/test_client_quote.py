@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from factbank_client.client import QuoteNotFound, check_file_quote
+from factbank_client.client import check_file_quote
+from factbank_client.errors import QuoteNotFound
 
 YAML = "service: api\nserver:\n  host: 0.0.0.0\n  port:   8080\n  workers: 4\n"
 

@@ -1,4 +1,4 @@
-"""The client keeps no secret the server would have redacted (issue 21 A7).
+"""The client keeps no secret the server would have redacted.
 
 `factbank dispatch claude "deploy using <secrets>"` left 12 of 15 secret kinds verbatim in the
 run files and on the dashboard's dispatch page: the client had its own, weaker redaction. Now
@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from factbank.write.redaction import redact_text
+from factbank.redact.redaction import redact_text
 from factbank_client import redact as client_redact
 from factbank_client.config import ClientConfig
 from factbank_client.dashboard import app as dashboard_app

@@ -1,4 +1,4 @@
-"""The wire contract's constants (factbank_client/schema.py) are the ones the server checks:
+"""The wire contract's constants (factbank_common/schema.py) are the ones the server checks:
 one definition, imported by the server, and free of imports so the services depend on no
 client code through it."""
 
@@ -13,7 +13,7 @@ import pytest
 
 from factbank import models
 from factbank.write import gate
-from factbank_client import schema
+from factbank_common import schema
 
 
 def test_schema_imports_nothing_but_typing() -> None:

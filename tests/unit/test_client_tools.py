@@ -1,6 +1,6 @@
 """One table of agent tools (assets/tools.toml): the MCP server and the installed Pi extension
 describe their tools in its words and build their schemas from the same constants
-(factbank_client/schema.py), and no harness is told to call a tool it does not offer."""
+(factbank_common/schema.py), and no harness is told to call a tool it does not offer."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ import re
 import pytest
 from mcp import Client as McpClient
 
-from factbank_client import mcp_server, schema, tools
+from factbank_client import mcp_server, tools
 from factbank_client.tools import texts, tool_name
-from tests.unit.test_hooks_pi import run_ts
+from factbank_common import schema
+from tests.unit.pi_ts import run_ts
 
 
 def server(local_files: bool = True):

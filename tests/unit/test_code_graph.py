@@ -283,7 +283,7 @@ def test_outside_a_checkout_the_cli_says_where_to_run(tmp_path, monkeypatch, cap
 def test_the_pi_extension_answers_with_the_cli_text(repo):
     """Pi's code tools run `factbank code` with the installer's interpreter (the index is
     local, as for the stdio MCP server): the same text comes back."""
-    from tests.unit.test_hooks_pi import run_ts
+    from tests.unit.pi_ts import run_ts
 
     got = run_ts(f"result = await m.runCode(['callers', 'src/retry.go::Policy.Backoff', "
                  f"'--limit', '5'], {json.dumps(str(repo))});")

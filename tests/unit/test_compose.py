@@ -2,7 +2,8 @@
 
 The stack is started for real by tests/compose (marker `compose`, with a Docker engine);
 these checks need no engine and run everywhere: compose.yaml against the Compose
-Specification's JSON Schema (../shared/schemas), then the properties MISSION principle 11
+Specification's JSON Schema (../shared/schemas), then the properties MISSION
+docs/principles.md#the-service-is-exposed-the-database-is-not
 and the operations guide rely on: Postgres and Redis publish nothing and live on an
 internal network; ingest and recall publish only on ${FACTBANK_BIND}; every long-running
 service has a healthcheck; start order waits for health and for the migration; no secret is

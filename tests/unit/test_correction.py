@@ -1,11 +1,11 @@
-"""The prompt hook's correction detector (factbank_client.correction) on its labelled set and
+"""The prompt hook's correction detector (factbank_client.hook.correction) on its labelled set and
 on the hard cases the set is built around; the nudge line; the hook adds it."""
 
 from __future__ import annotations
 
 import pytest
 
-from factbank_client import correction
+from factbank_client.hook import correction
 from factbank_evals import corrections
 
 
@@ -48,7 +48,7 @@ def test_the_nudge_names_the_fact_or_asks_for_a_save() -> None:
 
 
 def test_the_prompt_hook_adds_the_nudge_and_asks_the_service(monkeypatch, tmp_path) -> None:
-    from factbank_client import hookmain
+    from factbank_client.hook import main as hookmain
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     asked = []

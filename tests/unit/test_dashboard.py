@@ -5,36 +5,36 @@ from __future__ import annotations
 
 from jinja2 import Environment, FileSystemLoader
 
-from factbank_client.dashboard import app, security
+from factbank_client.dashboard import base, evals_page, security
 
 
 def test_sparkline_maps_trust_onto_a_fixed_band():
-    s = app.sparkline([0.75, 0.82, 0.17], width=200, height=44)
+    s = base.sparkline([0.75, 0.82, 0.17], width=200, height=44)
     pts = [tuple(map(float, p.split(","))) for p in s["points"].split()]
     assert [x for x, _ in pts] == [0.0, 100.0, 200.0]
     assert pts[1][1] < pts[0][1] < pts[2][1]  # higher trust is higher on the page
-    assert app.sparkline([0.5])["points"].count(",") == 2  # one event still draws a line
-    top, bottom = app.sparkline([1.0, 0.0], height=44)["points"].split()
+    assert base.sparkline([0.5])["points"].count(",") == 2  # one event still draws a line
+    top, bottom = base.sparkline([1.0, 0.0], height=44)["points"].split()
     assert top.endswith(",4.0") and bottom.endswith(",40.0")
 
 
 def test_source_links_only_for_urls_and_known_forges():
-    assert app.source_href({"source": {"kind": "url", "location": "https://x.dev/a"}}) \
+    assert base.source_href({"source": {"kind": "url", "location": "https://x.dev/a"}}) \
         == "https://x.dev/a"
-    assert app.source_href({"source": {"kind": "url", "location": "javascript:alert(1)"}}) \
+    assert base.source_href({"source": {"kind": "url", "location": "javascript:alert(1)"}}) \
         is None
-    assert app.source_href({"source": {"kind": "commit", "location": "3f9c2e1a7b"},
+    assert base.source_href({"source": {"kind": "commit", "location": "3f9c2e1a7b"},
                             "project": "github.com/acme/api"}) \
         == "https://github.com/acme/api/commit/3f9c2e1a7b"
-    assert app.source_href({"source": {"kind": "commit", "location": "3f9c2e1a7b"},
+    assert base.source_href({"source": {"kind": "commit", "location": "3f9c2e1a7b"},
                             "project": "git.internal/acme/api"}) is None
-    assert app.source_href({"source": {"kind": "commit", "location": "not a sha"},
+    assert base.source_href({"source": {"kind": "commit", "location": "not a sha"},
                             "project": "github.com/acme/api"}) is None
-    assert app.source_href({"source": {"kind": "file", "location": "a.py:3"}}) is None
+    assert base.source_href({"source": {"kind": "file", "location": "a.py:3"}}) is None
 
 
 def test_markdown_reports_are_escaped_tables_and_headings():
-    html = app.markdown_html("# Bench <b>\n\n| a | b |\n|---|---|\n| 1 | <script> |\n\ntext")
+    html = evals_page.markdown_html("# Bench <b>\n\n| a | b |\n|---|---|\n| 1 | <script> |\n\ntext")
     assert "<h1>Bench &lt;b&gt;</h1>" in html
     assert '<table class="md"><thead><tr><th>a</th><th>b</th></tr></thead>' in html
     assert "<td>&lt;script&gt;</td>" in html and "<script>" not in html
@@ -42,8 +42,8 @@ def test_markdown_reports_are_escaped_tables_and_headings():
 
 
 def _health(stats: dict) -> str:
-    env = Environment(loader=FileSystemLoader(str(app.HERE / "templates")), autoescape=True)
-    env.globals.update(app._globals())
+    env = Environment(loader=FileSystemLoader(str(base.HERE / "templates")), autoescape=True)
+    env.globals.update(base._globals())
     return env.get_template("health.html").render(
         services=[("recall", {"url": "http://x", "status": 200, "ok": True,
                               "body": {"database": "ok"}})],
@@ -72,7 +72,7 @@ def test_secrets_are_random_per_launch():
     assert len(a.launch) >= 40
 
 
-# --- redirects stay on the dashboard (issue 21 A10) ------------------------------------------
+# --- redirects stay on the dashboard ------------------------------------------
 
 HOSTILE_PATHS = ["//evil.example/", "///evil.example/x", "/\\evil.example/", "/\t/evil.example",
                  "/%2F%2Fevil.example", "//evil.example/?a=1", "/\n/evil.example",
@@ -118,7 +118,7 @@ def test_the_launch_redirect_never_leaves_the_dashboard():
 
 def test_every_redirect_the_app_sends_is_local():
     for path in HOSTILE_PATHS:
-        location = app.back(path, done="ok").url
+        location = base.back(path, done="ok").url
         assert not _leaves(location), (path, location)
-    assert app.back("/facts?bank=personal", done="saved").url == \
+    assert base.back("/facts?bank=personal", done="saved").url == \
         "/facts?bank=personal&done=saved"

@@ -1,5 +1,5 @@
 """The regression gate (`factbank_evals.gate`): every set and split that moved by more than one
-point, either way, is marked with the commit range; nothing else is (issue 22)."""
+point, either way, is marked with the commit range; nothing else is."""
 
 from __future__ import annotations
 

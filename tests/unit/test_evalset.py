@@ -1,11 +1,12 @@
 """The hand-written agent-memory eval set (`evals/sets/agent-memory/`) keeps its promises.
 
-MISSION principle 12: a benchmark where every query shares a word with its answer measures
+docs/principles.md#benchmarks-must-be-hard: a benchmark where every query shares a word with
+its answer measures
 nothing (a LIKE scan scored 1.000). These tests pin the properties that make this set hard:
 paraphrases share no content word with their answer, every answerable query has a decoy that
 does share a word with it, refusals have no answer, and chronology queries point at the fact
 that superseded the stale one. They also keep the set's shape (counts, language balance, tags
-as principle 14 asks the saving agent to write them).
+as docs/principles.md#the-writer-bridges-the-words asks the saving agent to write them).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from factbank.read.tokenizer import content_words
+from factbank.text.tokenizer import content_words
 
 SET_DIR = Path(__file__).resolve().parents[2] / "evals" / "sets" / "agent-memory"
 CATEGORIES = {

@@ -1,4 +1,5 @@
-"""The agent-memory set's writer questions (principle 15): one line per fact, two English and
+"""The agent-memory set's writer questions (docs/principles.md#the-writer-asks-the-questions): one
+line per fact, two English and
 two Chinese questions each, within the API's limits, and the eval's four save configurations
 carry exactly what they say."""
 

@@ -1,4 +1,4 @@
-"""Item 7 (issue 12): files holding secrets are 0600 from the moment they exist, never
+"""Item 7: files holding secrets are 0600 from the moment they exist, never
 written wider and chmodded after: the client's config (tokens), the installer's temp copy of
 ~/.claude.json (and a new ~/.claude.json), and `factbank export --out`. Checked under a
 permissive umask (0o022), by watching every `os.open` (mode 0600, O_EXCL for temp files) and
@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from factbank_client import config, installer, safefs
+from factbank_client import config, safefs
 from factbank_client.cli import common as cli_common
 from factbank_client.cli import facts as cli_facts
+from factbank_client.install import harnesses as installer
 
 TOKEN = "fb_" + "s" * 43
 

@@ -30,7 +30,7 @@ from factbank.read.fusion import (
     raw_scores,
     relevance,
 )
-from factbank.read.tokenizer import cjk_share, language
+from factbank.text.tokenizer import cjk_share, language
 
 GATE = DEFAULT.floor  # one gate for every language: the pair is folded into each score
 
@@ -430,7 +430,7 @@ def test_the_cohort_keeps_same_language_answers_above_the_other_languages_neighb
     assert dict(plain)[1] == pytest.approx(0.89 - 0.80 + DEFAULT.offset_en_en)
 
 
-# --- where the embedder places a vector's language (issue 22) ---------------------------------
+# --- where the embedder places a vector's language ---------------------------------
 
 
 def _two_language_background() -> BackgroundVectors:

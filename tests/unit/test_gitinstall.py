@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from factbank_client import gitinstall
 from factbank_client.cli.main import main
+from factbank_client.install import git as gitinstall
 from tests.conftest import git
 from tests.unit.test_hooks import HookEnv, StandIn, parse, standin  # noqa: F401 (fixture)
 

@@ -1,6 +1,6 @@
 """Gemini CLI, Qwen Code and Copilot CLI hook payloads (captured from the real binaries:
 tests/fixtures/harness-payloads/*.jsonl) read in Claude Code's terms, and factbank's output
-given back in theirs (factbank_client/hookadapt.py)."""
+given back in theirs (factbank_client/hook/adapt.py)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from factbank_client import hookadapt, hookmain, installer
-from factbank_client.hookrecord import agent_name
+from factbank_client.hook import adapt as hookadapt
+from factbank_client.hook import main as hookmain
+from factbank_client.hook.record import agent_name
+from factbank_client.install import common
 
 PAYLOADS = Path(__file__).resolve().parents[1] / "fixtures" / "harness-payloads"
 EVENT = {"SessionStart": "SessionStart", "BeforeAgent": "UserPromptSubmit",
@@ -30,7 +32,7 @@ def captured(harness: str) -> list[tuple[str, dict]]:
 
 
 def test_the_hook_entry_knows_the_same_harnesses() -> None:
-    from factbank_client import hookentry
+    from factbank_client.hook import entry as hookentry
 
     assert hookentry.NEXT_HARNESSES == hookadapt.HARNESSES
 
@@ -109,7 +111,7 @@ def test_output_in_each_harness_terms() -> None:
 
 def run_hook(home: Path, event: str, harness: str, payload: dict) -> tuple[int, str, float]:
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-I", "-S", installer.hook_script(), event, harness],
+    proc = subprocess.run([sys.executable, "-I", "-S", common.hook_script(), event, harness],
                           input=json.dumps(payload).encode(), capture_output=True, timeout=20,
                           env={"PATH": os.environ.get("PATH", "/usr/bin"), "HOME": str(home)})
     return proc.returncode, proc.stdout.decode(), time.monotonic() - start

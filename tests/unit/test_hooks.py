@@ -413,7 +413,7 @@ def test_sessions_count_separately(hook: HookEnv) -> None:
 
 
 def test_reminder_asks_for_bilingual_questions_and_stays_short() -> None:
-    from factbank_client import hookmain
+    from factbank_client.hook import main as hookmain
 
     text = hookmain.REMINDER
     assert "2-4 questions" in text and "English and Chinese" in text and "tags" in text
@@ -423,7 +423,7 @@ def test_reminder_asks_for_bilingual_questions_and_stays_short() -> None:
 
 def test_every_output_shape_validates() -> None:
     """The shapes the module can produce, checked directly against the schemas."""
-    from factbank_client import hookmain
+    from factbank_client.hook import main as hookmain
 
     validate("SessionStart", "output", hookmain.context_output("SessionStart", "x"))
     validate("UserPromptSubmit", "output", hookmain.context_output("UserPromptSubmit", "x"))

@@ -10,36 +10,18 @@ Skips when node or the harness install (tests/harness/npm.py) is missing; it nev
 
 from __future__ import annotations
 
-import atexit
-import functools
 import json
-import shutil
-import subprocess
-import tempfile
-import textwrap
 import time
 from pathlib import Path
 
-import pytest
-
 from factbank_client import config as client_config
-from factbank_client import installer, render
-from factbank_client.inert import inert
+from factbank_client import render
 from factbank_client.project import normalise_remote, project_key
 from factbank_client.tools import texts
+from factbank_common.inert import inert
 from tests.conftest import git
-from tests.harness.npm import harness_dir
 from tests.unit.hostile_text import HOSTILE
-
-
-@functools.cache
-def installed_extension() -> Path:
-    """The extension as `factbank install pi` writes it, in a temp dir of its own."""
-    home = Path(tempfile.mkdtemp(prefix="factbank-pi-"))
-    atexit.register(shutil.rmtree, home, ignore_errors=True)
-    path = home / installer.PI_EXTENSION
-    path.write_text(installer.pi_extension_text(), "utf-8")
-    return path
+from tests.unit.pi_ts import run_ts
 
 REMOTES = [
     "git@github.com:Acme/Api.git",
@@ -58,30 +40,6 @@ REMOTES = [
     "https://github.com/acme/api?x=1",
     "",
 ]
-
-
-def _jiti() -> Path:
-    jiti = harness_dir() / "node_modules" / "jiti"
-    if shutil.which("node") is None or not jiti.is_dir():
-        pytest.skip("needs node and the harness install (run tests/harness once)")
-    return jiti
-
-
-def run_ts(body: str) -> object:
-    """Import the extension in node via jiti and print json of `body`'s `result`."""
-    script = textwrap.dedent(f"""
-        const {{ createJiti }} = require({json.dumps(str(_jiti()))});
-        const jiti = createJiti(process.cwd() + "/");
-        (async () => {{
-          const m = await jiti.import({json.dumps(str(installed_extension()))});
-          let result;
-          {body}
-          process.stdout.write(JSON.stringify(result));
-        }})().catch((e) => {{ console.error(e); process.exit(1); }});
-    """)
-    proc = subprocess.run(["node", "-e", script], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
 
 
 def test_normalise_remote_matches_python() -> None:
@@ -155,7 +113,8 @@ def test_config_env_overrides(tmp_path: Path) -> None:
                    "tokens": {"personal": "t1", "team": "t2"}, "teamCategories": []}
 
 
-# --- writer questions (principle 15) ----------------------------------------------------------
+# --- writer questions (docs/principles.md#the-writer-asks-the-questions)
+# ----------------------------------------------------------
 
 QUESTIONS = ["which package manager do we use?", "装依赖用 npm 还是 pnpm？"]
 PARAMS = {"content": "The team uses pnpm", "category": "preferences", "source_kind": "user",
@@ -178,7 +137,7 @@ def test_pi_tools_ask_for_bilingual_questions_and_say_why() -> None:
         assert must in add, must
     assert "2-4 questions" in got["factbank_supersede"]["description"]
     search = got["factbank_search"]["description"]
-    # The match score explained again (issue 13: Pi's copy of this text had lost it).
+    # The match score explained again (Pi's copy of this text had lost it).
     assert "a match of 0.50 or more is a confident one" in search and "below the gate" in search
 
 
@@ -230,7 +189,7 @@ OUTCOMES = [
      "redacted": [{"kind": "aws-key", "field": "content"}, {"field": "quote"}], "note": "x"},
     {"status": "reinforced", "bank": "team", "fact": FACTS[1], "note": "same claim"},
     {"status": "stored", "bank": "team", "fact": FACTS[1]},
-    # Issue 21 B4: where it went and who reads it, and a team token saved as "personal".
+    # where it went and who reads it, and a team token saved as "personal".
     {"status": "stored", "bank": "personal", "fact": FACTS[1],
      "visible_to": {"bank": "acme", "kind": "team", "members": 3,
                     "names": ["alice", "bob", "carol"]}},
@@ -243,7 +202,7 @@ OUTCOMES = [
 
 
 def test_pi_says_why_a_fact_is_not_current_as_render_does() -> None:
-    """Issue 21 B8: `get` of a stale fact says why, in both the MCP text and Pi's."""
+    """`get` of a stale fact says why, in both the MCP text and Pi's."""
     stale = {**FACTS[0], "status": "stale", "stale": {
         "reason": "the quote is gone from deploy/api.yaml:4", "since": "2026-12-01T10:00:00Z",
         "context": "3:   host: 0.0.0.0\n4:   port: 9090\n"}}
@@ -271,8 +230,9 @@ def test_pi_writes_facts_and_outcomes_as_render_does_for_mcp() -> None:
 
 
 def test_pi_fingerprint_matches_the_python_client(tmp_path: Path) -> None:
-    """Issue 16: Pi's add computes the same fingerprint (and repo-relative location) as
-    factbank_client/fingerprint.py, for a committed file, a dirty one and a commit source."""
+    """Pi's add computes the same fingerprint (and repo-relative location) as
+    factbank_client/staleness/fingerprint.py, for a committed file, a dirty one and a commit
+    source."""
     from factbank_client.client import new_fact
 
     repo = tmp_path / "repo"
@@ -329,9 +289,9 @@ def test_pi_symbol_source_is_the_python_clients_and_a_bad_one_is_refused(tmp_pat
 
 
 def test_pi_session_start_starts_verify_in_the_background(tmp_path: Path) -> None:
-    """Issue 16: the installed extension runs the installer's verify command, detached, in a
+    """the installed extension runs the installer's verify command, detached, in a
     repository; outside one, or with FACTBANK_VERIFY=0, it does not."""
-    from factbank_client.installer import pi_extension_text
+    from factbank_client.install.common import pi_extension_text
 
     assert '"verifyCommand"' in pi_extension_text()
     repo = tmp_path / "repo"
@@ -358,7 +318,7 @@ def test_pi_session_start_starts_verify_in_the_background(tmp_path: Path) -> Non
 
 
 def test_pi_add_never_reads_a_hostile_location(tmp_path: Path) -> None:
-    """Issue 21 A1: Pi's add reads the cited file only as safefs does (its `readInside`): the
+    """Pi's add reads the cited file only as safefs does (its `readInside`): the
     hostile table (tests/unit/hostile_fs.py) gives no fingerprint and nothing of the file, and
     a file inside the repository (through the root's own link too) still gets one."""
     from factbank_client.client import new_fact
@@ -397,7 +357,7 @@ def test_pi_add_never_reads_a_hostile_location(tmp_path: Path) -> None:
 
 
 def test_pi_renders_bank_text_inert_as_the_python_client_does() -> None:
-    """Issue 21 A6: the extension's `inert` is factbank_client/inert.py's, escape for escape,
+    """the extension's `inert` is factbank_common/inert.py's, escape for escape,
     and its fact lines carry no line, escape or invisible character of a bank's own."""
     texts_ = [t[:4100] for t in HOSTILE.values()]  # past the limit; a command line is short
     facts = [{**FACTS[0], "content": t, "tags": [t], "status": "active",
@@ -414,7 +374,7 @@ def test_pi_checks_the_block_against_the_working_tree_as_the_hooks_do(tmp_path: 
     """Verify before inject in Pi: `checkHere` and `filterBlock` give worktree.py's answers on
     a real repository (unchanged, drifted, edited, missing, binary, ignored, redacted), and
     the same block text."""
-    from factbank_client import fingerprint, worktree
+    from factbank_client.staleness import fingerprint, worktree
 
     repo = tmp_path / "repo"
     (repo / "deploy").mkdir(parents=True)

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from factbank_client import hookverify
+from factbank_client.hook import verify as hookverify
 
 
 @pytest.fixture

@@ -12,12 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from factbank_client import fingerprint, native, rulepatch, safefs
+from factbank_client import native, rulepatch, safefs
 from factbank_client.cli import common as cli_common
 from factbank_client.cli import facts as cli_facts
-from factbank_client.cli.main import CommandError
-from factbank_client.client import QuoteCheck, QuoteNotFound, check_file_quote, new_fact
-from factbank_client.verify import Repo, Skip, check
+from factbank_client.client import QuoteCheck, check_file_quote, new_fact
+from factbank_client.errors import ProposeError, QuoteNotFound, UnsafePath
+from factbank_client.staleness import fingerprint
+from factbank_client.staleness.verify import Repo, Skip, check
+from factbank_common.commands import CommandError
 from tests.unit.hostile_fs import (
     HOSTILE_IDS,
     OK_LINE,
@@ -136,7 +138,7 @@ def fingerprint_of(root: Path, location: str, *, typed: bool = False):
     path = location.rsplit(":", 1)[0]
     try:
         real = safefs.inside(root, path)
-    except safefs.UnsafePath:
+    except UnsafePath:
         real = Path(root, path.replace("\0", ""))  # what a careless caller would pass
     fp = fingerprint.for_file(QuoteCheck(location=location, lines=[2], spans=[(2, 2)],
                                          path=real), root)
@@ -161,7 +163,7 @@ def rules_propose_to(root: Path, location: str, *, typed: bool = False):
     try:
         out = rulepatch.propose(root, cand, location.rsplit(":", 1)[0],
                                 out=str(root / "rule.patch"))
-    except rulepatch.ProposeError as exc:
+    except ProposeError as exc:
         return False, [str(exc)]
     return ("first" in out["show"] or SECRET in out["show"]), [out]
 
@@ -279,7 +281,7 @@ def test_migrate_native_still_reads_a_link_inside_the_repository(fresh):
     ("..\\x", "backslash"), ("a/" * 2100 + "x", "too long"), (".git/config", "git's own"),
 ])
 def test_refusals_say_why(tmp_path, path, why):
-    with pytest.raises(safefs.UnsafePath, match=why):
+    with pytest.raises(UnsafePath, match=why):
         safefs.read(tmp_path, path)
 
 
@@ -287,7 +289,7 @@ def test_a_fifo_inside_is_refused_without_blocking(tmp_path):
     import os
 
     os.mkfifo(tmp_path / "pipe")
-    with pytest.raises(safefs.UnsafePath, match="not a regular file"):
+    with pytest.raises(UnsafePath, match="not a regular file"):
         safefs.read(tmp_path, "pipe")
 
 
@@ -295,16 +297,16 @@ def test_dashboard_reports_never_follow_a_link_out(fresh, tmp_path):
     lay = fresh
     """The dashboard's evals page and plot route read report files only inside the reports
     folder: a `.md` or `.png` linked out of it is left out (404 for the plot)."""
-    from factbank_client.dashboard import app
+    from factbank_client.dashboard import evals_page
 
     reports = tmp_path / "reports"
     (reports / "2026-12-02").mkdir(parents=True)
     (reports / "2026-12-02" / "ok.md").write_text(f"# ok\n\n{OK_LINE}\n")
     (reports / "2026-12-02" / "leak.md").symlink_to(lay.notes)
     (reports / "2026-12-02" / "leak.png").symlink_to(lay.notes)
-    got = app.latest_reports(reports)
+    got = evals_page.latest_reports(reports)
     assert [name for name, _ in got[0]["texts"]] == ["ok.md"] and secret_free(got)
-    with pytest.raises(safefs.UnsafePath):
+    with pytest.raises(UnsafePath):
         safefs.read(reports, "2026-12-02/leak.png")
 
 

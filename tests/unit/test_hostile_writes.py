@@ -1,4 +1,4 @@
-"""Issue 21 A3: every file the client writes (the git hook, with and without core.hooksPath,
+"""every file the client writes (the git hook, with and without core.hooksPath,
 the harness settings, Pi's extension, the install manifest, Codex's config as codex_trust
 writes it, the login config, a rule patch, hook state, the timeline queue's pending file),
 run against one table of hostile targets in a real git repository:
@@ -24,16 +24,19 @@ from pathlib import Path
 
 import pytest
 
-from factbank_client import (
-    config,
-    gitinstall,
-    hookrecord,
-    hookstate,
-    installer,
-    native,
-    rulepatch,
-    safefs,
+from factbank_client import config, native, rulepatch
+from factbank_client.errors import (
+    GitInstallError,
+    InstallError,
+    MigrateError,
+    ProposeError,
+    UnsafePath,
 )
+from factbank_client.hook import record as hookrecord
+from factbank_client.hook import state as hookstate
+from factbank_client.install import common
+from factbank_client.install import git as gitinstall
+from factbank_client.install import harnesses as installer
 from tests.unit.hostile_fs import git, layout
 
 PRECIOUS = b'{"precious": true}\n'
@@ -48,8 +51,8 @@ class Writer:
     consumes: bool = False  # a queue file: what is there is taken (renamed away), not read
 
 
-def _paths(home: Path) -> installer.Paths:
-    return installer.Paths.from_env({"HOME": str(home)})
+def _paths(home: Path) -> common.Paths:
+    return common.Paths.from_env({"HOME": str(home)})
 
 
 def _hooks_path(repo: Path, home: Path) -> Path:
@@ -68,7 +71,7 @@ def _propose(repo, home):
 
 def _pending(home):
     os.environ["XDG_CACHE_HOME"] = str(home / ".cache")
-    from factbank_client import hookentry
+    from factbank_client.hook import entry as hookentry
 
     return Path(hookentry.pending_path(hookentry.safe_name("s1")))
 
@@ -76,35 +79,35 @@ def _pending(home):
 WRITERS = {
     "git_hook": Writer(lambda r, h: r / ".git" / "hooks" / "post-commit",
                        lambda r, h: gitinstall.install(r, "/usr/bin/python3", str(h / "v.log")),
-                       (gitinstall.GitInstallError,), chains=True),
+                       (GitInstallError,), chains=True),
     "git_hook_core_hookspath": Writer(
         _hooks_path, lambda r, h: gitinstall.install(r, "/usr/bin/python3", str(h / "v.log")),
-        (gitinstall.GitInstallError,), chains=True),
+        (GitInstallError,), chains=True),
     "claude_settings": Writer(lambda r, h: _paths(h).claude_settings(), _install(["claude"]),
-                              (installer.InstallError,)),
+                              (InstallError,)),
     "claude_json": Writer(lambda r, h: _paths(h).claude_json, _install(["claude"]),
-                          (installer.InstallError,)),
+                          (InstallError,)),
     "pi_extension": Writer(lambda r, h: _paths(h).pi_extension(), _install(["pi"]),
-                           (installer.InstallError,)),
+                           (InstallError,)),
     "install_manifest": Writer(lambda r, h: _paths(h).manifest, _install(["pi"]),
-                               (installer.InstallError,)),
+                               (InstallError,)),
     "codex_trust_config": Writer(  # codex_trust writes ~/.codex/config.toml with this
         lambda r, h: _paths(h).codex_config(),
         lambda r, h: installer.write_text(_paths(h).codex_config(), "[hooks]\n"),
-        (installer.InstallError,)),
+        (InstallError,)),
     "login_config": Writer(lambda r, h: h / ".config" / "factbank" / "config.toml",
                            lambda r, h: config.save_login(
                                "http://127.0.0.1:8701", "fb_" + "t" * 43,
                                path=h / ".config" / "factbank" / "config.toml"),
-                           (safefs.UnsafePath,)),
+                           (UnsafePath,)),
     "rule_patch": Writer(lambda r, h: r / ".git" / "factbank" / "rule-4.patch", _propose,
-                         (rulepatch.ProposeError,)),
+                         (ProposeError,)),
     "hook_state": Writer(
         lambda r, h: Path(hookstate._state_file("s1")),
-        lambda r, h: hookstate.save("s1", {"n": 1}), (safefs.UnsafePath,)),
+        lambda r, h: hookstate.save("s1", {"n": 1}), (UnsafePath,)),
     "timeline_pending": Writer(lambda r, h: _pending(h),
                                lambda r, h: hookrecord.leave_pending("s1", ["a warning"]),
-                               (safefs.UnsafePath,), consumes=True),
+                               (UnsafePath,), consumes=True),
 }
 
 KINDS = ["link_to_precious", "dangling_link", "directory", "planted_temp_names"]
@@ -192,7 +195,7 @@ def test_native_backup_never_writes_into_a_planted_folder(env, monkeypatch, tmp_
     assert dest.is_dir() and not dest.is_symlink() and list(victim.iterdir()) == []
     shutil.rmtree(dest)
     dest.symlink_to(victim)
-    with pytest.raises(native.MigrateError, match="symbolic link"):
+    with pytest.raises(MigrateError, match="symbolic link"):
         native.backup("claude", files, repo)
     assert list(victim.iterdir()) == []
 
@@ -246,9 +249,9 @@ def test_a_foreign_pi_extension_mentioning_the_marker_is_refused_and_kept(env):
     _repo, home, _ = env
     ext = _paths(home).pi_extension()
     ext.parent.mkdir(parents=True)
-    foreign = f"// my extension; not {installer.PI_MARKER}\nexport default () => {{}}\n"
+    foreign = f"// my extension; not {common.PI_MARKER}\nexport default () => {{}}\n"
     ext.write_text(foreign)
-    with pytest.raises(installer.InstallError, match="not factbank's extension"):
+    with pytest.raises(InstallError, match="not factbank's extension"):
         installer.plan_install(["pi"], _paths(home))
     installer.apply(installer.plan_uninstall(["pi"], _paths(home)))
     assert ext.read_text() == foreign
@@ -271,7 +274,7 @@ def test_apply_refuses_a_file_changed_since_the_plan(env):
     settings = paths.claude_settings()
     settings.parent.mkdir(parents=True, exist_ok=True)
     settings.write_text('{"mine": 1}\n')
-    with pytest.raises(installer.InstallError, match="changed while"):
+    with pytest.raises(InstallError, match="changed while"):
         installer.apply(plan)
     assert settings.read_text() == '{"mine": 1}\n'
 
@@ -316,7 +319,7 @@ def _verify_lock(repo: Path, home: Path) -> Path:
 
 def _take_verify_lock(repo: Path, home: Path):
     from factbank_client.cli import staleness
-    from factbank_client.cli.main import CommandError
+    from factbank_common.commands import CommandError
 
     try:
         lock = staleness._lock(repo)

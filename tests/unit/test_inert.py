@@ -1,4 +1,4 @@
-"""Text from a bank cannot add structure to what the product writes (issue 21 A6).
+"""Text from a bank cannot add structure to what the product writes.
 
 One table of hostile strings goes through every writer that puts bank text somewhere: the
 rule patch `rules propose` writes (and its commit), the session and prompt blocks the services
@@ -22,11 +22,13 @@ import pytest
 
 from factbank.models import Author, Fact, Hit, Source, Via
 from factbank.read import inject
-from factbank_client import hookmain, hookrecord, render, rulepatch
-from factbank_client.cli import output
+from factbank_client import render, rulepatch
 from factbank_client.dispatch import handoff_text
 from factbank_client.dispatch.store import Run
-from factbank_client.inert import LIMIT, inert, inert_lines, json_inert
+from factbank_client.hook import main as hookmain
+from factbank_client.hook import record as hookrecord
+from factbank_common import output
+from factbank_common.inert import LIMIT, inert, inert_lines, json_inert
 from tests.unit.hostile_text import HOSTILE
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)

@@ -1,7 +1,8 @@
 """`factbank install|uninstall` against throwaway homes that already hold realistic config:
 other hooks and MCP servers, comments, odd indentation, user text around our block.
 
-What must hold (principle 8): the result validates against the harnesses' schemas; everything
+What must hold (docs/principles.md#installers-respect-the-users-files): the result validates against
+the harnesses' schemas; everything
 the user had stays byte for byte where it was; re-running changes nothing; reinstalling from
 another path replaces our entries in place; uninstall restores every file exactly and deletes
 only files the installer created; --dry-run shows the diff and writes nothing.
@@ -20,8 +21,10 @@ import jsonschema
 import pytest
 import tomlkit
 
-from factbank_client import installer
-from factbank_client.installer_files import BLOCK_BEGIN, BLOCK_END, is_our_handler
+from factbank_client.errors import InstallError
+from factbank_client.install import common
+from factbank_client.install import harnesses as installer
+from factbank_client.install.files import BLOCK_BEGIN, BLOCK_END, is_our_handler
 
 SHARED_DIR = Path(
     os.environ.get("FACTBANK_SHARED_DIR") or Path(__file__).resolve().parents[3] / "shared"
@@ -119,16 +122,16 @@ def home(tmp_path: Path) -> Path:
     return h
 
 
-def paths_for(home: Path) -> installer.Paths:
-    return installer.Paths.from_env({"HOME": str(home)})
+def paths_for(home: Path) -> common.Paths:
+    return common.Paths.from_env({"HOME": str(home)})
 
 
-OTHER = installer.Launcher("/opt/factbank-venv/bin/python3",
+OTHER = common.Launcher("/opt/factbank-venv/bin/python3",
                           "/opt/factbank-venv/lib/python3.11/site-packages/factbank_client/hooks.py")
 
 
 def install(home: Path, names=("all",),
-            launcher: installer.Launcher | None = None) -> installer.Plan:
+            launcher: common.Launcher | None = None) -> installer.Plan:
     plan = installer.plan_install(list(names), paths_for(home), launcher)
     installer.apply(plan)
     return plan
@@ -165,9 +168,9 @@ def test_install_all_into_existing_config(home: Path) -> None:
                        ("UserPromptSubmit", "user-prompt-submit"), ("Stop", "stop")):
         ours = [h for g in hooks[event] for h in g["hooks"] if is_our_handler(h)]
         assert len(ours) == 1
-        assert ours[0]["command"] == (f"{installer.python_exe()} -I -S "
-                                      f"{installer.hook_script()} {arg}")
-        assert ours[0]["timeout"] == installer.HOOK_TIMEOUT
+        assert ours[0]["command"] == (f"{common.python_exe()} -I -S "
+                                      f"{common.hook_script()} {arg}")
+        assert ours[0]["timeout"] == common.HOOK_TIMEOUT
     assert settings["permissions"]["allow"][:2] == ["Bash(npm run lint)", "Read(~/.zshrc)"]
     assert "mcp__factbank__add" in settings["permissions"]["allow"]
     assert "mcp__factbank__delete" not in settings["permissions"]["allow"]
@@ -180,7 +183,7 @@ def test_install_all_into_existing_config(home: Path) -> None:
     cj = json.loads(cj_text)
     assert cj["mcpServers"]["github"] == json.loads(CLAUDE_JSON)["mcpServers"]["github"]
     assert cj["mcpServers"]["factbank"] == {
-        "type": "stdio", "command": installer.python_exe(),
+        "type": "stdio", "command": common.python_exe(),
         "args": ["-P", "-m", "factbank_client.cli.main", "mcp", "--agent", "claude-code"],
         "env": {}}
     assert not cj_text.endswith("\n"), "no trailing newline added"
@@ -199,9 +202,9 @@ def test_install_all_into_existing_config(home: Path) -> None:
     assert config_text.startswith(CODEX_CONFIG), "every byte of the user's config kept"
     server = tomlkit.parse(config_text)["mcp_servers"]["factbank"].unwrap()
     assert server == {
-        "command": installer.python_exe(),
+        "command": common.python_exe(),
         "args": ["-P", "-m", "factbank_client.cli.main", "mcp", "--agent", "codex"],
-        "env_vars": list(installer.CODEX_ENV_VARS),
+        "env_vars": list(common.CODEX_ENV_VARS),
         "default_tools_approval_mode": "approve"}
     assert "fb_" not in config_text and "token =" not in config_text
 
@@ -218,10 +221,10 @@ def test_install_all_into_existing_config(home: Path) -> None:
         assert must in block, must
 
     ext = home / ".pi" / "agent" / "extensions" / "factbank.ts"
-    assert installer.PI_MARKER in ext.read_text()
+    assert common.PI_MARKER in ext.read_text()
     # Written with the tool texts and constants filled in, never as the bare asset.
-    assert ext.read_text() == installer.pi_extension_text()
-    assert installer.PI_SHARED not in ext.read_text() and '"factbank_search"' in ext.read_text()
+    assert ext.read_text() == common.pi_extension_text()
+    assert common.PI_SHARED not in ext.read_text() and '"factbank_search"' in ext.read_text()
     assert (home / ".pi" / "agent" / "extensions" / "other.ts").read_text() == PI_OTHER_EXT
 
 
@@ -328,7 +331,7 @@ def test_duplicate_factbank_hooks_are_collapsed(home: Path) -> None:
     install(home, ["codex"])
     stop = json.loads(hooks.read_text())["hooks"]["Stop"]
     commands = [h["command"] for g in stop for h in g["hooks"]]
-    assert commands == [installer.hook_command("stop"), "x"]
+    assert commands == [common.hook_command("stop"), "x"]
 
 
 def test_uninstall_without_manifest_removes_ours_but_deletes_nothing(home: Path) -> None:
@@ -345,12 +348,12 @@ def test_unparsable_file_refuses_and_writes_nothing(home: Path) -> None:
     seed(home)
     (home / ".claude" / "settings.json").write_text('{"hooks": {,}')
     before = snapshot(home)
-    with pytest.raises(installer.InstallError, match="not valid JSON"):
+    with pytest.raises(InstallError, match="not valid JSON"):
         installer.plan_install(["all"], paths_for(home))
     assert snapshot(home) == before
     (home / ".claude" / "settings.json").write_text(CLAUDE_SETTINGS)
     (home / ".codex" / "config.toml").write_text("model = \n[[")
-    with pytest.raises(installer.InstallError, match="not valid TOML"):
+    with pytest.raises(InstallError, match="not valid TOML"):
         installer.plan_install(["codex"], paths_for(home))
 
 
@@ -358,7 +361,7 @@ def test_someone_elses_pi_extension_is_not_overwritten(home: Path) -> None:
     ext = home / ".pi" / "agent" / "extensions" / "factbank.ts"
     ext.parent.mkdir(parents=True)
     ext.write_text(PI_OTHER_EXT)
-    with pytest.raises(installer.InstallError, match="not factbank's"):
+    with pytest.raises(InstallError, match="not factbank's"):
         installer.plan_install(["pi"], paths_for(home))
     assert ext.read_text() == PI_OTHER_EXT
 
@@ -367,7 +370,7 @@ def test_harness_dir_overrides(tmp_path: Path) -> None:
     env = {"HOME": str(tmp_path / "h"), "CLAUDE_CONFIG_DIR": str(tmp_path / "cc"),
            "CODEX_HOME": str(tmp_path / "cx"), "PI_CODING_AGENT_DIR": str(tmp_path / "pi"),
            "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
-    paths = installer.Paths.from_env(env)
+    paths = common.Paths.from_env(env)
     installer.apply(installer.plan_install(["all"], paths))
     assert (tmp_path / "cc" / "settings.json").exists()
     assert (tmp_path / "cc" / ".claude.json").exists()
@@ -378,7 +381,7 @@ def test_harness_dir_overrides(tmp_path: Path) -> None:
 
 
 def test_unknown_harness() -> None:
-    with pytest.raises(installer.InstallError):
+    with pytest.raises(InstallError):
         installer.expand(["vim"])
     assert installer.expand(["pi", "all"]) == ["pi", "claude", "codex"]
 
@@ -442,7 +445,7 @@ def test_unsafe_toml_shape_is_refused(home: Path) -> None:
     cfg = home / ".codex" / "config.toml"
     cfg.parent.mkdir(parents=True)
     cfg.write_text('mcp_servers.factbank.command = "old"\nmodel = "m"\n')
-    with pytest.raises(installer.InstallError, match="cannot edit"):
+    with pytest.raises(InstallError, match="cannot edit"):
         installer.plan_install(["codex"], paths_for(home))
 
 

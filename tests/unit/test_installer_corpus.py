@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from factbank_client import installer
-from factbank_client.installer_files import our_handlers
+from factbank_client.install import common
+from factbank_client.install import harnesses as installer
+from factbank_client.install.files import our_handlers
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "settings-corpus"
 FILES = sorted(CORPUS.glob("*.json"))
@@ -28,8 +29,8 @@ def targets(home: Path) -> list[Path]:
             home / ".codex" / "hooks.json"]
 
 
-def paths_for(home: Path) -> installer.Paths:
-    return installer.Paths.from_env({"HOME": str(home)})
+def paths_for(home: Path) -> common.Paths:
+    return common.Paths.from_env({"HOME": str(home)})
 
 
 def seed(home: Path, corpus_file: Path) -> bytes:

@@ -1,5 +1,5 @@
 """`factbank install gemini|qwen|opencode|copilot`: the installer's promises on each harness's
-own files (issue 26), on a corpus of real-looking user configs
+own files, on a corpus of real-looking user configs
 (tests/fixtures/harness-config-corpus/<harness>/): idempotent, the dry run's diff is what is
 written, uninstall gives back every byte (CRLF, tabs, minified, escapes, the user's own hooks
 and MCP servers), and `install all` touches only the harnesses that are present.
@@ -12,7 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from factbank_client import installer, installer_copilot, installer_opencode
+from factbank_client.errors import InstallError
+from factbank_client.install import common
+from factbank_client.install import copilot as installer_copilot
+from factbank_client.install import harnesses as installer
+from factbank_client.install import opencode as installer_opencode
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "harness-config-corpus"
 NEXT = ("gemini", "qwen", "opencode", "copilot")
@@ -34,8 +38,8 @@ def instruction_file(home: Path, harness: str) -> Path:
             "copilot": home / ".copilot" / "copilot-instructions.md"}[harness]
 
 
-def paths_for(home: Path) -> installer.Paths:
-    return installer.Paths.from_env({"HOME": str(home)})
+def paths_for(home: Path) -> common.Paths:
+    return common.Paths.from_env({"HOME": str(home)})
 
 
 def snapshot(home: Path) -> dict[str, bytes]:
@@ -111,7 +115,7 @@ def test_hooks_name_the_harness_and_a_reinstall_from_elsewhere_replaces_them(
     installer.apply(installer.plan_install([harness], paths))
     first = handlers_of(home, harness)
     assert len(first) == 5 and all(h.endswith(f" {harness}") for h in first)
-    other = installer.Launcher("/opt/py/bin/python3", "/opt/fb/factbank_client/hooks.py")
+    other = common.Launcher("/opt/py/bin/python3", "/opt/fb/factbank_client/hooks.py")
     installer.apply(installer.plan_install([harness], paths, other))
     second = handlers_of(home, harness)
     assert len(second) == 5 and all("/opt/fb/factbank_client/hooks.py" in h for h in second)
@@ -123,13 +127,13 @@ def test_opencode_plugin_runs_this_hook_and_is_refused_over_a_foreign_file(
     paths = paths_for(home)
     installer.apply(installer.plan_install(["opencode"], paths))
     plugin = installer_opencode.plugin_path(paths).read_text()
-    assert json.dumps([installer.python_exe(), "-I", "-S", installer.hook_script()]) in plugin
+    assert json.dumps([common.python_exe(), "-I", "-S", common.hook_script()]) in plugin
     server = json.loads(config_file(home, "opencode").read_text())["mcp"]["factbank"]
     assert installer_opencode.is_our_server(server) and server["command"][-1] == "opencode"
     installer.apply(installer.plan_uninstall(["opencode"], paths))
     installer_opencode.plugin_path(paths).parent.mkdir(parents=True)
     installer_opencode.plugin_path(paths).write_text("export const Mine = async () => ({})\n")
-    with pytest.raises(installer.InstallError, match="not factbank's plugin"):
+    with pytest.raises(InstallError, match="not factbank's plugin"):
         installer.plan_install(["opencode"], paths)
 
 
@@ -138,7 +142,7 @@ def test_a_settings_file_with_comments_is_refused_untouched(tmp_path: Path) -> N
     target = config_file(home, "gemini")
     target.parent.mkdir(parents=True)
     target.write_text('{\n  // my theme\n  "theme": "GitHub"\n}\n')
-    with pytest.raises(installer.InstallError, match="not valid JSON"):
+    with pytest.raises(InstallError, match="not valid JSON"):
         installer.plan_install(["gemini"], paths_for(home))
 
 
@@ -164,7 +168,7 @@ def test_install_all_touches_only_the_harnesses_that_are_present(
 def test_the_health_page_shows_each_harness_and_its_registered_hooks(tmp_path: Path) -> None:
     from jinja2 import Environment, FileSystemLoader
 
-    from factbank_client.dashboard import app
+    from factbank_client.dashboard import base, health_page
 
     home = tmp_path / "home"
     paths = paths_for(home)
@@ -174,10 +178,10 @@ def test_the_health_page_shows_each_harness_and_its_registered_hooks(tmp_path: P
     data = json.loads(settings.read_text())
     data["hooks"] = {}
     settings.write_text(json.dumps(data))
-    wired = app.harnesses(home)
+    wired = health_page.harnesses(home)
     assert wired["hooks"] == {"gemini": 5, "qwen": 5, "opencode": 1, "copilot": 0}
-    env = Environment(loader=FileSystemLoader(str(app.HERE / "templates")), autoescape=True)
-    env.globals.update(app._globals())
+    env = Environment(loader=FileSystemLoader(str(base.HERE / "templates")), autoescape=True)
+    env.globals.update(base._globals())
     html = env.get_template("health.html").render(
         services=[], bank_health=[], wired=wired, banks=[], csrf="c", nav="health")
     for name in NEXT:

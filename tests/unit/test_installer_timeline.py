@@ -1,4 +1,4 @@
-"""The installer registers the timeline's hooks (issue 15): PostToolUse (Claude Code: only its
+"""The installer registers the timeline's hooks: PostToolUse (Claude Code: only its
 edit tools and Bash), PostToolUseFailure (Claude Code's failed Bash) and SessionEnd, next to
 the three hooks it always had, whose commands stay byte for byte what an earlier install
 wrote (Codex trusts a hook by its hash: a changed command is silently skipped)."""
@@ -12,8 +12,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from factbank_client import installer
-from factbank_client.installer_files import is_our_handler
+from factbank_client.install import common
+from factbank_client.install import harnesses as installer
+from factbank_client.install.files import is_our_handler
 
 SHARED = Path(os.environ.get("FACTBANK_SHARED_DIR")
               or Path(__file__).resolve().parents[3] / "shared")
@@ -30,8 +31,8 @@ def home(tmp_path: Path) -> Path:
     return h
 
 
-def paths(home: Path) -> installer.Paths:
-    return installer.Paths.from_env({"HOME": str(home)})
+def paths(home: Path) -> common.Paths:
+    return common.Paths.from_env({"HOME": str(home)})
 
 
 def ours(data: dict, event: str) -> list[tuple[dict, dict]]:
@@ -41,7 +42,7 @@ def ours(data: dict, event: str) -> list[tuple[dict, dict]]:
 
 
 def command(arg: str) -> str:
-    return installer.hook_command(arg)
+    return common.hook_command(arg)
 
 
 def test_claude_gets_the_recording_hooks_with_matchers(home: Path) -> None:
@@ -56,8 +57,8 @@ def test_claude_gets_the_recording_hooks_with_matchers(home: Path) -> None:
     for event, matcher in expected.items():
         ((group, handler),) = ours(data, event)
         assert group.get("matcher") == matcher
-        assert handler["command"] == command(installer.HOOK_EVENTS[event])
-        assert handler["timeout"] == installer.HOOK_TIMEOUT
+        assert handler["command"] == command(common.HOOK_EVENTS[event])
+        assert handler["timeout"] == common.HOOK_TIMEOUT
 
 
 def test_codex_gets_posttooluse_for_every_tool_and_sessionend(home: Path) -> None:
@@ -78,11 +79,11 @@ def test_an_upgrade_keeps_the_old_hooks_byte_for_byte_and_in_place(home: Path) -
     old = {"hooks": {
         "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
         **{event: [{"hooks": [{"type": "command", "command": command(arg),
-                               "timeout": installer.HOOK_TIMEOUT}]}]
+                               "timeout": common.HOOK_TIMEOUT}]}]
            for event, arg in OLD_EVENTS.items() if event != "Stop"},
     }}
     old["hooks"]["Stop"].append({"hooks": [{"type": "command", "command": command("stop"),
-                                            "timeout": installer.HOOK_TIMEOUT}]})
+                                            "timeout": common.HOOK_TIMEOUT}]})
     for path in (home / ".claude" / "settings.json", home / ".codex" / "hooks.json"):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(old, indent=2) + "\n")

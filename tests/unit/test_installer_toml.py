@@ -7,7 +7,8 @@ import tomllib
 
 import pytest
 
-from factbank_client import installer_toml as toml
+from factbank_client.errors import TextEditFailed
+from factbank_client.install import toml_table as toml
 
 SERVER = {"command": "/venv/bin/python3", "args": ["-P", "-m", "x"], "env_vars": ["A"]}
 
@@ -64,7 +65,7 @@ def test_quoted_keys_for_codex_trust_state() -> None:
 
 def test_inline_table_falls_back_to_tomlkit() -> None:
     text = 'mcp_servers = { github = { command = "npx" } }\n'
-    with pytest.raises(toml.TextEditFailed):
+    with pytest.raises(TextEditFailed):
         toml.put_table(text, ("mcp_servers", "factbank"), SERVER)
     out, created = toml.put(text, ("mcp_servers", "factbank"), SERVER)
     doc = tomllib.loads(out)
@@ -79,7 +80,7 @@ def test_dotted_keys_are_refused_rather_than_mangled() -> None:
     # tomlkit would turn the dotted keys into a table that swallows `model`; the check
     # refuses that, and the installer reports it instead of writing a broken config.
     text = 'mcp_servers.factbank.command = "old"\nmodel = "m"\n'
-    with pytest.raises(toml.TextEditFailed):
+    with pytest.raises(TextEditFailed):
         toml.put(text, ("mcp_servers", "factbank"), SERVER)
 
 

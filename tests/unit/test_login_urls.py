@@ -1,4 +1,4 @@
-"""Issue 21 B3: every spelling of a service URL becomes one canonical URL, or a clear refusal
+"""every spelling of a service URL becomes one canonical URL, or a clear refusal
 naming the option (and never echoing a secret)."""
 
 from __future__ import annotations

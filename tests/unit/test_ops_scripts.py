@@ -211,7 +211,7 @@ def test_backup_publishes_a_verified_dump_and_logs_its_size(fakes: Fakes, backup
 def test_backup_saves_the_audit_heads_beside_the_dump_and_rotates_them(
     fakes: Fakes, backup_dir: Path, tmp_path: Path
 ) -> None:
-    """Issue 21 A8: every backup carries the audit chains' heads kept outside the database."""
+    """every backup carries the audit chains' heads kept outside the database."""
     head = tmp_path / "head.json"
     head.write_text('{"databases": {}}')
     old = make_dumps(backup_dir, [1, 2])

@@ -1,4 +1,4 @@
-"""The Pi extension records the timeline (issue 15): its events are the ones
+"""The Pi extension records the timeline: its events are the ones
 `factbank import-history pi` reads from Pi's session file (same kinds, paths, exit codes and
 keys, so the server stores each once), a send never blocks a tool, what the service did not
 take is kept and left in the hooks' buffer at the end, and a conflict is shown once."""
@@ -10,7 +10,7 @@ from pathlib import Path
 
 from factbank.runtime.runner import free_port
 from factbank_client.history import Session, pi
-from tests.unit.test_hooks_pi import run_ts
+from tests.unit.pi_ts import run_ts
 from tests.unit.test_timeline_hooks import Service
 
 CALLS = [

@@ -1,4 +1,4 @@
-"""Issue 21 B5: `up`'s terminal shows the banner and problems, not access logs; containers
+"""`up`'s terminal shows the banner and problems, not access logs; containers
 keep every line on stdout; the dashboard's terminal gets no httpx INFO lines."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from factbank.runtime.observability import access_log, configure_logging
-from factbank.runtime.settings import Settings
+from factbank.observability import access_log, configure_logging
+from factbank.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,4 @@
-"""The README is the user's path (issue 21, B9), and what CI and the docs rely on in it holds:
+"""The README is the user's path, and what CI and the docs rely on in it holds:
 the test command `.ci/run` extracts, the order of the path, and every link to a file or a
 heading in this repository."""
 

@@ -12,7 +12,7 @@ import time
 import pytest
 from detect_secrets.settings import get_settings
 
-from factbank.write.redaction import PLUGINS, Finding, redact_fields, redact_text
+from factbank.redact.redaction import PLUGINS, Finding, redact_fields, redact_text
 from tests.unit.secrets_corpus import NON_SECRETS, SECRETS, corpus_scores
 
 _MARKER = re.compile(r"\[REDACTED:[a-z0-9_]+\]")

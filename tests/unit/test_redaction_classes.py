@@ -2,7 +2,7 @@
 takes, so that a change that breaks a whole class fails here by name, whatever the fixture
 corpora say. The classes are the ones issue 12 item 9 asked for (a key=value shape, a URL
 credential, a header form, a context word in another language, placeholders, documentation
-values...), and the layers that handle them are named in ``factbank.write.redaction``'s
+values...), and the layers that handle them are named in ``factbank.redact.redaction``'s
 docstring. Secret-shaped values are generated from a fixed seed at import, as in
 ``secrets_corpus``, so no credential-shaped literal sits in the repository.
 """
@@ -15,9 +15,9 @@ import string
 
 import pytest
 
-from factbank.write import gitleaks_rules
-from factbank.write import redaction as r
-from factbank.write.redaction import redact_text
+from factbank.redact import gitleaks_rules
+from factbank.redact import redaction as r
+from factbank.redact.redaction import redact_text
 from factbank_evals.redaction_recall import load
 
 _rng = random.Random(20261201)

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from factbank.write.redaction import redact_text, warm_up
+from factbank.redact.redaction import redact_text, warm_up
 from factbank_evals.redaction_recall import (
     TARGET_CAUGHT,
     TARGET_KEPT,

@@ -1,4 +1,4 @@
-"""Secrets written as prose, and base64 of prose (issue 21 A9, A10).
+"""Secrets written as prose, and base64 of prose.
 
 A9: "what is the backup password Xy7!pQ2zLm9wQ?" was stored verbatim in `questions` while
 `password = Xy7!pQ2zLm9wQ` was caught: a secret word followed by "is", "是", ":", "=" or
@@ -16,7 +16,7 @@ import base64
 
 import pytest
 
-from factbank.write.redaction import redact_fields, redact_text
+from factbank.redact.redaction import redact_fields, redact_text
 
 VALUES = ("Xy7!pQ2zLm9wQ", "Tr0ub4dor&3xQ", "Zk8pQ2wLm9xR4tY7", "AbC9dEf2GhI4jKl6MnO8",
           "9fJ2!kLp0QzX", "Hunter2!xyz")

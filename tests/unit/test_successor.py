@@ -1,9 +1,9 @@
-"""Which line succeeds a changed quoted line (factbank_client/successor.py): only one git's
+"""Which line succeeds a changed quoted line (staleness/successor.py): only one git's
 diff makes identifiable, and only the words that stand where the quote stood."""
 
 from __future__ import annotations
 
-from factbank_client.successor import new_lines_for, new_quote
+from factbank_client.staleness.successor import new_lines_for, new_quote
 
 LINES = ["a", "b", "port: 9443", "c", "d"]
 

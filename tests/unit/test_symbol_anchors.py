@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from factbank_client import schema
-from factbank_client.client import QuoteNotFound, check_file_quote, new_fact
+from factbank_client.client import check_file_quote, new_fact
 from factbank_client.code import anchor
-from factbank_client.verify import Repo, Skip, Verdict, check
+from factbank_client.errors import QuoteNotFound
+from factbank_client.staleness.verify import Repo, Skip, Verdict, check
+from factbank_common import schema
 from tests.conftest import git
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -275,7 +276,7 @@ def test_a_repository_without_the_symbol_file_or_the_grammars_is_not_guessed(tmp
 
 def test_the_hook_check_follows_the_symbol_in_the_working_tree(tmp_path: Path,
                                                                 monkeypatch) -> None:
-    from factbank_client import verify, worktree
+    from factbank_client.staleness import verify, worktree
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
 
@@ -315,7 +316,7 @@ def test_the_hook_process_finds_the_grammars_without_site(tmp_path: Path) -> Non
     probe.write_text(
         "import json, sys\n"
         f"sys.path.insert(0, {str(ROOT / 'clients')!r})\n"
-        "from factbank_client import worktree\n"
+        "from factbank_client.staleness import worktree\n"
         f"print(json.dumps(worktree.check(json.loads(sys.argv[1]), {str(repo)!r})))\n")
     out = subprocess.run([sys.executable, "-I", "-S", str(probe), json.dumps(fact)],
                          capture_output=True, text=True, timeout=60,
@@ -329,7 +330,7 @@ def test_the_hook_process_finds_the_grammars_without_site(tmp_path: Path) -> Non
 
 
 def test_diff_says_which_symbol_facts_a_change_stales_moves_or_leaves(tmp_path: Path) -> None:
-    from factbank_client.verify import change_of, effect_of
+    from factbank_client.staleness.verify import change_of, effect_of
 
     repo, rel, _, _, _, text = _case(CASES[0], tmp_path)  # Python
     git(repo, "tag", "base")

@@ -105,7 +105,7 @@ def test_event_shapes_are_strict():
 
 
 def test_settings_default_to_30_days_and_30_minutes(monkeypatch):
-    from factbank.runtime.settings import Settings
+    from factbank.settings import Settings
 
     s = Settings()
     assert s.timeline_retention_days == 30 and s.conflict_window_minutes == 30

@@ -1,4 +1,4 @@
-"""The recording hooks (issue 15), run as the harnesses run them: a subprocess reading JSON on
+"""The recording hooks, run as the harnesses run them: a subprocess reading JSON on
 stdin, against a stand-in service on loopback. The hook hands the event to a detached child
 and returns at once: the child buffers it locally and sends it; a service that is down or
 slow costs the hook nothing and loses nothing (within the bound); a conflict the service
@@ -22,7 +22,7 @@ import jsonschema
 import pytest
 
 from factbank.runtime.runner import free_port
-from factbank_client import hookrecord
+from factbank_client.hook import record as hookrecord
 
 SHARED_DIR = Path(
     os.environ.get("FACTBANK_SHARED_DIR") or Path(__file__).resolve().parents[3] / "shared"
@@ -384,7 +384,8 @@ def test_the_recording_entry_imports_nothing(tmp_path):
 
     extra = names(proc.stderr) - names(base.stderr)
     assert extra <= {"_signal", "os", "stat", "_stat", "_collections_abc", "posixpath",
-                     "genericpath", "factbank_client", "factbank_client.hookentry"}, extra
+                     "genericpath", "factbank_client", "factbank_client.hook",
+                     "factbank_client.hook.entry"}, extra
 
 
 def test_recording_leaves_no_alarm_armed(tmp_path, monkeypatch):
@@ -393,7 +394,7 @@ def test_recording_leaves_no_alarm_armed(tmp_path, monkeypatch):
     run once ended with 'Alarm clock', exit 142)."""
     import signal
 
-    from factbank_client import hookrecord
+    from factbank_client.hook import record as hookrecord
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # no config: nothing sent
     signal.alarm(0)

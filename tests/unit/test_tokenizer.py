@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from factbank.read.tokenizer import (
+from factbank.text.tokenizer import (
     STOPWORDS,
     cjk_share,
     content_words,
@@ -157,7 +157,7 @@ def test_deterministic_across_processes():
     text = "部署到 api.example.com:8443, 然后重启 nginx 服务器"
     here = tokenize(text)
     assert here and "nginx" in here and "8443" in here
-    code = f"from factbank.read.tokenizer import tokenize; print(repr(tokenize({text!r})))"
+    code = f"from factbank.text.tokenizer import tokenize; print(repr(tokenize({text!r})))"
     for seed in ("1", "2"):
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                              env={**os.environ, "PYTHONHASHSEED": seed}, timeout=120)

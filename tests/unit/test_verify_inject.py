@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from factbank_client import fingerprint, worktree
+from factbank_client.staleness import fingerprint, worktree
 from tests.conftest import git
 
 HOOK_SCRIPT = str(Path(__file__).resolve().parents[2] / "clients/factbank_client/hooks.py")

@@ -1,8 +1,8 @@
-"""factbank verify's reading of git's rename output (factbank_client/verify.py)."""
+"""factbank verify's reading of git's rename output (factbank_client/staleness/verify.py)."""
 
 from __future__ import annotations
 
-from factbank_client.verify import Verdict, _context, _name_status_pairs
+from factbank_client.staleness.verify import Verdict, _context, _name_status_pairs
 
 
 def test_name_status_z_renames_only():

@@ -1,4 +1,4 @@
-"""Stale needs evidence (issue 24): a teammate's commit this checkout has not fetched is
+"""Stale needs evidence: a teammate's commit this checkout has not fetched is
 unknown here, never stale; a commit that is here but that no ref reaches any more (a rebase
 or a force-push dropped it) is stale; a reachable one is fresh. Real git repositories: a
 "teammate" clone commits and pushes, this clone has not fetched yet."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from factbank_client.verify import Repo, Skip, Verdict, check
+from factbank_client.staleness.verify import Repo, Skip, Verdict, check
 from tests.conftest import git
 
 

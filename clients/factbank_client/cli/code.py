@@ -10,7 +10,7 @@ from pathlib import Path
 
 from factbank_client.cli import common
 from factbank_client.cli.common import command, show
-from factbank_client.cli.main import CommandError
+from factbank_common.commands import CommandError
 
 SYMBOL_HELP = ("the symbol: path::Qual.name (e.g. src/net.py::RetryPolicy.backoff), Qual.name, "
                "or a bare name")

@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from factbank_client import config as client_config
-from factbank_client.cli.main import CommandError
-from factbank_client.cli.output import add_json_flag, print_json
-from factbank_client.client import Client, FactbankError
-from factbank_client.inert import inert_lines
+from factbank_client.client import Client
+from factbank_client.errors import FactbankError
 from factbank_client.project import project_key
+from factbank_common.commands import CommandError
+from factbank_common.inert import inert_lines
+from factbank_common.output import add_json_flag, print_json
 
 T = TypeVar("T")
 

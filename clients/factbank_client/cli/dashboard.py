@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 import webbrowser
 
-from factbank_client.cli.main import CommandError
+from factbank_common.commands import CommandError
 
 DEFAULT_PORT = 8765
 

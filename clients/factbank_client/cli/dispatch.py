@@ -1,5 +1,5 @@
-"""`factbank dispatch`: run an agent headless on a task and watch its log live (issue 17 item
-6); the same runs the dashboard shows (factbank_client/dispatch)."""
+"""`factbank dispatch`: run an agent headless on a task and watch its log live;
+the same runs the dashboard shows (factbank_client/dispatch)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 from factbank_client import render
 from factbank_client.cli import common
-from factbank_client.cli.main import CommandError
-from factbank_client.cli.output import print_json, print_table
-from factbank_client.inert import json_inert
+from factbank_common.commands import CommandError
+from factbank_common.inert import json_inert
+from factbank_common.output import print_json, print_table
 
 POLL = 0.2  # seconds between looks at the log while following a run
 

@@ -16,7 +16,8 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from factbank_client.cli.output import add_json_flag, print_json
+from factbank_client.errors import InstallError
+from factbank_common.output import add_json_flag, print_json
 
 # Free space below which doctor warns / fails: Postgres refuses writes on a full disk, and
 # the vectors of 10k facts take ~20 MB, so 1 GiB is a comfortable margin and 100 MiB is not.
@@ -133,18 +134,19 @@ def _token_checks(cfg) -> list[Check]:
 
 
 def _hook_checks() -> list[Check]:
-    from factbank_client import installer
+    from factbank_client.install import common
+    from factbank_client.install import harnesses as installer
 
-    paths = installer.Paths.from_env()
+    paths = common.Paths.from_env()
     checks = []
-    for harness in installer.HARNESSES:
+    for harness in common.HARNESSES:
         if not installer.present(harness, paths):
             checks.append(Check(f"hooks {harness}", "ok",
                                 f"{harness} is not on this machine: nothing to check"))
             continue
         try:
             current = installer.plan_install([harness], paths).empty
-        except installer.InstallError as exc:
+        except InstallError as exc:
             checks.append(Check(f"hooks {harness}", "fail", str(exc), ""))
             continue
         if not current:
@@ -161,11 +163,11 @@ def _hook_checks() -> list[Check]:
 
 
 def _codex_trust(paths) -> Check:
-    from factbank_client import codex_trust, installer
+    from factbank_client.install import codex_trust
 
     try:
         states = codex_trust.status(paths)
-    except installer.InstallError as exc:
+    except InstallError as exc:
         return Check("hooks codex trust", "warn", f"cannot ask Codex: {exc}",
                      "in Codex: /hooks")
     untrusted = sorted(e for e, s in states.items() if s.lower() != "trusted")
@@ -184,7 +186,7 @@ def _server_checks() -> tuple[list[Check], list[Path]]:
     if importlib.util.find_spec("psutil") is None:  # a light client install: no server here
         return [], []
     from factbank.runtime import lifecycle
-    from factbank.runtime.settings import Settings
+    from factbank.settings import Settings
 
     try:
         settings = Settings.from_env()

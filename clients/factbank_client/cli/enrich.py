@@ -15,9 +15,9 @@ from pathlib import Path
 
 from factbank_client.cli import common
 from factbank_client.cli.common import call, show
-from factbank_client.cli.main import CommandError
-from factbank_client.cli.output import add_json_flag
-from factbank_client.inert import inert
+from factbank_common.commands import CommandError
+from factbank_common.inert import inert
+from factbank_common.output import add_json_flag
 
 AGENT_CHOICES = ("claude", "codex")  # the harnesses whose headless runs reach the MCP tools
 TOOL = {"claude": "mcp__factbank__enrich", "codex": "factbank enrich"}

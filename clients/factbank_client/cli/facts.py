@@ -15,19 +15,19 @@ from factbank_client import config as client_config
 from factbank_client import render
 from factbank_client.cli import common
 from factbank_client.cli.common import call, command, show
-from factbank_client.cli.main import CommandError
-from factbank_client.cli.output import print_json, print_table
 from factbank_client.client import (
     IMPORT_CHUNK_FACTS,
-    FactbankError,
     is_exported_fact,
     merge_injections,
     new_fact,
     to_import_item,
 )
-from factbank_client.inert import inert_lines
+from factbank_client.errors import FactbankError
 from factbank_client.project import repo_root
-from factbank_client.schema import ORIGINS, SOURCE_KINDS
+from factbank_common.commands import CommandError
+from factbank_common.inert import inert_lines
+from factbank_common.output import print_json, print_table
+from factbank_common.schema import ORIGINS, SOURCE_KINDS
 
 
 def register(sub) -> None:
@@ -123,7 +123,8 @@ def register(sub) -> None:
         "CONTENT and the ids together, before or after the options. Category, tags, "
         "questions and project default to those of the first replaced fact.") as p:
         # CONTENT first, as in `add`. `supersede ID ... --content CONTENT` (the spelling
-        # before issue 21) still works: cmd_supersede then reads CONTENT as the first id.
+        # before `--supersedes` took ids) still works: cmd_supersede then reads CONTENT as the first
+        # id.
         p.add_argument("content", nargs="?", metavar="CONTENT",
                        help="the new claim, one atomic fact (as `factbank add CONTENT`)")
         p.add_argument("ids", nargs="*", metavar="ID",
@@ -371,8 +372,9 @@ def cmd_confirm(args) -> int:
 def _fresh_quote(args) -> dict:
     """A confirm's fresh evidence: the quote, and for a file source where it is now and its
     fingerprint, checked against the file here like `add` checks it."""
-    from factbank_client import fingerprint
-    from factbank_client.client import QuoteNotFound, check_file_quote
+    from factbank_client.client import check_file_quote
+    from factbank_client.errors import QuoteNotFound
+    from factbank_client.staleness import fingerprint
 
     with common.client() as client:
         fact = call(client.get, args.id, bank=args.bank)
@@ -386,8 +388,8 @@ def _fresh_quote(args) -> dict:
     cwd = Path.cwd()
     root = repo_root(cwd)
     if not args.source and root is not None:  # the bank's location, not one typed here
-        from factbank_client.schema import split_symbol
-        from factbank_client.verify import Repo
+        from factbank_client.staleness.verify import Repo
+        from factbank_common.schema import split_symbol
 
         if Repo(root).ignored_path((split_symbol(location) or (location,))[0]):
             raise CommandError(f"refused: {location} is ignored by git here (this machine's "
@@ -604,7 +606,7 @@ def cmd_inject_preview(args) -> int:
     root = repo_root(Path.cwd())
     if root is not None and os.environ.get("FACTBANK_INJECT_CHECK", "1") != "0":
         # As the hooks print it: checked against this working tree first (worktree.py).
-        from factbank_client.worktree import check_answers
+        from factbank_client.staleness.worktree import check_answers
 
         if check_answers(data["banks"], root):
             data = {**merge_injections(list(data["banks"].items())),

@@ -15,10 +15,10 @@ from datetime import UTC, datetime, timedelta
 
 from factbank_client.cli import common
 from factbank_client.cli.common import command
-from factbank_client.cli.main import CommandError
-from factbank_client.cli.output import print_json
-from factbank_client.client import FactbankError
+from factbank_client.errors import FactbankError
 from factbank_client.history import HARNESSES, module, parse_time
+from factbank_common.commands import CommandError
+from factbank_common.output import print_json
 
 BATCH = 500
 DEFAULT_DAYS = 30  # the server keeps 30 days by default: older events are not stored

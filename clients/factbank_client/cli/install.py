@@ -1,13 +1,14 @@
 """`factbank install|uninstall claude|codex|pi|all|git [--dry-run]`: hooks, MCP, instructions;
-`git` is this repository's post-commit verify (factbank_client/gitinstall.py), never part of
+`git` is this repository's post-commit verify (factbank_client/install/git.py), never part of
 `all` (which is about the harnesses in your home directory)."""
 
 from __future__ import annotations
 
 import sys
 
-from factbank_client.cli.main import CommandError
-from factbank_client.cli.output import add_json_flag, dry_run_line, file_line, print_json
+from factbank_client.errors import GitInstallError, InstallError
+from factbank_common.commands import CommandError
+from factbank_common.output import add_json_flag, dry_run_line, file_line, print_json
 
 CHOICES = ("claude", "codex", "pi", "gemini", "qwen", "opencode", "copilot", "all", "git")
 HARNESS_HELP = ("claude, codex, pi, gemini, qwen, opencode, copilot, all (each of those that "
@@ -80,11 +81,12 @@ def _json(plan, args, **extra) -> None:
 def _present(names: list[str], paths) -> tuple[list[str], list[str]]:
     """`all` means the harnesses on this machine; a harness named explicitly is installed
     even when absent. Returns (to install, skipped)."""
-    from factbank_client import installer
+    from factbank_client.install import common
+    from factbank_client.install import harnesses as installer
 
     chosen, skipped = [], []
     for name in names:
-        for h in (installer.HARNESSES if name == "all" else (name,)):
+        for h in (common.HARNESSES if name == "all" else (name,)):
             if name == "all" and not installer.present(h, paths):
                 skipped.append(h)
             elif h not in chosen:
@@ -98,16 +100,18 @@ def _git(args, verb: str) -> None:
     rename), then the same last line."""
     from pathlib import Path
 
-    from factbank_client import gitinstall, hookverify, installer
+    from factbank_client.hook import verify as hookverify
+    from factbank_client.install import common
+    from factbank_client.install import git as gitinstall
 
     try:
         if verb == "install":
-            steps = gitinstall.install(Path.cwd(), installer.python_exe(), hookverify.log_path(),
+            steps = gitinstall.install(Path.cwd(), common.python_exe(), hookverify.log_path(),
                                        dry_run=args.dry_run,
                                        pre_push=getattr(args, "pre_push", False))
         else:
             steps = gitinstall.uninstall(Path.cwd(), dry_run=args.dry_run)
-    except gitinstall.GitInstallError as exc:
+    except GitInstallError as exc:
         raise CommandError(str(exc)) from None
     if getattr(args, "json", False):
         print_json({"dry_run": args.dry_run, "git": [{"action": step.action,
@@ -120,13 +124,14 @@ def _git(args, verb: str) -> None:
         return
     changes = [s for s in steps if s.action != "unchanged"]
     for step in steps:
-        diff = installer.Change(step.path, step.old, step.new).diff()
+        diff = common.Change(step.path, step.old, step.new).diff()
         sys.stdout.write(diff or f"(dry run) {file_line(step.action, step.path, step.detail)}\n")
     print(dry_run_line(len(changes)))
 
 
 def cmd_install(args) -> int:
-    from factbank_client import installer
+    from factbank_client.install import common
+    from factbank_client.install import harnesses as installer
 
     if args.pre_push and "git" not in args.harness:
         raise CommandError("--pre-push is a git hook: `factbank install git --pre-push`")
@@ -135,7 +140,7 @@ def cmd_install(args) -> int:
         args.harness = [h for h in args.harness if h != "git"]
         if not args.harness:
             return 0
-    paths = installer.Paths.from_env()
+    paths = common.Paths.from_env()
     harnesses, skipped = _present(args.harness, paths)
     say = (lambda text: None) if args.json else print
     for h in skipped:
@@ -147,7 +152,7 @@ def cmd_install(args) -> int:
                            "anyway, e.g. `factbank install claude`")
     try:
         plan = installer.plan_install(harnesses, paths)
-    except installer.InstallError as exc:
+    except InstallError as exc:
         raise CommandError(str(exc)) from None
     _show(plan, args, "install")
     for note in plan.notes:
@@ -159,11 +164,11 @@ def cmd_install(args) -> int:
     trusted: list[str] = []
     if "codex" in harnesses:
         if args.trust:
-            from factbank_client import codex_trust
+            from factbank_client.install import codex_trust
 
             try:
                 trusted = codex_trust.trust(paths, args.codex_bin)
-            except installer.InstallError as exc:
+            except InstallError as exc:
                 raise CommandError(str(exc)) from None
             say(f"trusted {len(trusted)} factbank hook(s) in {paths.codex_config()}")
         else:
@@ -175,17 +180,18 @@ def cmd_install(args) -> int:
 
 
 def cmd_uninstall(args) -> int:
-    from factbank_client import installer
+    from factbank_client.install import common
+    from factbank_client.install import harnesses as installer
 
     if "git" in args.harness:
         _git(args, "uninstall")
         args.harness = [h for h in args.harness if h != "git"]
         if not args.harness:
             return 0
-    paths = installer.Paths.from_env()
+    paths = common.Paths.from_env()
     try:
         plan = installer.plan_uninstall(installer.expand(args.harness, every=True), paths)
-    except installer.InstallError as exc:
+    except InstallError as exc:
         raise CommandError(str(exc)) from None
     _show(plan, args, "uninstall")
     if not args.dry_run:

@@ -2,8 +2,8 @@
 
 What is saved is exactly what was checked: the ingest URL, the recall URL (given, kept from the
 config, or the ingest port + 1) and the token, each URL normalised (`config.normalize_url`) and
-asked with the token before saving. A check that fails saves nothing and exits 2 (issue 21 B3:
-a wrong port overwrote a working config "(saved anyway…)" and exited 0); `--force` saves it
+asked with the token before saving. A check that fails saves nothing and exits 2 (a
+wrong port overwrote a working config "(saved anyway…)" and exited 0); `--force` saves it
 anyway, and `--no-check` never replaces a config that works unless `--force` is given too.
 """
 
@@ -14,10 +14,11 @@ import sys
 import httpx
 
 from factbank_client import config as client_config
-from factbank_client.cli.main import CommandError
-from factbank_client.cli.output import add_json_flag, print_json
-from factbank_client.client import INGEST, RECALL, Client, FactbankError
-from factbank_client.inert import inert
+from factbank_client.client import INGEST, RECALL, Client
+from factbank_client.errors import FactbankError
+from factbank_common.commands import CommandError
+from factbank_common.inert import inert
+from factbank_common.output import add_json_flag, print_json
 
 HINT = ("Is `factbank up` running there (`factbank status`), and are the URLs right? "
         "`--force` saves it anyway")
@@ -95,7 +96,7 @@ def verify(cfg: client_config.ClientConfig, bank: str) -> list[str]:
 
 def _kind_mismatch(cfg: client_config.ClientConfig, label: str) -> str | None:
     """The token's bank is a team bank saved as `personal` (or a personal one saved as
-    `team`): writes would then go where the member does not expect (issue 21 B4: a member's
+    `team`): writes would then go where the member does not expect (a member's
     team token saved without --bank stored their facts "in personal"). None when they agree
     or the server cannot say."""
     try:

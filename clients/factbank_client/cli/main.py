@@ -9,8 +9,9 @@ order `--help` has always shown (a new group not named there comes last).
 
 Everything is one distribution, so a light client install (without the `server` extra) still
 has the server's modules. A group whose extra is missing says so when it is imported, with
-`require()`, and is skipped: the light install lists only client commands, its `--help` ends
-with a one-line hint naming the extra, and so does the error for a command that is not there.
+`require()` (`factbank_common.commands`), and is skipped: the light install lists only client
+commands, its `--help` ends with a one-line hint naming the extra, and so does the error for a
+command that is not there.
 `require` looks the modules up without importing them: every command builds the whole parser,
 and importing asyncpg, litestar and numpy there would cost each `factbank search` about half a
 second (0.6 s by `python -X importtime` on the 2-core dev box, where `factbank --help` takes
@@ -22,36 +23,17 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import importlib.util
 import os
 import re
 import sys
 from importlib.metadata import entry_points
 
-from factbank_client.safefs import UnsafePath
+from factbank_client.errors import UnsafePath
+from factbank_common.commands import EXTRA_INSTALL, CommandError
 
 COMMANDS_GROUP = "factbank.commands"
 HELP_ORDER = ("server", "admin", "login", "facts", "mcp", "install", "eval", "timeline", "history",
               "staleness", "code", "queue", "enrich", "dispatch", "dashboard")
-EXTRA_INSTALL = "pip install 'factbank[{extra}]'"
-
-
-class MissingExtra(ModuleNotFoundError):
-    """A command group's extra is not installed: the group is left out of `factbank`."""
-
-    def __init__(self, extra: str, module: str) -> None:
-        super().__init__(f"No module named {module!r}: {EXTRA_INSTALL.format(extra=extra)}",
-                         name=module)
-        self.extra = extra
-
-
-def require(extra: str, *modules: str) -> None:
-    """At the top of a command group's module: raise MissingExtra unless every one of
-    `modules` (top-level import names of `extra`'s packages) is installed. Nothing is
-    imported."""
-    for module in modules:
-        if importlib.util.find_spec(module) is None:
-            raise MissingExtra(extra, module)
 
 
 class Parser(argparse.ArgumentParser):
@@ -88,7 +70,7 @@ ADMIN_HELP = {"bank": "the bank's name on the server (`factbank admin bank list`
 def _fill_help(parser: argparse.ArgumentParser) -> None:
     """Shared option help where a command gave none, positionals shown in capitals (one
     spelling: `add CONTENT`, `get ID`), and a subcommand without a description gets its
-    one-line help as one: `factbank X --help` never opens with nothing (issue 21)."""
+    one-line help as one: `factbank X --help` never opens with nothing."""
     shared = {**SHARED_HELP, **ADMIN_HELP} if parser.prog.startswith("factbank admin") \
         else SHARED_HELP
     for action in parser._actions:
@@ -188,12 +170,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-class CommandError(Exception):
-    """A user-facing failure: printed as one line, exit code 2, no traceback."""
-
-
 if __name__ == "__main__":
-    # Run the canonical module's main: commands raise factbank_client.cli.main.CommandError,
+    # Run the canonical module's main: commands raise factbank_common.commands.CommandError,
     # which is not this __main__ module's class of the same name.
     from factbank_client.cli.main import main as _main
 

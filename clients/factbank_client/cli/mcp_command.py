@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from factbank_client.cli.main import CommandError
+from factbank_common.commands import CommandError
 
 AGENTS = ("claude-code", "codex", "pi", "gemini", "qwen", "opencode", "copilot")
 

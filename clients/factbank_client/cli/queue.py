@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from factbank_client import render
 from factbank_client.cli import common
 from factbank_client.cli.common import call, command, show
-from factbank_client.inert import inert
+from factbank_common.inert import inert
 
 STATUS_CHOICES = ("pending", "accepted", "rejected", "withdrawn", "all")
 

@@ -1,6 +1,6 @@
-"""Sources change, facts follow (issue 16), the client's half: `verify`, `rules candidates`,
-`rules propose`, `migrate-native`. The judgement lives in factbank_client/verify.py, the rule
-patch in factbank_client/rulepatch.py, the native memories in factbank_client/native.py;
+"""Sources change, facts follow, the client's half: `verify`, `rules candidates`,
+`rules propose`, `migrate-native`. The judgement lives in factbank_client/staleness/verify.py,
+the rule patch in factbank_client/rulepatch.py, the native memories in factbank_client/native.py;
 these are the commands' skins."""
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from pathlib import Path
 from factbank_client import render
 from factbank_client.cli import common
 from factbank_client.cli.common import call, command, show
-from factbank_client.cli.main import CommandError
+from factbank_client.errors import MigrateError, ProposeError
 from factbank_client.project import repo_root
+from factbank_common.commands import CommandError
 
 HARNESS_CHOICES = ("claude", "codex", "pi")
 
@@ -115,7 +116,7 @@ def _lock(root: Path):
     overlap; None when another verify holds it."""
     import fcntl
 
-    from factbank_client.hookentry import cache_dir
+    from factbank_client.hook.entry import cache_dir
 
     os.makedirs(cache_dir(), exist_ok=True)
     name = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
@@ -139,7 +140,7 @@ def run_verify(client, root: Path, project: str, *, include_stale: bool = False,
     """Judge every file/commit fact of `project` in each bank against `root` as its last
     commit holds it (or, with `working_tree`, its files as they are now), send the verdicts,
     and return the report (what `--json` prints)."""
-    from factbank_client.verify import Skip, check, repo_for
+    from factbank_client.staleness.verify import Skip, check, repo_for
 
     repo = repo_for(root, working_tree=working_tree)
     statuses = ["active", "stale"] if include_stale else ["active"]
@@ -165,7 +166,7 @@ def run_verify(client, root: Path, project: str, *, include_stale: bool = False,
 def run_verify_diff(client, change, project: str, banks: list[str] | None = None) -> dict:
     """What `change` (verify.Change) would do to every active file fact of `project` in each
     bank: the report `--diff`/`--staged` prints. Nothing is sent to the bank."""
-    from factbank_client.verify import effect_of
+    from factbank_client.staleness.verify import effect_of
 
     labels = banks or list(client.banks)
     effects = []
@@ -180,7 +181,7 @@ def run_verify_diff(client, change, project: str, banks: list[str] | None = None
 
 def diff_report(effects: list, change, project: str, *, several_banks: bool = False) -> dict:
     from factbank_client.redact import redact
-    from factbank_client.verify import command_for
+    from factbank_client.staleness.verify import command_for
 
     counts = {k: 0 for k in ("stale", "moved", "unaffected", "unknown")}
     listed = []
@@ -214,7 +215,7 @@ def diff_exit(report: dict, fail_on: str) -> int:
 
 
 def cmd_verify_diff(args, root: Path, project: str) -> int:
-    from factbank_client.verify import ChangeError, change_of
+    from factbank_client.staleness.verify import ChangeError, change_of
 
     if args.quiet or args.all:
         raise CommandError("--diff/--staged report on a change: --quiet and --all are for "
@@ -291,7 +292,7 @@ def cmd_rule_propose(args) -> int:
             "two unrelated projects and not disputed since (`factbank rules candidates`)")
     try:
         result = rulepatch.propose(root, cand, args.to, branch=args.branch, out=args.out)
-    except rulepatch.ProposeError as exc:
+    except ProposeError as exc:
         raise CommandError(str(exc)) from None
     return show(args, result, lambda: [result["show"].rstrip("\n"), result["note"]])
 
@@ -311,10 +312,10 @@ def cmd_migrate_native(args) -> int:
                                   accept_all=args.accept_all, bank=args.bank,
                                   ask=None if args.dry_run or args.accept_all or not
                                   sys.stdin.isatty() else native.ask_tty)
-        except native.MigrateError as exc:
+        except MigrateError as exc:
             raise CommandError(str(exc)) from None
         except Exception as exc:
-            from factbank_client.client import FactbankError
+            from factbank_client.errors import FactbankError
 
             if isinstance(exc, FactbankError):
                 raise CommandError(str(exc)) from None

@@ -1,4 +1,4 @@
-"""The timeline commands (issue 15): `timeline` shows what just happened in a project (any
+"""The timeline commands: `timeline` shows what just happened in a project (any
 machine, any agent, any member); `handoff` leaves a note for the next session. Neither ever
 writes a fact."""
 
@@ -12,9 +12,9 @@ from pathlib import Path
 from factbank_client import render
 from factbank_client.cli import common
 from factbank_client.cli.common import call, command, show
-from factbank_client.cli.main import CommandError
-from factbank_client.cli.output import print_json, print_table
 from factbank_client.project import repo_root
+from factbank_common.commands import CommandError
+from factbank_common.output import print_json, print_table
 
 
 def register(sub) -> None:

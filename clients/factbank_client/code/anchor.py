@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from factbank_client.code import symbols
-from factbank_client.schema import symbol_language
+from factbank_common.schema import symbol_language
 
 _SEP = b"\x1f"
 _INDENT = re.compile(rb"\n[ \t]+")
@@ -180,9 +180,10 @@ def main(argv: list[str] | None = None) -> int:
     import sys
     from pathlib import Path
 
-    from factbank_client import fingerprint
-    from factbank_client.client import QuoteNotFound, check_symbol_quote
+    from factbank_client.client import check_symbol_quote
+    from factbank_client.errors import QuoteNotFound
     from factbank_client.project import repo_root
+    from factbank_client.staleness import fingerprint
 
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from factbank_client.code.graph import LIKELY, RESOLVED, CodeIndex, IndexError_
-from factbank_client.inert import inert
+from factbank_common.inert import inert
 
 TOOLS = ("callers", "refs", "explain", "search")
 

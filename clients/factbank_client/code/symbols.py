@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import ClassVar
 
-from factbank_client.schema import SYMBOL_LANGUAGES
+from factbank_common.schema import SYMBOL_LANGUAGES
 
 LANGUAGES = ("python", "javascript", "typescript", "tsx", "go", "rust")
 

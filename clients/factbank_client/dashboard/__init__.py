@@ -1,1 +1,1 @@
-"""The local web dashboard (issue 17): `factbank dashboard`. See docs/dashboard.md."""
+"""The local web dashboard: `factbank dashboard`. See docs/dashboard.md."""

@@ -15,9 +15,9 @@ from litestar.exceptions import NotFoundException
 from litestar.response import Redirect, ServerSentEvent, Template
 from litestar.response.sse import ServerSentEventMessage
 
-from factbank_client.client import FactbankError
-from factbank_client.dashboard.app import _form, _globals, back, dash_of, page
+from factbank_client.dashboard.base import _form, _globals, back, dash_of, page
 from factbank_client.dispatch import AGENTS, LABELS, DispatchError, RunStore, make_handoff, start
+from factbank_client.errors import FactbankError
 
 # The live log polls the run's events file this often (a local file read: cheap).
 POLL_SECONDS = 0.5

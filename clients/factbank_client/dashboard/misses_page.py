@@ -11,8 +11,8 @@ from litestar import Request, get
 from litestar.exceptions import HTTPException
 from litestar.response import Template
 
-from factbank_client.client import FactbankError
-from factbank_client.dashboard.app import _bank, dash_of, page
+from factbank_client.dashboard.base import _bank, dash_of, page
+from factbank_client.errors import FactbankError
 
 KINDS = ("same", "correction", "equivalent", "retired")
 

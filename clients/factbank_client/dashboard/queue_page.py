@@ -10,8 +10,8 @@ import asyncio
 from litestar import Request, get, post
 from litestar.response import Redirect, Template
 
-from factbank_client.client import FactbankError
-from factbank_client.dashboard.app import _bank, _form, back, dash_of, page
+from factbank_client.dashboard.base import _bank, _form, back, dash_of, page
+from factbank_client.errors import FactbankError
 
 STATUSES = ("pending", "accepted", "rejected", "withdrawn", "all")
 

@@ -53,7 +53,7 @@ class Secrets:
 
 
 def local_url(url: str) -> str:
-    """`url` as a path on this dashboard, for every redirect it sends (issue 21 A10).
+    """`url` as a path on this dashboard, for every redirect it sends.
 
     A launch URL `//evil.example/?token=...` gave the path `//evil.example/`, and a redirect
     to it is protocol-relative: the browser left for evil.example. So the path is

@@ -1,4 +1,4 @@
-"""Headless dispatch (issue 17 item 6): run Claude Code, Codex or Pi on a task in a repository,
+"""Headless dispatch: run Claude Code, Codex or Pi on a task in a repository,
 with factbank's hooks active, and keep a live, durable log of what it does.
 
     from factbank_client.dispatch import RunStore, start
@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from factbank_client.dispatch.harness import AGENTS, LABELS, DispatchError, argv, find_binary
+from factbank_client.dispatch.harness import AGENTS, LABELS, argv, find_binary
 from factbank_client.dispatch.store import (
     Event,
     Run,
@@ -36,8 +36,9 @@ from factbank_client.dispatch.store import (
     new_id,
     now_iso,
 )
-from factbank_client.inert import inert
+from factbank_client.errors import DispatchError
 from factbank_client.redact import redact
+from factbank_common.inert import inert
 
 __all__ = ["AGENTS", "LABELS", "DispatchError", "Event", "Run", "RunStore", "make_handoff",
            "start"]

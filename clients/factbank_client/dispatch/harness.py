@@ -23,14 +23,11 @@ import os
 import shutil
 from collections.abc import Mapping, Sequence
 
+from factbank_client.errors import DispatchError
+
 AGENTS: tuple[str, ...] = ("claude", "codex", "pi")
 LABELS = {"claude": "Claude Code", "codex": "Codex", "pi": "Pi"}
 PERMISSIONS = ("default", "full")
-
-
-class DispatchError(ValueError):
-    """A run that cannot start (unknown agent, no binary, no such repository): the message
-    names what is wrong."""
 
 
 def find_binary(agent: str, binaries: Mapping[str, str] | None = None,

@@ -4,7 +4,7 @@ Dispatch runs the harness with its normal config, so the hooks `factbank install
 the shared context. When they would not (not installed for that harness; for Codex, installed
 but not trusted, which Codex skips silently with exit 0, see tests/harness/README.md), the run
 still goes on, and its log says so once with the command that fixes it: a run without memory
-must not look like one with it (principle 13).
+must not look like one with it (docs/principles.md#silent-failures-are-the-worst).
 
 * Claude Code: a factbank handler in `settings.json` (`$CLAUDE_CONFIG_DIR` or `~/.claude`).
 * Codex: factbank's handlers in `hooks.json`, and their trust as Codex itself reports it
@@ -22,7 +22,7 @@ from pathlib import Path
 
 
 def _claude_ok(settings: Path) -> bool:
-    from factbank_client.installer_files import is_our_handler
+    from factbank_client.install.files import is_our_handler
 
     try:
         data = json.loads(settings.read_text(encoding="utf-8"))
@@ -36,7 +36,7 @@ def _claude_ok(settings: Path) -> bool:
 
 def check(agent: str, env: Mapping[str, str], cwd: str, argv: Sequence[str]) -> tuple[str, str]:
     """(`active` | `not installed` | `untrusted` | `unknown`, a sentence for the log)."""
-    from factbank_client.installer import Paths
+    from factbank_client.install.common import Paths
 
     paths = Paths.from_env(env)
     if agent == "claude":
@@ -49,8 +49,8 @@ def check(agent: str, env: Mapping[str, str], cwd: str, argv: Sequence[str]) -> 
             return "active", "factbank's extension is installed for Pi"
         return "not installed", ("factbank's extension is not installed for Pi, so no shared "
                                  "context: run `factbank install pi`")
-    from factbank_client import codex_trust
-    from factbank_client.installer_files import is_our_handler
+    from factbank_client.install import codex_trust
+    from factbank_client.install.files import is_our_handler
 
     try:
         data = json.loads(paths.codex_hooks().read_text(encoding="utf-8"))

@@ -21,7 +21,7 @@ event is always written); each event's text is cut at MAX_TEXT characters; `list
 most `limit` (default 100) records; the store keeps the MAX_RUNS newest finished runs and
 deletes older finished ones when a run starts.
 
-Secrets (issue 21 A7): every string this store writes (a record's fields, an event's text,
+Secrets: every string this store writes (a record's fields, an event's text,
 command and path) passes `factbank_client.redact.redact` here, the one door to the run files,
 so neither the files nor what reads them (`dispatch show`, the dashboard's dispatch page, a
 handoff) can hold a secret the server would have redacted. Redacted before it is cut, so a

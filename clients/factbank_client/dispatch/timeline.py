@@ -32,7 +32,8 @@ def _session(run: Any, session_id: str | None) -> Any:
 
 def _send(run: Any, events: list[dict]) -> str:
     from factbank_client import config
-    from factbank_client.client import Client, FactbankError
+    from factbank_client.client import Client
+    from factbank_client.errors import FactbankError
 
     try:
         conf = config.load()

@@ -1,4 +1,4 @@
-"""Timeline events read from a harness's own record of its sessions (issue 15).
+"""Timeline events read from a harness's own record of its sessions.
 
 One module per transcript format, each written from what the real harness writes (seen in
 the harness tests, `tests/harness/test_e2e_timeline.py`, never guessed):

@@ -37,7 +37,7 @@ from re import _parser as sre_parse  # type: ignore[attr-defined]
 HERE = Path(__file__).resolve().parent
 SEED = 20260601
 
-# Families the outside probe named (issue 12, item 9). We read their failures before tuning,
+# Families the outside probe named (item 9). We read their failures before tuning,
 # so they are dev by construction; every other family is split by a hash of its name.
 SEEN_FAMILIES = {
     "gitleaks:azure",

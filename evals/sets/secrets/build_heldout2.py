@@ -9,7 +9,7 @@ Paths may be bare git directories or work trees (read with ``git show``). The ou
 deterministic for a given set of commits. Nothing here is imported by the product.
 
 Why a second corpus: the first one's held-out split (``corpus.jsonl``) was read while
-redaction was tuned in issue 12 item 9, so it stopped being held out. This one was built, and
+redaction was tuned in its second round, so it stopped being held out. This one was built, and
 its rows checked for correct *labels*, before any change to redaction; its misses were not
 looked at until the changes were done (README.md beside this file says what was measured
 when). Every row is labelled by the same rules as ``corpus.jsonl`` (``build_corpus._label``:

@@ -29,7 +29,7 @@ HEADER = """\
 # Source: https://github.com/gitleaks/gitleaks, config/gitleaks.toml at commit {commit}
 # Licence: MIT, Copyright (c) 2019 Zachary Rice (the rule blocks below are copied verbatim).
 # Refresh: python evals/sets/secrets/refresh_gitleaks_rules.py --gitleaks PATH
-# Read by factbank.write.redaction: Kingfisher compiles each regex, redaction applies
+# Read by factbank.redact.redaction: Kingfisher compiles each regex, redaction applies
 # gitleaks' entropy floor, allowlists (regexes, regexTarget, stopwords) to what it reports.
 
 title = "gitleaks rules not in Kingfisher's catalog"

@@ -6,6 +6,6 @@ MissingExtra (the modules are looked up, not imported), so `factbank` leaves bot
 out and says which extra brings them.
 """
 
-from factbank_client.cli.main import require
+from factbank_common.commands import require
 
 require("server", "asyncpg", "litestar", "uvicorn", "numpy")

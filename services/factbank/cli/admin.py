@@ -16,8 +16,8 @@ from collections.abc import Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from factbank_client.cli.main import CommandError
-from factbank_client.cli.output import add_json_flag, print_json, print_table
+from factbank_common.commands import CommandError
+from factbank_common.output import add_json_flag, print_json, print_table
 
 TOKEN_ID_HELP = "the token's id (`factbank admin token list`), not the token itself"
 
@@ -102,7 +102,7 @@ def register(sub) -> None:
 @asynccontextmanager
 async def _connection():
     from factbank.runtime.embedded import EmbeddedPostgres
-    from factbank.runtime.settings import Settings
+    from factbank.settings import Settings
     from factbank.store import db
 
     settings = Settings.from_env()
@@ -123,7 +123,7 @@ async def _connection():
 def _run(fn: Callable[[Any, Any], Awaitable[int | None]]) -> Callable[[Any], int]:
     def command(args) -> int:
         async def go() -> int:
-            from factbank.runtime.settings import Settings
+            from factbank.settings import Settings
             from factbank.store import audit, banks
 
             settings = Settings.from_env()
@@ -236,7 +236,7 @@ async def token_rotate(conn, args) -> None:
 def _heads(args):
     from pathlib import Path
 
-    from factbank.runtime.settings import Settings
+    from factbank.settings import Settings
     from factbank.store import audit
 
     path = Path(args.head) if getattr(args, "head", None) else Settings.from_env().audit_head_path

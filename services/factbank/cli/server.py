@@ -20,9 +20,9 @@ import socket
 import sys
 from pathlib import Path
 
-from factbank.runtime.settings import Settings
-from factbank_client.cli.main import CommandError
-from factbank_client.cli.output import add_json_flag
+from factbank.settings import Settings
+from factbank_common.commands import CommandError
+from factbank_common.output import add_json_flag
 
 
 def register(sub) -> None:
@@ -244,9 +244,9 @@ def _say(text: str, *, err: bool = False) -> None:
 
 def cmd_up(args) -> int:
     settings = _settings()
+    from factbank.observability import configure_logging
     from factbank.runtime import lifecycle
     from factbank.runtime.embedded import EmbeddedPostgres
-    from factbank.runtime.observability import configure_logging
     from factbank.runtime.runner import run_services
 
     _refuse_if_running(settings)

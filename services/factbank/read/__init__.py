@@ -1,2 +1,1 @@
-"""The read side: tokeniser and lexicon, embedder, hybrid search, fusion and its gate,
-injection, cache."""
+"""The read side: hybrid search, fusion and its gate, injection, the rule-promotion gate, cache."""

@@ -19,7 +19,7 @@ import time
 from collections import OrderedDict, defaultdict
 from typing import Any
 
-from factbank.runtime.observability import CACHE
+from factbank.observability import CACHE
 
 log = logging.getLogger(__name__)
 
@@ -145,6 +145,46 @@ class Cache:
     def snapshot(self) -> dict[str, Any]:
         out: dict[str, Any] = {"backend": self.backend}
         for kind, counts in self.stats.items():
+            total = counts["hits"] + counts["misses"]
+            out[kind] = {**counts, "hit_rate": round(counts["hits"] / total, 4) if total else None}
+        return out
+
+
+class BankCache(Cache):
+    """The recall cache, with hit/miss/error counts kept per bank for `/v1/stats`. Every key
+    it is asked for names its bank second (`qe:<bank>:...`, `r:<bank>:...`); the global counts
+    (`Cache.stats`, `/metrics`) are the operator's, never shown to a bank token, since another
+    bank's hits there say what that bank asked."""
+
+    def __init__(self, redis: Any = None) -> None:
+        super().__init__(redis)
+        self.by_bank: dict[str, dict[str, dict[str, int]]] = defaultdict(
+            lambda: defaultdict(lambda: {"hits": 0, "misses": 0, "errors": 0})
+        )
+
+    @staticmethod
+    def _bank(key: str) -> str:
+        parts = key.split(":", 2)
+        return parts[1] if len(parts) == 3 else ""
+
+    async def get(self, kind: str, key: str) -> bytes | None:
+        errors = self.stats[kind]["errors"]
+        value = await super().get(kind, key)
+        counts = self.by_bank[self._bank(key)][kind]
+        counts["hits" if value is not None else "misses"] += 1
+        counts["errors"] += min(1, self.stats[kind]["errors"] - errors)
+        return value
+
+    async def set(self, kind: str, key: str, value: bytes, ttl: int) -> None:
+        errors = self.stats[kind]["errors"]
+        await super().set(kind, key, value, ttl)
+        self.by_bank[self._bank(key)][kind]["errors"] += min(
+            1, self.stats[kind]["errors"] - errors
+        )
+
+    def snapshot_for(self, bank_id: int) -> dict[str, Any]:
+        out: dict[str, Any] = {"backend": self.backend}
+        for kind, counts in self.by_bank.get(str(bank_id), {}).items():
             total = counts["hits"] + counts["misses"]
             out[kind] = {**counts, "hit_rate": round(counts["hits"] / total, 4) if total else None}
         return out

@@ -3,7 +3,8 @@
 Why not reciprocal rank fusion: RRF trusts every leg's rank equally, so when a leg has nothing
 it still promotes its confident noise (across languages BM25 matches only a stray number or
 name), and ranks carry no notion of "how good", so RRF gives no score a floor could apply to
-(MISSION principle 5). Measured: evals/reports/fusion-notes.md#why-not-reciprocal-rank-fusion.
+(docs/principles.md#nothing-rather-than-noise). Measured:
+evals/reports/fusion-notes.md#why-not-reciprocal-rank-fusion.
 
 The method: a confidence in cosine units, one squash, one gate. Every measurement behind it is
 in evals/reports/fusion-notes.md (linked below by section); this module keeps the method and
@@ -39,7 +40,8 @@ the reason for each constant (`FusionParams`).
    has to sit under the weakest golds a set may not lose, even those ranked 2-5 under a good
    first answer, and non-answers then pass it; a gate on the best hit can sit higher for the
    same R@5 and refuses far more (fusion-notes.md#gate-and-companions).
-7. Several vectors per fact: its own and one per writer question (principle 15). Each dense
+7. Several vectors per fact: its own and one per writer question
+(docs/principles.md#the-writer-asks-the-questions). Each dense
    hit is centred on its own vector's language and form (a question on the plain
    background, less `offset_question` on the gate's scale) and a fact takes its best vector.
 8. Two scores: the gate keeps the calibrated confidence above; the ranking blends the bank's
@@ -51,8 +53,8 @@ the reason for each constant (`FusionParams`).
    Chinese and English levels of steps 3, 4 and 8, on the gate's scale (recalibrated
    offsets) and in the ranking score (`rank_offset_*`, the offsets it was measured with).
    An id, a command or a line of dashes is "en" by its letters and neither language to the
-   embedder; centred as English it took the whole cross-language lift (issue 22,
-   evals/reports/2026-12-02/native-zh.md).
+   embedder; centred as English it took the whole cross-language lift
+   (evals/reports/2026-12-02/native-zh.md).
 
 Calibration (`python -m factbank_evals.fusion_sweep --data /work/shared/evaldata`): the gate is
 the highest confidence costing <= 2 points of R@5 on each zh>zh dev set, companions included;
@@ -75,7 +77,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from factbank.read.lexicon import indexed_text
+from factbank.text.lexicon import indexed_text
 
 BACKGROUND_FILE = "background.jsonl"
 
@@ -110,8 +112,8 @@ class Candidates:
     each fact. `raw_scores` and `fuse` take this one object (the recall service builds it in
     its legs step, the evals from their own legs), so the two can never be fed differently.
 
-    `query_terms` is the number of distinct query tokens (factbank.read.tokenizer.tokenize);
-    `query_lang` and `doc_lang` are factbank.read.tokenizer.language labels ("zh", "en",
+    `query_terms` is the number of distinct query tokens (factbank.text.tokenizer.tokenize);
+    `query_lang` and `doc_lang` are factbank.text.tokenizer.language labels ("zh", "en",
     "mixed") of the query and of each fact's content; a fact missing from `doc_lang` is
     treated as mixed. `doc_tagged` says which facts were saved with tags (they are embedded
     with them, so they are compared with the tagged background). `background` is
@@ -345,7 +347,7 @@ class FusionParams:
     # back the refusals of the bank before questions existed). Gate only: the ranking is
     # unaffected (fusion-notes.md#question-vectors-offset_question).
     offset_question: float = -0.03
-    # The gate's offsets above were recalibrated (`fusion_sweep`, issue 22) once the gate read
+    # The gate's offsets above were recalibrated (`fusion_sweep`) once the gate read
     # each vector's language from the embedder (`en_share`): English sentences whose share is
     # under 1 lost part of their lift on the gate's scale (xquad-r-zh2en with the gate 0.818
     # -> 0.801 at the old zh>en offset), while stray non-Chinese lines stopped opening it
@@ -480,7 +482,8 @@ def raw_scores(c: Candidates, params: FusionParams = DEFAULT, *,
         return base - (params.offset_question if question else 0.0)
 
     # Each dense hit is centred on its own vector's language and form; a fact scores by its
-    # best vector (principle 15: a fact matches by its best vector).
+    # best vector (docs/principles.md#the-writer-asks-the-questions: a fact matches by its best
+    # vector).
     dense_conf: dict[int, float] = {}
     for hit in dense:
         lang = hit.lang if hit.lang is not None else langs.get(hit.fact_id)
@@ -550,7 +553,8 @@ class Gated:
 def apply_floor(fused: Sequence[tuple[int, float]], params: FusionParams = DEFAULT, *,
                 companions: bool = True, lexical_only: bool = False,
                 eligible: Container[int] | None = None, use_floor: bool = True) -> Gated:
-    """The gate: nothing unless the best eligible hit reaches `params.floor` (principle 5:
+    """The gate: nothing unless the best eligible hit reaches `params.floor`
+    (docs/principles.md#nothing-rather-than-noise:
     nothing rather than noise); after it, the hits at or above the companion floor.
 
     One number for every language: the language pair is already folded into each score

@@ -1,4 +1,5 @@
-"""The plain-text block an agent sees (principle 6): small, relevant, each fact once.
+"""The plain-text block an agent sees (docs/principles.md#small-relevant-injection): small,
+relevant, each fact once.
 
 Session start: the bank's auto-inject categories (global or this project's) plus this
 project's facts, effective trust >= 0.40, up to ~1,500 tokens. Per prompt: the top 5 recall
@@ -19,11 +20,11 @@ from datetime import UTC, datetime, timedelta
 from factbank.models import Fact, Hit, InjectSource
 from factbank.read import why
 from factbank.read.search import Recall, search
-from factbank.read.tokenizer import cjk_share
+from factbank.redact import redaction
 from factbank.store import facts, timeline
+from factbank.text.tokenizer import cjk_share
 from factbank.trust import DEFAULT as POLICY
-from factbank.write import redaction
-from factbank_client.inert import inert
+from factbank_common.inert import inert
 
 log = logging.getLogger("factbank.inject")
 
@@ -59,7 +60,7 @@ def line_for(fact: Fact, via_note: str = "") -> str:
         content = content[:MAX_FACT_CHARS].rstrip() + f"… (cut; full text: factbank get {fact.id})"
     flags = ", tentative" if fact.tentative else ""
     scope = f" [{fact.project}]" if fact.project else ""
-    # One inert line (issue 21 A6): a content, project or category holding newlines, ANSI
+    # One inert line: a content, project or category holding newlines, ANSI
     # escapes or zero-width characters cannot add lines or instructions to the block.
     return inert(
         f"- #{fact.id} (trust {fact.effective_trust:.2f}{flags}, {fact.category}{scope}) "
@@ -78,7 +79,8 @@ class Block:
 
 
 # The source kinds the hook checks against its working tree before showing a block
-# (factbank_client/worktree.py CHECKED_KINDS): a fact of the caller's project quoting a file.
+# (factbank_client/staleness/worktree.py CHECKED_KINDS): a fact of the caller's project
+# quoting a file.
 CHECKED_KINDS = ("file",)
 
 
@@ -119,7 +121,7 @@ def assemble(lines: list[tuple[int, str]], budget: int, bank: str) -> Block:
 
 def _injectable(fact: Fact) -> bool:
     """Active (never stale), not under review, trusted enough: only such a fact is injected
-    unasked. A stale or flagged fact is still found by search, marked (issue 16)."""
+    unasked. A stale or flagged fact is still found by search, marked."""
     return (
         fact.status == "active" and fact.review is None and POLICY.injectable(fact.effective_trust)
     )
@@ -178,7 +180,7 @@ async def session_block(
     return block
 
 
-# "Turned stale since your last session" (issue 16): this project's facts that turned stale, or
+# "Turned stale since your last session": this project's facts that turned stale, or
 # were flagged for review, after the caller's previous session in the project started (its
 # block could not have named them), or in the last STALE_DAYS without one. Named by id and
 # reason, never their content: they are not injected. Inside the session budget; what does
@@ -276,7 +278,7 @@ def _clip(text: str) -> str:
     return text[:STALE_REASON_CHARS].rsplit(" ", 1)[0] + "…"
 
 
-# "Recently in this project" (issue 15): the timeline's part of the session block, inside the
+# "Recently in this project": the timeline's part of the session block, inside the
 # session budget: open handoffs for this session (delivered once), the last few sessions by
 # other agents or members, live conflicts. Timeline rows, never facts. Empty: no section.
 RECENT_BUDGET = 300
@@ -410,7 +412,7 @@ def prompt_hits(results: Sequence[Hit], seen: Container[int]) -> list[Hit]:
     on a gated hit, never alone); facts this session was already shown are left out.
 
     Facts that are never injected (stale, under review, low trust) count against nothing
-    (issue 16): they neither set the margin nor stand in for the gated hit. Before, the margin
+   : they neither set the margin nor stand in for the gated hit. Before, the margin
     came from the best hit of any kind, so a stale best hit pushed the good facts under it
     out, and the companions just under it came in on the gate it had cleared. When every hit
     is injectable this is exactly the earlier rule (the agent-memory eval is unchanged)."""
@@ -467,7 +469,7 @@ async def prompt_block(
     return block
 
 
-# A conflict is told to the other session too (issue 15): when another session's edit ran
+# A conflict is told to the other session too: when another session's edit ran
 # into a file this session touched within the window, this session's next prompt block opens
 # with it, once (`timeline.tell_conflicts` marks it told). The editing session learns it from
 # its own hook. At most 3 lines (~40 tokens each), taken from the prompt budget.

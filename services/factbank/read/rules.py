@@ -1,4 +1,4 @@
-"""The rule-promotion gate (issue 16): which facts have held in at least two unrelated
+"""The rule-promotion gate: which facts have held in at least two unrelated
 projects, and the evidence. A second gate, because a rule file (AGENTS.md, CLAUDE.md) is read
 by every session of every project: one project's habit must not become everyone's rule.
 
@@ -6,7 +6,8 @@ Evidence is a confirm event made from a project (`fact_events.project`, sent by 
 confirmed, with its repository's remotes), on a fact that still holds (active, not under
 review) and with no dispute of that fact after it. A claim collects the evidence of every fact
 that makes it: the same normalised text (content hash), or near neighbours (cosine >=
-`retain.NEAR` of their own vectors) that `claims.compare` calls the same claim (principle 3:
+`claims.NEAR` of their own vectors) that `claims.compare` calls the same claim
+(docs/principles.md#corrections-do-not-reinforce:
 "port 8080" confirmed in one project and "port 8081" in another are two claims, not one rule).
 
 Two projects are unrelated when their keys differ and their remote sets share nothing: a
@@ -31,10 +32,9 @@ import asyncpg
 import numpy as np
 
 from factbank.models import Evidence, RuleCandidate
-from factbank.read import embedder
 from factbank.store import facts
-from factbank.write import claims
-from factbank.write.retain import NEAR
+from factbank.text import claims, embedder
+from factbank.text.claims import NEAR
 
 MAX_EVENTS = 10_000  # confirm events read per request (the newest)
 

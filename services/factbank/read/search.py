@@ -5,10 +5,12 @@
    filtered by bank with iterative scans so a small bank inside a big table still gets its k
    results.
 2. Eligible (`_eligible`): a superseded match stands for its current successor, saying why
-   (principle 4); a deleted fact, or one outside the asked category, is never returned.
+   (docs/principles.md#supersede-keeps-history); a deleted fact, or one outside the asked category,
+   is never returned.
 3. The gate (`fusion.apply_floor`, the same function the evals calibrate): both legs fused
    into one relevance comparable across queries (`fusion.fuse`); unless the best eligible
-   hit clears the gate nothing is returned (principle 5), and the hits after it need only
+   hit clears the gate nothing is returned (docs/principles.md#nothing-rather-than-noise), and the
+   hits after it need only
    the companion floor.
 4. Rank (`_rank`): the fused confidence with the bank's own cohort, plus small trust and
    project terms; each fact once.
@@ -32,17 +34,18 @@ import msgspec
 import numpy as np
 
 from factbank.models import Hit, SearchResult, Via
-from factbank.read import cache as cache_mod
-from factbank.read import embedder as embedder_mod
-from factbank.read import fusion, lexicon
-from factbank.read.tokenizer import language, tokenize
-from factbank.runtime.observability import (
+from factbank.observability import (
     EMBEDDER_FALLBACKS,
     RECALL_BELOW_FLOOR,
     RECALL_RESULTS,
     REPLICA_READS,
 )
+from factbank.read import cache as cache_mod
+from factbank.read import fusion
 from factbank.store import facts
+from factbank.text import embedder as embedder_mod
+from factbank.text import lexicon
+from factbank.text.tokenizer import language, tokenize
 
 log = logging.getLogger(__name__)
 CANDIDATES = 50  # per leg
@@ -175,7 +178,7 @@ class DenseHit:
 # Each row also carries its cosine to the background's language axis ($4), from which fusion
 # reads where the embedder places the vector between Chinese and English (`en_share`): a line
 # such as `ISBN 978-0-520-08670-8.` is "en" by its letters and sits in the rest group, but must
-# not be centred as English text (issue 22; fusion.LANGUAGE_TAIL_PERCENTILE).
+# not be centred as English text (fusion.LANGUAGE_TAIL_PERCENTILE).
 _DENSE_SQL = """
 (SELECT fact_id, ord, lang, 1 - (embedding <=> $2) AS cosine, 1 - (embedding <=> $4) AS axis
   FROM fact_vectors WHERE bank_id = $1 AND lang = 'zh' ORDER BY embedding <=> $2 LIMIT $3)
@@ -298,7 +301,8 @@ async def _eligible(
     conn: asyncpg.Connection, bank_id: int, rows: dict[int, dict], category: str | None
 ) -> dict[int, tuple[dict, Via | None]]:
     """Which candidates may be returned, and as what: a superseded match stands for the fact
-    that holds now, saying why (principle 4); a deleted fact (or a chain ending in one) and a
+    that holds now, saying why (docs/principles.md#supersede-keeps-history); a deleted fact (or a
+    chain ending in one) and a
     fact outside the asked category may not. Resolved before the gate, because the gate
     opens on the best ELIGIBLE hit. The chains' later links are read one query per step."""
     chain = dict(rows)

@@ -23,8 +23,8 @@ prompt on the agent-memory eval: `python -m factbank_evals.inject_tokens`.
 from __future__ import annotations
 
 from factbank.models import Hit
-from factbank.read.tokenizer import tokenize
-from factbank_client.inert import inert
+from factbank.text.tokenizer import tokenize
+from factbank_common.inert import inert
 
 MAX_QUESTION_CHARS = 70
 MAX_WORDS = 4

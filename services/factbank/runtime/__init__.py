@@ -1,2 +1,1 @@
-"""The runtime: settings, the shared web layer, the service runner, observability, the
-embedded Postgres."""
+"""The runtime: the shared web layer, the service runner, process lifecycle, embedded Postgres."""

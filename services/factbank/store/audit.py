@@ -5,7 +5,7 @@ hash covers the previous row's hash in the same chain plus everything the row sa
 edited, deleted or reordered row breaks every hash after it. Appends to one chain are
 serialised with a transaction-scoped advisory lock, so two writers cannot fork it.
 
-Against someone with database access (issue 21 A8: as the table owner, `TRUNCATE`, deleting
+Against someone with database access (as the table owner, `TRUNCATE`, deleting
 the newest row with triggers disabled, or deleting a middle row and recomputing the sha256
 chain all verified ok), three more things:
 
@@ -37,8 +37,8 @@ from typing import Any
 
 import asyncpg
 
-from factbank.runtime.settings import Settings
-from factbank.write import redaction
+from factbank.redact import redaction
+from factbank.settings import Settings
 
 GENESIS = b"\x00" * 32
 _LOCK_NAMESPACE = 0x61756474  # "audt"

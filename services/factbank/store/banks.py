@@ -16,9 +16,9 @@ from typing import Any
 import asyncpg
 
 from factbank.errors import Conflict, NotFound
+from factbank.redact import redaction
 from factbank.store import audit
 from factbank.store.audit import Actor
-from factbank.write import redaction
 
 SCOPES = ("read", "write", "admin")
 TOKEN_PREFIX = "fb_"
@@ -233,7 +233,7 @@ AUDIENCE_NAMES = 10
 
 
 async def audience(conn: asyncpg.Connection, principal: Principal) -> dict[str, Any]:
-    """Who can read what was just written to the caller's bank (issue 21: a member whose team
+    """Who can read what was just written to the caller's bank (a member whose team
     token was saved as "personal" read "stored fact 6 in personal" and took it for private):
     the bank's name and kind, how many members hold a live token that reads, and up to
     AUDIENCE_NAMES of their names. Every write's answer carries it."""

@@ -15,7 +15,7 @@ import msgspec
 from factbank import trust
 from factbank.errors import NotFound
 from factbank.models import Author, Fact, Fingerprint, Review, Source, Stale
-from factbank.write import redaction
+from factbank.redact import redaction
 
 # `cites`: a derived fact's sources, one primary-key lookup in fact_citations per row.
 # `lang`: the language of the fact's own text as its vector was stored (fact_vectors ord 0,

@@ -1,9 +1,9 @@
-"""The timeline of a project: what just happened, on any machine, in any harness (issue 15).
+"""The timeline of a project: what just happened, on any machine, in any harness.
 
 Sessions, file touches, commands, session start/end, handoffs and conflicts, per bank and
 project key. Every text is redacted (`redaction.clean_fields`, i.e. `redact_fields` under the
 bank's policy) before it is stored. Nothing here ever becomes a fact: these rows are not
-embedded, indexed, recalled or injected as facts (principle 1).
+embedded, indexed, recalled or injected as facts (docs/principles.md#write-gate).
 
 Conflicts: a file event whose path another session touched in the same project within the
 window (default 30 minutes, `Settings.conflict_window_minutes`) is a conflict. "Another
@@ -29,8 +29,8 @@ import asyncpg
 import msgspec
 
 from factbank.models import Strict
+from factbank.redact import redaction
 from factbank.store.banks import Principal
-from factbank.write import redaction
 
 DEFAULT_WINDOW_MINUTES = 30
 DEFAULT_RETENTION_DAYS = 30
@@ -106,7 +106,7 @@ class Conflict:
 @functools.cache
 def configured_window() -> int:
     """The conflict window of this process's settings (for callers without a Settings)."""
-    from factbank.runtime.settings import Settings
+    from factbank.settings import Settings
 
     try:
         return Settings.from_env().conflict_window_minutes
@@ -138,7 +138,7 @@ def conflict_warning(c: Conflict) -> str:
 
 def _clean(fields: dict[str, Any], policy: str) -> dict[str, Any]:
     """Every text field redacted together (a secret in one is removed from the others), or
-    refused under the bank's `reject` policy (`gate.Refused` naming the field)."""
+    refused under the bank's `reject` policy (`errors.Refused` naming the field)."""
     present = {k: v for k, v in fields.items() if isinstance(v, (str, list)) and v}
     if not present:
         return fields
@@ -521,7 +521,7 @@ async def _with_handoff_text(
     conn: asyncpg.Connection, bank_id: int, events: list[dict[str, Any]]
 ) -> None:
     """A handoff event says "handoff #1" (its detail): give it the handoff's text and whether
-    it was delivered, so the timeline shows what was handed over (issue 21), from the one
+    it was delivered, so the timeline shows what was handed over, from the one
     stored (redacted) copy."""
     wanted = {}
     for e in events:

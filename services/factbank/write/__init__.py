@@ -1,1 +1,1 @@
-"""The write side: the gate, redaction, claim comparison, retain and the lifecycle of a fact."""
+"""The write side: the gate, retain and the lifecycle of a fact, staleness, the vector queue."""

@@ -7,9 +7,9 @@ import asyncio
 import asyncpg
 
 from factbank.errors import Conflict, Refused
+from factbank.redact import redaction
 from factbank.store import ceremony
 from factbank.store.banks import Principal
-from factbank.write import redaction
 
 
 async def list_all(conn: asyncpg.Connection, bank_id: int) -> list[dict]:

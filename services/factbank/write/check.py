@@ -1,10 +1,11 @@
-"""Check (issue 16): what `POST /v1/facts` would do with each of a list of facts, deciding
+"""Check: what `POST /v1/facts` would do with each of a list of facts, deciding
 everything and saving nothing. `factbank migrate-native` shows its candidates this way before
 the user accepts any.
 
 The steps are retain's own, never a copy: the write gate under the bank's redaction policy and
 category registry (`retain._gated`, derived facts' citations included), then the
-duplicate-vs-correction decision (`retain._near_duplicates` and `claims.compare`, principle 3).
+duplicate-vs-correction decision (`retain._near_duplicates` and `claims.compare`,
+docs/principles.md#corrections-do-not-reinforce).
 Per fact: "refused" with the reasons, "same_claim" with the fact a save would reinforce,
 "retired" with the superseded or deleted fact that made the claim (a save stores nothing), or
 "new" with the facts it may supersede; and what redaction would remove (field and kind, never
@@ -22,10 +23,11 @@ import asyncio
 from collections.abc import Sequence
 
 from factbank.models import CheckVerdict, NewFact
-from factbank.read import embedder, lexicon
 from factbank.store.banks import Principal
-from factbank.write import claims, retain
-from factbank.write.retain import Deps, Vectors
+from factbank.text import claims, embedder, lexicon
+from factbank.write import retain
+from factbank.write.deps import Deps
+from factbank.write.retain import Vectors
 
 MAX_CHECK = 200
 

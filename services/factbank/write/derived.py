@@ -1,4 +1,4 @@
-"""Derived facts (issue 16): a fact whose source is other facts, and the review cascade that
+"""Derived facts: a fact whose source is other facts, and the review cascade that
 follows when one of those changes.
 
 A fact with `source.kind = fact` cites facts of its bank (the gate checks they exist, still
@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 import asyncpg
 
 from factbank.models import NewFact
-from factbank.runtime.observability import STALENESS
+from factbank.observability import STALENESS
 from factbank.store import ceremony
 from factbank.write import gate
 

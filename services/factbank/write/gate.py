@@ -1,11 +1,12 @@
-"""The write gate (principle 1): what a fact must carry to enter a bank, checked before
-anything is stored or embedded, with secrets redacted first (principle 10).
+"""The write gate (docs/principles.md#write-gate): what a fact must carry to enter a bank, checked
+before
+anything is stored or embedded, with secrets redacted first (docs/principles.md#secrets-never-land).
 
 A fact is one atomic claim with a category from the bank's registry, a source (kind plus a
 location) and a verbatim quote from that source. Text that looks like a pasted conversation or
 a log dump is refused with the reason: memory that ingests transcripts spreads their errors.
 
-A derived fact (source kind `fact`, issue 16) cites other facts of the bank: its location lists
+A derived fact (source kind `fact`) cites other facts of the bank: its location lists
 their ids ("#12, #15"), each must exist and still hold (not deleted, not superseded), and the
 quote must be verbatim (whitespace normalised) from one cited fact's content. `check` parses
 the ids; `check_citations` decides on the cited rows the caller read (the gate itself never
@@ -28,9 +29,9 @@ import msgspec
 
 from factbank.errors import Refused, reason
 from factbank.models import Fingerprint, NewFact
+from factbank.redact import redaction
 from factbank.store import facts
-from factbank.write import redaction
-from factbank_client.schema import split_symbol, symbol_problem
+from factbank_common.schema import split_symbol, symbol_problem
 
 MAX_QUOTE_CHARS = 2000
 MAX_TAGS = 12
@@ -41,7 +42,8 @@ MAX_TAG_CHARS = 40
 MAX_PROJECT_CHARS = 200
 MAX_LOCATION_CHARS = 500
 MAX_CONTENT_LINES = 4
-# Writer questions (principle 15): two to four are asked for; six leaves room for aliases.
+# Writer questions (docs/principles.md#the-writer-asks-the-questions): two to four are asked for;
+# six leaves room for aliases.
 MAX_QUESTIONS = 6
 MAX_QUESTION_CHARS = 200
 # A derived fact cites at most this many facts (the review cascade walks them).

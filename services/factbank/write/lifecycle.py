@@ -15,13 +15,14 @@ import asyncpg
 
 from factbank.errors import Refused
 from factbank.models import Confirm, Fact, NewFact, Source
-from factbank.read import embedder, lexicon
+from factbank.redact import redaction
 from factbank.store import ceremony, facts
 from factbank.store.banks import Principal
+from factbank.text import embedder, lexicon
 from factbank.trust import DEFAULT as POLICY
-from factbank.write import derived, redaction, retain
+from factbank.write import derived, retain
+from factbank.write.deps import Deps
 from factbank.write.gate import MAX_TAG_CHARS, MAX_TAGS, Prepared, clean_questions
-from factbank.write.retain import Deps
 
 
 async def _locked(w: ceremony.Write, fact_id: int) -> asyncpg.Record:
@@ -64,7 +65,7 @@ async def confirm(
     reason: str = "",
     evidence: Confirm | None = None,
 ) -> Fact:
-    """The fact held when checked: trust rises and decay restarts. With `evidence` (issue 16):
+    """The fact held when checked: trust rises and decay restarts. With `evidence`:
     a fresh quote (location, fingerprint) re-anchors the fact, and a stale one becomes active
     again (event `refreshed`); the caller's project and remotes are recorded on the confirm
     event for the rule gate. A fact under review is reviewed (event `reviewed`). A stale fact
@@ -75,7 +76,7 @@ async def confirm(
         row = await _locked(w, fact_id)
         if row["status"] == "superseded":
             # Confirming a retired claim raised its trust while nothing pointed at what
-            # replaced it (issue 21): name the successor instead.
+            # replaced it: name the successor instead.
             now = await current_of(w.conn, w.bank_id, fact_id)
             why = f" ({row['supersede_reason']})" if row["supersede_reason"] else ""
             raise Refused.one(

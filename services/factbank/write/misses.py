@@ -132,8 +132,8 @@ async def equivalents(conn: asyncpg.Connection, bank_id: int, fact_id: int) -> l
     "port 8080", or worker pool 2 after pool 1) is not a repeat: the add's answer already
     names it as a possible supersede. Measured on the browser fixture's 26 similar worker
     pools: counting every possible duplicate gave 117 "repeats" for 0 real ones."""
-    from factbank.write import claims
-    from factbank.write.retain import NEAR
+    from factbank.text import claims
+    from factbank.text.claims import NEAR
 
     row = await conn.fetchrow(
         "SELECT f.content, f.content_hash, v.embedding FROM facts f "

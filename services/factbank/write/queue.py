@@ -37,10 +37,12 @@ import msgspec
 
 from factbank.errors import Conflict, NotFound, Refused
 from factbank.models import NewFact, Successor
+from factbank.redact import redaction
 from factbank.store import ceremony
 from factbank.store.banks import Principal
-from factbank.write import redaction, retain
-from factbank.write.retain import Deps, Outcome
+from factbank.write import retain
+from factbank.write.deps import Deps
+from factbank.write.retain import Outcome
 
 STATUSES = ("pending", "accepted", "rejected", "withdrawn")
 MAX_REASON_CHARS = 500

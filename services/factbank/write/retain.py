@@ -4,7 +4,8 @@ embedding and the duplicate-vs-correction decision all happen here, once, for ev
 A near-duplicate (same bank, category and project; cosine >= NEAR, or the same normalised
 text) reinforces the existing fact only when `claims.compare` says it makes the same claim.
 Otherwise the new fact is stored and the response names the old ones it may supersede, so
-"port 8080" followed by "port 8081" never strengthens the claim it contradicts (principle 3).
+"port 8080" followed by "port 8081" never strengthens the claim it contradicts
+(docs/principles.md#corrections-do-not-reinforce).
 """
 
 from __future__ import annotations
@@ -21,27 +22,17 @@ import numpy as np
 
 from factbank.errors import BatchRefused, NotFound, Refused, reason
 from factbank.models import Fact, NewFact, Via
-from factbank.read import embedder, lexicon
-from factbank.read.tokenizer import language, tokenize
-from factbank.runtime.observability import REDACTIONS, VECTOR_QUEUE, WRITES
-from factbank.runtime.settings import Settings
+from factbank.observability import REDACTIONS, VECTOR_QUEUE, WRITES
 from factbank.store import ceremony, facts
 from factbank.store.banks import Principal
+from factbank.text import claims, embedder, lexicon
+from factbank.text.claims import NEAR
+from factbank.text.tokenizer import language, tokenize
 from factbank.trust import DEFAULT as POLICY
-from factbank.write import claims, derived, gate, misses
+from factbank.write import derived, gate, misses
 from factbank.write import vectors as vector_queue
+from factbank.write.deps import Deps
 from factbank.write.gate import Prepared
-
-NEAR = 0.90  # cosine of e5-small passages: "port 8080" vs "port 8081" 0.988, unrelated ~0.86
-
-
-@dataclass
-class Deps:
-    """What writes need: the pool, the settings, and the embedder (None: lexical only)."""
-
-    pool: asyncpg.Pool
-    settings: Settings
-    embedder: embedder.Embedder | None
 
 
 @dataclass
@@ -214,7 +205,7 @@ async def _retired_match(
     conn: asyncpg.Connection, bank_id: int, p: Prepared, vectors: Vectors
 ) -> int | None:
     """A fact of the bank, retired (superseded or deleted), that makes the same claim as `p`
-    (issue 21 A5: "add X, supersede it with Y, add X again" stored X as a new active fact that
+    ("add X, supersede it with Y, add X again" stored X as a new active fact that
     ranked first). The same normalised text, then the nearest retired facts by meaning
     (cosine >= NEAR) that `claims.compare` calls the same claim. Asked only when no active fact
     makes the claim, so an add that reinforces pays nothing more."""
@@ -610,8 +601,8 @@ def bound_restores(
     restores: Sequence[Restore | None],
     now: datetime,
 ) -> tuple[list[Restore | None], list[dict]]:
-    """Every restored value bounded to what an export of a bank could have produced (issue 21
-    A4: a write token imported `trust: 1.0, confirmed_at: 9999-12-31` and got a fact that
+    """Every restored value bounded to what an export of a bank could have produced (once
+    a write token imported `trust: 1.0, confirmed_at: 9999-12-31` and got a fact that
     never decayed and headed every session block).
 
     Who may restore what: anyone with write scope may restore a fact's status (every status is
@@ -679,7 +670,7 @@ async def import_many(
     import's lines: the gate redacts a line's `restore.supersede_reason` with its other fields,
     and that copy is what is stored (`bound_restores`).
 
-    Set-based (issue 12: 3,000 facts took 5 min): the facts to store go in with one COPY per
+    Set-based (3,000 facts took 5 min): the facts to store go in with one COPY per
     table (facts, citations, vectors, postings, events, audit, queue) instead of about a dozen
     round trips a fact, after everything CPU-bound (gate, tokenising, embedding, redaction)
     ran outside the transaction and off the event loop.

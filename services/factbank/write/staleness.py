@@ -1,4 +1,4 @@
-"""Verify (issue 16): what a client found of its facts' sources, applied in one transaction.
+"""Verify: what a client found of its facts' sources, applied in one transaction.
 
 The server never reads agents' files. `factbank verify` checks each file or commit fact of a
 project against the working tree and git, and posts one verdict per fact:
@@ -35,11 +35,12 @@ import msgspec
 
 from factbank.errors import BatchRefused, Refused, reason
 from factbank.models import Fingerprint, Skipped, Successor, VerifyAnswer, VerifyResult
-from factbank.runtime.observability import STALENESS
+from factbank.observability import STALENESS
+from factbank.redact import redaction
 from factbank.store import ceremony, facts
 from factbank.store.banks import Principal
-from factbank.write import derived, gate, queue, redaction
-from factbank.write.retain import Deps
+from factbank.write import derived, gate, queue
+from factbank.write.deps import Deps
 
 MAX_REASON_CHARS = 500
 MAX_CONTEXT_CHARS = 2000

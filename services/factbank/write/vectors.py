@@ -36,11 +36,11 @@ from collections import defaultdict
 
 import asyncpg
 
-from factbank.read import embedder as embedding
-from factbank.read import lexicon
-from factbank.read.tokenizer import language
-from factbank.runtime.observability import VECTOR_QUEUE
+from factbank.observability import VECTOR_QUEUE
 from factbank.store import ceremony
+from factbank.text import embedder as embedding
+from factbank.text import lexicon
+from factbank.text.tokenizer import language
 
 log = logging.getLogger(__name__)
 # Imports first, vectors after: while this process is committing import chunks the worker

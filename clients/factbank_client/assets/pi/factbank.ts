@@ -7,7 +7,7 @@
 // - tools: factbank_search / _add / _get / _confirm / _dispute / _supersede / _handoff over the
 //   same HTTP API the MCP server uses, described in the same words: `factbank install pi` writes the
 //   tool texts (factbank_client/assets/tools.toml) and the wire constants
-//   (factbank_client/schema.py) into SHARED below, so this file is never installed as it
+//   (factbank_common/schema.py) into SHARED below, so this file is never installed as it
 //   stands in the package.
 // - the timeline: the session's start and end, and each edit, write and bash call (see
 //   "the timeline" below), as the Claude Code and Codex hooks record theirs.
@@ -47,7 +47,7 @@ interface Shared {
   maxQuestions: number;
   searchLimit: number;
   searchLimitMax: number;
-  verifyCommand?: string[]; // `python -m factbank_client.cli.main verify --quiet` (issue 16)
+  verifyCommand?: string[]; // `python -m factbank_client.cli.main verify --quiet`
   codeCommand?: string[]; // `python -m factbank_client.cli.main code`: the local code graph
   anchorCommand?: string[]; // `python -m factbank_client.code.anchor`: a symbol source's check
 }
@@ -355,7 +355,7 @@ function text(t: string) {
   return { content: [{ type: "text", text: t }], details: {} };
 }
 
-// Text from a bank as one inert line (factbank_client/inert.py, the same rule and escapes; a
+// Text from a bank as one inert line (factbank_common/inert.py, the same rule and escapes; a
 // test runs both): LF/CR escaped, tabs as spaces, controls and invisible characters (ANSI
 // escapes, U+2028, zero-width, bidi) as \xNN/\uNNNN, at most `limit` characters.
 const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}\p{Co}\p{Cn}]/u;
@@ -432,7 +432,7 @@ export function factProps(tool: string) {
 }
 const FACT_REQUIRED = ["content", "category", "source_kind", "source_location", "quote", "tags"];
 
-// --- fingerprints (issue 16), as factbank_client/fingerprint.py computes them -----------------
+// --- fingerprints, as factbank_client/staleness/fingerprint.py computes them -----------------
 //
 // A file source records the quoted region's sha256 (its lines, trailing blanks stripped,
 // joined by "\n"), the file's git blob id (sha1 of "blob <size>\0" + bytes; "sha256:<hex>"
@@ -483,7 +483,7 @@ function gitOut(root: string, args: string[]): string[] {
   }
 }
 
-/** factbank_client/safefs.py's `read`, for the one file Pi's add reads (issue 21): `p` (from
+/** factbank_client/safefs.py's `read`, for the one file Pi's add reads: `p` (from
  * the agent, relative to `cwd`) only when its real path is inside the repository's real path
  * (or `cwd`'s outside one), not in `.git`, a regular file; no NUL, `~`, backslash or overlong
  * path. A path refused is undefined: no fingerprint, nothing of that file hashed or sent. */
@@ -514,7 +514,7 @@ export function readInside(root: string | undefined, cwd: string, p: string, lim
   }
 }
 
-/** factbank_client/worktree.py's `check` (verify before inject), the same answers: "holds"
+/** factbank_client/staleness/worktree.py's `check` (verify before inject), the same answers: "holds"
  * (the file's blob is the fingerprint's, or the quote, whitespace normalised, is in it),
  * "not-holding" (readable here, the quote is not in it), "unknown" (anything this checkout
  * cannot tell: missing, over 1 MiB, binary, refused, ignored by git, a redacted quote). */
@@ -558,7 +558,7 @@ export function checkHere(fact: any, root: string): [string, string] {
 
 export const NOTE_HEADER = "[factbank] Not holding in this checkout (left out of this block: the working tree no longer has their quote; the bank is told only by a commit):";
 
-/** factbank_client/worktree.py's `filter_block`: the block without the facts that do not hold
+/** factbank_client/staleness/worktree.py's `filter_block`: the block without the facts that do not hold
  * here (only the facts section; a header left with no fact goes too), and a note naming them. */
 export function filterBlock(text: string, sources: any[], root: string | undefined): { text: string; left: number[] } {
   if (!text || !Array.isArray(sources) || !sources.length || !root) return { text, left: [] };
@@ -649,8 +649,8 @@ export function fingerprintOf(kind: string, location: string, quote: string, cwd
   return { location: (inRepo ? rel : m[1]) + suffix, fingerprint: fp };
 }
 
-/** Issue 16: this project's file-sourced facts re-checked at session start, in the
- * background, as the Claude Code / Codex SessionStart hook does (factbank_client/hookverify.py):
+/** this project's file-sourced facts re-checked at session start, in the
+ * background, as the Claude Code / Codex SessionStart hook does (factbank_client/hook/verify.py):
  * a detached `factbank verify --quiet`, its line appended to ~/.cache/factbank/verify.log.
  * Nothing waits for it; FACTBANK_VERIFY=0 turns it off. */
 export function startVerify(dir: string): boolean {
@@ -763,7 +763,7 @@ export function outcomeText(o: any, bank: string): string {
   return lines.join("\n");
 }
 
-// --- the timeline (issue 15): what this session touched and ran, never facts ----------------
+// --- the timeline: what this session touched and ran, never facts ----------------
 //
 // Pi has no command hooks, so the extension records the session: its start (awaited, at most
 // INJECT_TIMEOUT_MS, before its first block is asked for, so a handoff `--to pi` finds it),
