@@ -28,7 +28,7 @@ from factbank_client.config import ClientConfig
 from factbank_client.errors import FactbankError, QuoteNotFound, UnsafePath
 from factbank_client.project import repo_root
 from factbank_client.staleness import fingerprint
-from factbank_client.staleness.worktree import quote_spans
+from factbank_client.staleness.quotes import quote_spans
 from factbank_common import schema
 
 AGENT_HEADER = "X-Factbank-Agent"

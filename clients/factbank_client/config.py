@@ -46,6 +46,10 @@ def normalize_url(raw: str, what: str = "url") -> str:
     def bad(why: str, echo: bool = True) -> ValueError:
         if not echo:
             return ValueError(f"{what}: {why}")
+        # A circle with redact (which reads this module for the config's own tokens), kept
+        # lazy on both sides on purpose: every hook loads this module, and importing redact's
+        # patterns at load time would cost each hook process for an error it almost never
+        # prints; redact needs config only when it scrubs.
         from factbank_client.redact import redact
 
         return ValueError(f"{what} {redact(raw)!r}: {why}")

@@ -25,7 +25,7 @@ MAX_DEPTH = 12
 
 
 def _dir() -> str:
-    from factbank_client.hook.state import cache_dir
+    from factbank_client.paths import cache_dir
 
     return os.path.join(cache_dir(), "harness-pids")
 

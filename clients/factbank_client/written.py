@@ -17,7 +17,7 @@ import contextlib
 import json
 import os
 
-from factbank_client.hook.state import cache_dir
+from factbank_client.paths import cache_dir
 
 HEADER = "X-Factbank-Min-Version"
 

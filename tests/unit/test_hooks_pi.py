@@ -261,7 +261,7 @@ def test_pi_fingerprint_matches_the_python_client(tmp_path: Path) -> None:
 
 def test_pi_symbol_source_is_the_python_clients_and_a_bad_one_is_refused(tmp_path) -> None:
     """A symbol source (`path::Qualified.name`) saved from Pi carries the Python client's
-    location and fingerprint (one digest: Pi runs `python -m factbank_client.code.anchor`);
+    location and fingerprint (one digest: Pi runs `python -m factbank_client.code.check`);
     a symbol that is not there is the tool's error, naming the field."""
     from factbank_client.client import new_fact
 

@@ -34,7 +34,8 @@ CASES = [
     (FIXTURES / "retry.rs", "src/retry.rs", "RetryPolicy.backoff",
      "self.base * 2u32.pow(attempt)", ("-> Duration {", "-> Duration {\n        let _ = attempt;")),
     # This project's own code.
-    (ROOT / "clients" / "factbank_client" / "staleness" / "fingerprint.py", "fingerprint.py", "region_sha256",
+    (ROOT / "clients" / "factbank_client" / "staleness" / "fingerprint.py", "fingerprint.py",
+     "region_sha256",
      "region = lines[first - 1: first - 1 + count]", ("x.rstrip()", "x.strip()")),
     (ROOT / "clients" / "factbank_client" / "assets" / "pi" / "factbank.ts", "pi/factbank.ts",
      "quoteSpans", "const needle = quote.split(/\\s+/).filter((w) => w).join(\" \");",

@@ -116,7 +116,7 @@ def _lock(root: Path):
     overlap; None when another verify holds it."""
     import fcntl
 
-    from factbank_client.hook.entry import cache_dir
+    from factbank_client.paths import cache_dir
 
     os.makedirs(cache_dir(), exist_ok=True)
     name = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]

@@ -88,7 +88,7 @@ class IndexError_(RuntimeError):
 
 
 def index_dir() -> Path:
-    from factbank_client.hook.state import cache_dir
+    from factbank_client.paths import cache_dir
 
     return Path(cache_dir()) / "code"
 

@@ -14,13 +14,10 @@ import json
 import os
 import time
 
+from factbank_client.paths import cache_dir
+
 LOG_MAX_BYTES = 512 * 1024
 STATE_MAX_AGE = 14 * 24 * 3600
-
-
-def cache_dir() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "factbank")
 
 
 def log_path() -> str:

@@ -42,7 +42,7 @@ def due(root: str, now: float | None = None) -> bool:
     import hashlib
     import time
 
-    from factbank_client.hook.entry import cache_dir
+    from factbank_client.paths import cache_dir
 
     now = time.time() if now is None else now
     stamp = os.path.join(cache_dir(), "verify-" + hashlib.sha256(root.encode()).hexdigest()[:16])
@@ -70,7 +70,7 @@ def wanted(cwd: str) -> bool:
 
 
 def log_path() -> str:
-    from factbank_client.hook.entry import cache_dir
+    from factbank_client.paths import cache_dir
 
     return os.path.join(cache_dir(), "verify.log")
 

@@ -178,8 +178,8 @@ def asset_text(*parts: str) -> str:
 
 
 CODE_ARGS = ("-m", "factbank_client.cli.main", "code")
-# A symbol source's check and fingerprint for Pi's add (code/anchor.py's main).
-ANCHOR_ARGS = ("-m", "factbank_client.code.anchor")
+# A symbol source's check and fingerprint for Pi's add (code/check.py).
+ANCHOR_ARGS = ("-m", "factbank_client.code.check")
 
 
 def pi_extension_text() -> str:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from factbank_client.staleness import fingerprint as fpr
-from factbank_client.staleness.worktree import quote_spans
+from factbank_client.staleness.quotes import quote_spans
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 MAX_EXTRA_LINES = 2  # a hunk may replace the quoted lines by at most this many more

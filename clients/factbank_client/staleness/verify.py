@@ -57,7 +57,7 @@ from factbank_client import safefs
 from factbank_client.errors import UnsafePath
 from factbank_client.staleness import fingerprint as fpr
 from factbank_client.staleness import successor
-from factbank_client.staleness.worktree import quote_spans
+from factbank_client.staleness.quotes import quote_spans
 from factbank_common import schema
 
 _LOCATION = re.compile(r"^(?P<path>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")

@@ -67,42 +67,6 @@ _LOCATION = re.compile(r"^(?P<path>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
 
 
-def _words_with_lines(text: str) -> tuple[str, list[int], list[int]]:
-    """The text with all whitespace collapsed, each word's offset in it, and its line."""
-    words, offsets, lines = [], [], []
-    pos = 0
-    line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
-    li = 0
-    for m in re.finditer(r"\S+", text):
-        while li + 1 < len(line_starts) and line_starts[li + 1] <= m.start():
-            li += 1
-        words.append(m.group())
-        offsets.append(pos)
-        lines.append(li + 1)
-        pos += len(m.group()) + 1
-    return " ".join(words), offsets, lines
-
-
-def quote_spans(text: str, quote: str) -> list[tuple[int, int]]:
-    """Every occurrence of `quote` in `text`, whitespace normalised, as (first line, last
-    line), 1-based, in file order. `factbank add` checks a quote with it and `factbank verify`
-    looks for the quote again with it, so both agree on what "still there" means."""
-    import bisect  # here, not at the top: the hooks use quote_in only
-
-    haystack, offsets, word_lines = _words_with_lines(text)
-    needle = " ".join(quote.split())
-    found: list[tuple[int, int]] = []
-    if not needle:
-        return found
-    start = haystack.find(needle)
-    while start != -1:
-        first = bisect.bisect_right(offsets, start) - 1
-        last = bisect.bisect_right(offsets, start + len(needle) - 1) - 1
-        found.append((word_lines[max(first, 0)], word_lines[max(last, 0)]))
-        start = haystack.find(needle, start + 1)
-    return found
-
-
 def quote_in(text: str, quote: str) -> bool:
     """`quote_spans(text, quote) != []`, without the line numbers: the same whitespace rule,
     about ten times cheaper (one split and join, no regex walk)."""
@@ -249,7 +213,7 @@ SYMBOL_MEMORY = 256  # same-file verdicts remembered (one small JSON file in the
 
 
 def _memory_path() -> str:
-    from factbank_client.hook.entry import cache_dir
+    from factbank_client.paths import cache_dir
 
     return os.path.join(cache_dir(), "symbol-checks.json")
 

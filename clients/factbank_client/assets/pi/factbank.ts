@@ -49,7 +49,7 @@ interface Shared {
   searchLimitMax: number;
   verifyCommand?: string[]; // `python -m factbank_client.cli.main verify --quiet`
   codeCommand?: string[]; // `python -m factbank_client.cli.main code`: the local code graph
-  anchorCommand?: string[]; // `python -m factbank_client.code.anchor`: a symbol source's check
+  anchorCommand?: string[]; // `python -m factbank_client.code.check`: a symbol source's check
 }
 
 export const SHARED: Shared = /* factbank:shared */ null as unknown as Shared;
@@ -672,7 +672,7 @@ export function startVerify(dir: string): boolean {
 }
 
 /** A symbol source (`path::Qualified.name`, docs/staleness.md#symbol-anchors): checked and
- * fingerprinted by the Python client (`python -m factbank_client.code.anchor LOCATION QUOTE`,
+ * fingerprinted by the Python client (`python -m factbank_client.code.check LOCATION QUOTE`,
  * the one digest there is), its refusal thrown as the tool's error, naming the field. */
 export function anchorOf(location: string, quote: string, cwd: string): { location: string; fingerprint: any } | undefined {
   const cmd = SHARED.anchorCommand;

@@ -1,0 +1,14 @@
+"""Where the client keeps what it may lose (caches, hook state, locks): one answer for every
+module. Ground floor: imports only `os`, so the hooks, staleness and the code graph can all
+stand on it. (`hook/entry.py` keeps its own copy: a recording event's parent process imports
+nothing at all, docs/harnesses.md.)"""
+
+from __future__ import annotations
+
+import os
+
+
+def cache_dir() -> str:
+    """`$XDG_CACHE_HOME/factbank`, else `~/.cache/factbank`."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "factbank")
