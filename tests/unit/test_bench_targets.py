@@ -1,0 +1,61 @@
+"""`factbank bench` prints a verdict for each five-vector target, from the figures of one run."""
+
+from __future__ import annotations
+
+from factbank_evals import bench
+
+
+def _size(cold: float, cached: float, fill_s: float, toy: float | None = None) -> dict:
+    row = {
+        "cold": {"p50_ms": cold}, "embedding_cached": {"p50_ms": cached},
+        "cache_hit": {"p50_ms": 1.0}, "bm25_only": {"p50_ms": 3.0},
+        "fill": {"seconds": fill_s},
+    }
+    if toy is not None:
+        row["toy"] = {"bm25_cosine_embed": {"p50_ms": toy}, "cosine_only": {"p50_ms": 20.0}}
+    return row
+
+
+def result(cold_big: float, cached_big: float, toy_big: float, alone: float, drained: float,
+           hook: float) -> dict:
+    return {
+        "recall": {1000: _size(30.0, 10.0, 5.0), 100_000: _size(cold_big, cached_big, 100.0,
+                                                                 toy_big)},
+        "drain": {"embedder_alone": {"facts_per_s": alone},
+                  "runs": [{"run": "worker inside ingest", "facts_per_s": drained}]},
+        "hooks": {"rows": {"python -I -S (interpreter only)": {"p50_ms": 10.0},
+                           "user-prompt-submit": {"p50_ms": hook}}},
+    }
+
+
+def verdicts(r: dict) -> dict[str, bool]:
+    return {t["target"]: t["ok"] for t in bench.targets(r)}
+
+
+def verdict(v: dict[str, bool], *words: str) -> bool:
+    """The one verdict whose target names every word."""
+    (ok,) = [ok for target, ok in v.items() if all(w in target for w in words)]
+    return ok
+
+
+def test_every_target_passes_when_met():
+    v = verdicts(result(cold_big=40.0, cached_big=19.0, toy_big=300.0, alone=20.0,
+                        drained=17.0, hook=39.0))
+    assert all(v.values()), v
+    assert any(k.startswith("fill to 100,000") for k in v)
+    assert any("queue drain" in k for k in v) and any(k.startswith("hook ") for k in v)
+
+
+def test_each_target_fails_on_its_own_figure():
+    v = verdicts(result(cold_big=46.0, cached_big=21.0, toy_big=400.0, alone=20.0,
+                        drained=15.0, hook=41.0))
+    assert not verdict(v, "cold p50 at 100,000", "1.5x")  # x1.53 of 1k
+    assert verdict(v, "cold p50 at 100,000", "toy")  # 46 / 400 = 0.115 of the toy
+    assert not verdict(v, "query-embedding-cached")  # x2.1
+    assert not verdict(v, "queue drain")  # 0.75 of the embedder alone
+    assert not verdict(v, "hook user-prompt-submit")  # x4.1
+    assert verdict(v, "cold p50 at 100,000 < 50 ms")
+    toy = verdicts(result(cold_big=40.0, cached_big=19.0, toy_big=200.0, alone=20.0,
+                          drained=17.0, hook=39.0))
+    assert not verdict(toy, "toy")  # 40 / 200 = 0.20 of the toy
+    assert verdict(toy, "cold p50 at 100,000", "1.5x")  # x1.33 of 1k
