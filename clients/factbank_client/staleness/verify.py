@@ -228,10 +228,11 @@ class Repo:
         return self._reachable[commit]
 
 
-def _name_status_pairs(lines: list[str]) -> list[tuple[str, str]]:
-    """(old, new) of each rename in `git ... --name-status -z` output."""
+def _name_status_entries(lines: list[str]) -> list[tuple[str, str, str | None]]:
+    """(status letter, old path, new path or None) of each entry in `git ... --name-status
+    -z` output: renames and copies carry two paths, every other status one."""
     fields = [f for line in lines for f in line.split("\0")]
-    pairs: list[tuple[str, str]] = []
+    entries: list[tuple[str, str, str | None]] = []
     i = 0
     while i < len(fields):
         status = fields[i].strip()
@@ -239,12 +240,19 @@ def _name_status_pairs(lines: list[str]) -> list[tuple[str, str]]:
             i += 1
             continue
         if status[:1] in ("R", "C") and i + 2 < len(fields):
-            if status[0] == "R":
-                pairs.append((fields[i + 1], fields[i + 2]))
+            entries.append((status[0], fields[i + 1], fields[i + 2]))
             i += 3
         else:
+            if i + 1 < len(fields):
+                entries.append((status[:1], fields[i + 1], None))
             i += 2
-    return pairs
+    return entries
+
+
+def _name_status_pairs(lines: list[str]) -> list[tuple[str, str]]:
+    """(old, new) of each rename in `git ... --name-status -z` output."""
+    return [(old, new) for status, old, new in _name_status_entries(lines)
+            if status == "R" and new is not None]
 
 
 def _name_status(lines: list[str]) -> dict[str, str]:
@@ -705,22 +713,7 @@ def change_of(root: Path, diff: str | None = None, *, staged: bool = False) -> C
         label = f"{base[:12]}..{head[:12]}"
         args = ["diff", "-M", "--name-status", "-z", base, head]
     out = fpr.git_lines(root, *args)
-    fields = [f for line in out for f in line.split("\0")]
-    touched: set[str] = set()
-    i = 0
-    while i < len(fields):
-        status = fields[i].strip()
-        if not status:
-            i += 1
-            continue
-        if status[:1] in ("R", "C") and i + 2 < len(fields):
-            if status[0] == "R":
-                touched.add(fields[i + 1])
-            i += 3
-        else:
-            if i + 1 < len(fields):
-                touched.add(fields[i + 1])
-            i += 2
+    touched = {old for status, old, _ in _name_status_entries(out) if status != "C"}
     return Change(root, base, head, label, touched, _name_status(out))
 
 
