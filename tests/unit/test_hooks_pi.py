@@ -413,3 +413,28 @@ def test_pi_checks_the_block_against_the_working_tree_as_the_hooks_do(tmp_path: 
     assert py == ["holds", "holds", "not-holding", "unknown", "unknown", "unknown", "unknown",
                   "unknown"]
     assert got["block"] == {"text": worktree.filter_block(text, facts, repo)[0], "left": [3]}
+
+
+def test_pi_never_hides_a_symbol_fact_on_a_guess(tmp_path: Path) -> None:
+    """Pi has no parser: a symbol anchor whose quote left its file (the function moved to
+    another file in the working tree) is "unknown" and stays in the block, where a line fact
+    in the same state is left out; the quote still in the file holds."""
+    repo = tmp_path / "repo"
+    (repo / "src").mkdir(parents=True)
+    (repo / "src" / "net.py").write_text("def other():\n    return 1\n")
+    (repo / "src" / "retry.py").write_text("def backoff(n):\n    return 2 ** n\n")
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "init"]):
+        git(repo, *args)
+    facts = [
+        {"id": 1, "source": {"kind": "file", "location": "src/net.py::backoff"},
+         "quote": "return 2 ** n", "fingerprint": {"path": "src/net.py", "symbol": "backoff"}},
+        {"id": 2, "source": {"kind": "file", "location": "src/net.py:2"},
+         "quote": "return 2 ** n", "fingerprint": {"path": "src/net.py"}},
+        {"id": 3, "source": {"kind": "file", "location": "src/retry.py::backoff"},
+         "quote": "return 2 ** n", "fingerprint": {"path": "src/retry.py", "symbol": "backoff"}},
+    ]
+    got = run_ts(f"""
+        const facts = {json.dumps(facts)};
+        result = facts.map((f) => m.checkHere(f, {json.dumps(str(repo))})[0]);
+    """)
+    assert got == ["unknown", "not-holding", "holds"]

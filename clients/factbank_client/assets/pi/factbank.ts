@@ -546,6 +546,10 @@ export function checkHere(fact: any, root: string): [string, string] {
   if (read.data.subarray(0, 8192).includes(0)) return ["unknown", `${p} is binary`];
   const norm = (t: string) => t.split(/\s+/).filter((w) => w).join(" ");
   if (norm(read.data.toString("utf-8")).includes(norm(quote))) return ["holds", `the quote is in ${p}`];
+  // A symbol anchor (path::Qualified.name) may have moved to another file with its quote:
+  // without a parser here that is not evidence, so it stays in the block (never hidden on a
+  // guess); the post-commit verify, which parses, judges it.
+  if (String(src.location ?? "").includes("::")) return ["unknown", `a symbol anchor whose quote left ${p}: judged by the next verify`];
   try {
     execFileSync("git", ["-C", root, "check-ignore", "-q", "--", p.startsWith("-") ? "./" + p : p],
                  { stdio: "ignore", timeout: 2000 });
