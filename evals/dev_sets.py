@@ -132,7 +132,7 @@ def rankings(bank: Bank, queries: Sequence[Query], successor: dict[int, int], *,
     token_sets = [set(t) for t in toks]
     qvecs = fs.embed_cached([q.text for q in queries], "query")
     langs = np.array(bank.vec_lang)
-    groups = [g for g in (np.where(langs == "zh")[0], np.where(langs != "zh")[0]) if g.size]
+    groups = [g for g in (np.where(langs != "en")[0], np.where(langs == "en")[0]) if g.size]
     doc_lang = dict(enumerate(bank.fact_lang))
     doc_tagged = dict(enumerate(bank.fact_tagged))
 
