@@ -153,7 +153,7 @@ def run_legs(corpus: Corpus, query_ids: list[str], query_texts: list[str], bg=No
 
     qvecs = embed_cached(query_texts, "query")
     langs = np.array(corpus.langs)
-    groups = [g for g in (np.where(langs != "en")[0], np.where(langs == "en")[0]) if g.size]
+    groups = [g for g in (np.where(langs == "zh")[0], np.where(langs != "zh")[0]) if g.size]
     shares = (bg.en_shares(corpus.vecs) if bg is not None and bg.has_axis
               else [None] * len(corpus.ids))
     runs = []

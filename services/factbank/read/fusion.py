@@ -49,7 +49,7 @@ the reason for each constant (`FusionParams`).
 9. Which language a dense hit is ranked as is the embedder's, not its letters': its vector's
    `en_share` on the background's language axis (`LANGUAGE_TAIL_PERCENTILE`) mixes the
    Chinese and English levels of steps 3, 4 and 8, on the gate's scale (recalibrated
-   offsets) and in the ranking score (which takes no language-pair offset).
+   offsets) and in the ranking score (`rank_offset_*`, the offsets it was measured with).
    An id, a command or a line of dashes is "en" by its letters and neither language to the
    embedder; centred as English it took the whole cross-language lift (issue 22,
    evals/reports/2026-12-02/native-zh.md).
@@ -349,17 +349,11 @@ class FusionParams:
     # each vector's language from the embedder (`en_share`): English sentences whose share is
     # under 1 lost part of their lift on the gate's scale (xquad-r-zh2en with the gate 0.818
     # -> 0.801 at the old zh>en offset), while stray non-Chinese lines stopped opening it
-    # (cmrc questions against the xquad-r zh bank refused 0.31 -> 0.88).
-    # The ranking takes no language-pair offset at all (`_offset(ranking=True)`): it orders
-    # the facts of one query, so only the gap it puts between that query's Chinese and
-    # English facts matters, and the background's level gap already equals the gap e5 puts
-    # between a parallel answer's two translations (XQuAD-R golds: zh questions 0.099 answer
-    # gap against 0.103 level gap, en questions 0.089 against 0.082). The pair offsets are the
-    # gate's calibration (each pair's recall at the floor), and in the ranking they put an
-    # English fact 0.033 below a Chinese one of the same centred cosine for every English
-    # query (en>en -0.0416 and en>zh +0.0235, half of it after the cohort blend): on the bare
-    # agent-memory bank English paraphrases fell to R@5 0.186 against plain cosine 0.70; with
-    # no pair offset in the ranking 0.674 (evals/reports/2026-12-02/bare-facts.md).
+    # (cmrc questions against the xquad-r zh bank refused 0.31 -> 0.88). The ranking keeps
+    # the offsets it was measured with: the recalibrated zh>en offset in the ranking cost
+    # native Chinese 0.8 point (mlqa-r-zh-dev dense 0.815 -> 0.807).
+    rank_offset_zh_en: float = 0.0134
+    rank_offset_en_zh: float = 0.0235
     rank_offset_tagged: float = 0.0303
 
 
@@ -383,15 +377,13 @@ def _offset(query_lang: str, doc_lang: str | None, tagged: bool, params: FusionP
             ranking: bool = False) -> float:
     if tagged:
         return params.rank_offset_tagged if ranking else params.offset_tagged
-    if ranking:  # no pair offset in the ranking (see `rank_offset_tagged`'s comment)
-        return 0.0
     pair = language_pair(query_lang, doc_lang)
     if pair == "same":
         return params.offset_en_en if query_lang == "en" else 0.0
     if pair == "zh>en":
-        return params.offset_zh_en
+        return params.rank_offset_zh_en if ranking else params.offset_zh_en
     if pair == "en>zh":
-        return params.offset_en_zh
+        return params.rank_offset_en_zh if ranking else params.offset_en_zh
     return params.offset_mixed
 
 
@@ -422,28 +414,15 @@ def lexical_evidence(hit: LegHit, best_bm25: float, query_terms: int, pair: str,
     return params.lexical_weight * (share * coverage + (1.0 - share) * relative)
 
 
-def chinese_group(lang: str | None) -> bool:
-    """The language group a vector's candidates and cohort belong to: True for Chinese and
-    mixed text (and an unknown label), False for English. Why mixed goes with Chinese: a
-    label of "mixed" means 20-80% Chinese units, which in agent facts is Chinese with
-    identifiers in it (`ledgerline 本地开发的 Postgres 跑在 5433 端口`), and the embedder places
-    it with Chinese (agent-memory: 56 of its 90 Chinese facts are "mixed", `en_share` 95th
-    percentile 0.07). Grouped with English, those facts filled the English candidates and
-    cohort of every Chinese query: bare agent-memory zh>en R@5 0.222, grouped with Chinese
-    0.778 (plain cosine 0.056; evals/reports/2026-12-02/bare-facts.md)."""
-    return lang != "en"
-
-
 def cohort_means(dense: Sequence[LegHit], doc_lang: Mapping[int, str] | None = None,
                  params: FusionParams = DEFAULT) -> dict[bool, float]:
     """The mean raw cosine of the query's `bank_cohort` nearest vectors in each language group
-    (`chinese_group`: True Chinese and mixed, False English), from the dense leg's candidates
-    (taken per group)."""
+    (True: Chinese, False: the rest), from the dense leg's candidates (taken per group)."""
     langs = doc_lang or {}
     groups: dict[bool, list[float]] = {}
     for hit in dense:
         lang = hit.lang if hit.lang is not None else langs.get(hit.fact_id)
-        groups.setdefault(chinese_group(lang), []).append(hit.score)
+        groups.setdefault(lang == "zh", []).append(hit.score)
     return {g: float(np.mean(sorted(v, reverse=True)[: params.bank_cohort]))
             for g, v in groups.items()}
 
@@ -484,14 +463,14 @@ def raw_scores(c: Candidates, params: FusionParams = DEFAULT, *,
         """What this query scores against unrelated text of this language and form: the
         background mean less the pair offset, blended with the bank's cohort when ranking.
         With `en_share` (where the embedder places the vector): the Chinese and English
-        levels in that proportion, whatever the text's label. The ranking (with a cohort)
-        takes no language-pair offset, the gate its calibrated ones."""
+        levels in that proportion, whatever the text's label. Ranking (with a cohort) and
+        the gate each use their own offsets (`rank_offset_*`)."""
         if en_share is not None:
             return ((1 - en_share) * level("zh", tagged, question)
                     + en_share * level("en", tagged, question))
         base = base_level(lang, tagged)
-        if cohort is not None and chinese_group(lang) in cohort:
-            return params.bank_share * cohort[chinese_group(lang)] + (1 - params.bank_share) * base
+        if cohort is not None and (lang == "zh") in cohort:
+            return params.bank_share * cohort[lang == "zh"] + (1 - params.bank_share) * base
         if cohort:
             # No vector of this group in the bank, so no cohort of its own: the other group's
             # cohort, shifted by the background's gap between the two.

@@ -168,21 +168,20 @@ class DenseHit:
     en_share: float | None = None  # where the embedder places it (fusion.LegHit.en_share)
 
 
-# Candidates are taken per language group, Chinese (with mixed text) and English, each its own
-# HNSW scan: in a bank that mixes zh and en facts the query's own language otherwise fills
-# every slot, since e5 ranks any same-language text above an answer in the other language
-# (mixed XQuAD-R dev bank, zh->en R@5: 0.38 with one list, 0.82 with one per group;
-# evals/README.md). Mixed text goes with Chinese (`fusion.chinese_group`).
+# Candidates are taken per language group, Chinese and the rest, each its own HNSW scan: in a
+# bank that mixes zh and en facts the query's own language otherwise fills every slot, since
+# e5 ranks any same-language text above an answer in the other language (mixed XQuAD-R dev
+# bank, zh->en R@5: 0.38 with one list, 0.82 with one per group; evals/README.md).
 # Each row also carries its cosine to the background's language axis ($4), from which fusion
 # reads where the embedder places the vector between Chinese and English (`en_share`): a line
-# such as `ISBN 978-0-520-08670-8.` is "en" by its letters and sits in the English group, but must
+# such as `ISBN 978-0-520-08670-8.` is "en" by its letters and sits in the rest group, but must
 # not be centred as English text (issue 22; fusion.LANGUAGE_TAIL_PERCENTILE).
 _DENSE_SQL = """
 (SELECT fact_id, ord, lang, 1 - (embedding <=> $2) AS cosine, 1 - (embedding <=> $4) AS axis
-  FROM fact_vectors WHERE bank_id = $1 AND lang <> 'en' ORDER BY embedding <=> $2 LIMIT $3)
+  FROM fact_vectors WHERE bank_id = $1 AND lang = 'zh' ORDER BY embedding <=> $2 LIMIT $3)
 UNION ALL
 (SELECT fact_id, ord, lang, 1 - (embedding <=> $2) AS cosine, 1 - (embedding <=> $4) AS axis
-  FROM fact_vectors WHERE bank_id = $1 AND lang = 'en' ORDER BY embedding <=> $2 LIMIT $3)
+  FROM fact_vectors WHERE bank_id = $1 AND lang <> 'zh' ORDER BY embedding <=> $2 LIMIT $3)
 """
 
 
