@@ -40,7 +40,7 @@ from factbank_evals.metrics import recall_at
 
 CANDIDATES = 50  # per language group, as search.CANDIDATES
 METHODS = ("bm25", "cosine", "rrf", "dense", "hybrid")
-AM_CONFIGS = ("bare", "tags", "questions", "tags+questions")
+AM_CONFIGS = ("bare", "tags", "questions", "tags+questions", "half-questions")
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,7 @@ class Query:
     text: str
     answers: set[int]
     kind: str = "all"
+    splits: tuple[str, ...] = ()  # further splits it counts in ("paraphrase zh", ...)
 
 
 def _bank(name, vec_fact, texts_of_vectors, questions, lexical_texts, fact_lang, tagged) -> Bank:
@@ -87,10 +88,22 @@ def beir_bank(s: beir.BeirSet) -> tuple[Bank, list[Query], dict[int, int]]:
 
 def agent_memory_bank(config: str) -> tuple[Bank, list[Query], dict[int, int]]:
     """The agent-memory set saved as `config`: vectors as the service embeds them
-    (`lexicon.indexed_text`, one per question), BM25 text as it indexes it."""
+    (`lexicon.indexed_text`, one per question), BM25 text as it indexes it. Paraphrase and
+    crosslingual queries also count in a split by their own language ("paraphrase en").
+
+    "half-questions" is the bank a real one becomes when imported or migrated facts (bare)
+    sit beside facts an agent saved with questions: the odd facts keep their writer
+    questions, the even ones have only their own vector; its paraphrase and crosslingual
+    queries also count by their gold ("paraphrase, bare gold")."""
     from factbank.text.lexicon import indexed_text, lexical_text
     from factbank.text.tokenizer import language
     from factbank_evals import agent_memory as am
+
+    if config == "half-questions":
+        facts, _ = am.load_set(am.SET_DIR, "questions")
+        lexical = [lexical_text(f["content"], f["tags"], f["questions"] if i % 2 else [])
+                   for i, f in enumerate(facts)]
+        return _half_questions(*agent_memory_bank("questions"), lexical)
 
     facts, cases = am.load_set(am.SET_DIR, config)
     pos = {f["id"]: i for i, f in enumerate(facts)}
@@ -103,10 +116,32 @@ def agent_memory_bank(config: str) -> tuple[Bank, list[Query], dict[int, int]]:
     bank = _bank(f"agent-memory ({config})", vec_fact, texts, question,
                  [lexical_text(f["content"], f["tags"], f["questions"]) for f in facts],
                  [language(f["content"]) for f in facts], [bool(f["tags"]) for f in facts])
-    queries = [Query(c.id, c.text, {pos[a] for a in c.answers}, c.kind)
+    queries = [Query(c.id, c.text, {pos[a] for a in c.answers}, c.kind,
+                     (f"{c.kind} {language(c.text)}",) if c.kind in SPLIT_KINDS else ())
                for c in cases if c.answers]
     successor = {pos[f["supersedes"]]: pos[f["id"]] for f in facts if f.get("supersedes")}
     return bank, queries, successor
+
+
+SPLIT_KINDS = ("paraphrase", "crosslingual")
+
+
+def _half_questions(bank: Bank, queries: list[Query], successor: dict[int, int],
+                    lexical_texts: list[str]):
+    """The questions bank with the writer questions of every even fact dropped (from its
+    vectors and from what BM25 indexes: `lexical_texts`)."""
+    keep = np.array([not q or int(f) % 2 == 1 for f, q in zip(bank.vec_fact, bank.vec_question,
+                                                              strict=True)])
+    half = Bank("agent-memory (half-questions)", bank.vec_fact[keep], bank.vecs[keep],
+                [x for x, k in zip(bank.vec_lang, keep, strict=True) if k],
+                [x for x, k in zip(bank.vec_question, keep, strict=True) if k],
+                lexical_texts, bank.fact_lang, bank.fact_tagged)
+    out = []
+    for q in queries:
+        gold = "bare gold" if all(a % 2 == 0 for a in q.answers) else "gold with questions"
+        extra = (f"{q.kind}, {gold}",) if q.kind in SPLIT_KINDS else ()
+        out.append(Query(q.id, q.text, q.answers, q.kind, q.splits + extra))
+    return half, out, successor
 
 
 def rankings(bank: Bank, queries: Sequence[Query], successor: dict[int, int], *,
@@ -176,12 +211,12 @@ def rankings(bank: Bank, queries: Sequence[Query], successor: dict[int, int], *,
 def r5_by_kind(queries: Sequence[Query], ranked: dict[str, list[list[int]]]) -> dict:
     """R@5 per method, overall and per query kind."""
     out: dict[str, dict[str, float]] = {}
-    kinds = sorted({q.kind for q in queries})
+    kinds = sorted({q.kind for q in queries} | {s for q in queries for s in q.splits})
     for m, lists in ranked.items():
         row = {}
         for k in ("all", *[k for k in kinds if k != "all"]):
             vals = [recall_at(r, q.answers, 5) for q, r in zip(queries, lists, strict=True)
-                    if k == "all" or q.kind == k]
+                    if k == "all" or q.kind == k or k in q.splits]
             row[k] = round(float(np.mean(vals)), 3)
         out[m] = row
     return out
