@@ -37,6 +37,7 @@ from factbank.write import vectors as vector_queue
 from factbank.write.deps import Deps
 from factbank.write.retain import Outcome
 from factbank_ingest.admin import ADMIN
+from factbank_ingest.examples import EXAMPLE_FACT
 from factbank_ingest.queue import QUEUE
 
 log = logging.getLogger(__name__)
@@ -45,17 +46,6 @@ MAX_IMPORT_BYTES = 32 * 1024 * 1024
 # Facts per import request: one transaction, gated and embedded as one batch. A bigger import
 # is sent in chunks of at most this many lines (each chunk its own request and transaction).
 MAX_IMPORT_LINES = 1000
-
-EXAMPLE_FACT = {
-    "content": "The staging API listens on port 8443",
-    "category": "environment",
-    "source": {"kind": "file", "location": "deploy/staging.yaml:14"},
-    "quote": "listen: 8443",
-    "origin": "verified",
-    "tags": ["staging", "api", "port", "端口"],
-    "questions": ["Which port does the staging API listen on?", "预发环境的 API 用哪个端口？"],
-}
-
 
 class Supersede(Strict):
     fact: NewFact

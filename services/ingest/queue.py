@@ -16,6 +16,7 @@ from factbank.store.banks import Principal
 from factbank.write import queue
 from factbank.write.deps import Deps
 from factbank.write.retain import Outcome
+from factbank_ingest.examples import EXAMPLE_FACT
 
 
 class QueueFact(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -71,7 +72,8 @@ async def get_candidate(deps: Deps, principal: Principal, cand_id: FromPath[int]
         return await queue.get(conn, principal.bank_id, cand_id)
 
 
-@post("/v1/queue", guards=[requires("write")], status_code=201)
+@post("/v1/queue", guards=[requires("write")], status_code=201,
+      opt={"example": {"fact": EXAMPLE_FACT, "reason": "the user said the port changed"}})
 async def queue_fact(deps: Deps, principal: Principal, data: JSONBody[QueueFact]
                      ) -> queue.Candidate:
     """Queue a fact for review instead of saving it (a correction you are not sure of): the
@@ -81,7 +83,8 @@ async def queue_fact(deps: Deps, principal: Principal, data: JSONBody[QueueFact]
     return await queue.queue_fact(deps, principal, data.fact, data.replaces, data.reason)
 
 
-@post("/v1/queue/{cand_id:int}/accept", guards=[requires("write")], status_code=200)
+@post("/v1/queue/{cand_id:int}/accept", guards=[requires("write")], status_code=200,
+      opt={"example": {}})
 async def accept_candidate(
     deps: Deps, principal: Principal, cand_id: FromPath[int], data: JSONBody[Accept]
 ) -> Accepted:
@@ -95,7 +98,8 @@ async def accept_candidate(
     return Accepted(candidate=cand, outcome=outcome)
 
 
-@post("/v1/queue/{cand_id:int}/reject", guards=[requires("write")], status_code=200)
+@post("/v1/queue/{cand_id:int}/reject", guards=[requires("write")], status_code=200,
+      opt={"example": {"reason": "the old line still holds"}})
 async def reject_candidate(
     deps: Deps, principal: Principal, cand_id: FromPath[int], data: JSONBody[Reject]
 ) -> queue.Candidate:

@@ -674,7 +674,7 @@ def test_every_command_option_and_argument_has_help():
 
 
 def test_help_lists_every_group_in_its_order():
-    """Issue 13 moved the server and eval groups out of the client: same commands, same order."""
+    """The server and eval groups plug in from outside the client: same commands, same order."""
     from factbank_client.cli.main import build_parser
 
     sub = next(a for a in build_parser()._actions if a.dest == "command")
@@ -683,7 +683,7 @@ def test_help_lists_every_group_in_its_order():
         "history", "questions", "confirm", "dispute", "delete", "supersede", "categories",
         "export", "import", "inject-preview", "stats", "mcp", "install", "uninstall", "eval",
         "bench", "timeline", "handoff", "import-history", "verify", "rules", "migrate-native",
-        "dispatch", "dashboard", "doctor", "completion"]
+        "code", "queue", "enrich", "dispatch", "dashboard", "doctor", "completion"]
     assert build_parser().epilog is None  # nothing is missing in the full install
 
 

@@ -32,10 +32,12 @@ def _is_open(path: str) -> bool:
     return path in ("/healthz", "/readyz")
 
 
-def _fill(path: str, fact_id: int, token_id: int) -> str:
-    """The path with bank B's ids: its token's for the admin token routes, else its fact's."""
-    return re.sub(r"\{token_id(:[a-z]+)?\}", str(token_id),
-                  re.sub(r"\{(?!token_id)[a-z_]+(:[a-z]+)?\}", str(fact_id), path))
+def _fill(path: str, fact_id: int, token_id: int, cand_id: int) -> str:
+    """The path with bank B's ids: its token's for the admin token routes, its review-queue
+    candidate's for the queue routes, else its fact's."""
+    path = re.sub(r"\{token_id(:[a-z]+)?\}", str(token_id), path)
+    path = re.sub(r"\{cand_id(:[a-z]+)?\}", str(cand_id), path)
+    return re.sub(r"\{[a-z_]+(:[a-z]+)?\}", str(fact_id), path)
 
 
 async def _call(client, method, path, handler, headers):
@@ -61,6 +63,12 @@ async def test_every_route_needs_a_token_and_keeps_banks_apart(stack, two_banks,
     r = await stack.ingest.post("/v1/facts", json=fact_body(SECRET_CONTENT), headers=auth(beta.rw))
     assert r.status_code == 201, r.text
     beta_fact = r.json()["fact"]["id"]
+    # Beta's review queue holds a candidate; alpha's own candidates (its POST /v1/queue below)
+    # get other ids, so a 200 on beta's id is a leak, not alpha reading its own.
+    r = await stack.ingest.post("/v1/queue", json={"fact": fact_body(SECRET_CONTENT + " (queued)"),
+                                                   "reason": "zircon"}, headers=auth(beta.rw))
+    assert r.status_code == 201, r.text
+    beta_cand = r.json()["id"]
     # Beta's timeline (events, a conflict, a handoff) naming the secret host: no route may
     # show any of it to alpha.
     for session in ("beta-1", "beta-2"):
@@ -87,7 +95,7 @@ async def test_every_route_needs_a_token_and_keeps_banks_apart(stack, two_banks,
                 r = await client.get(path)
                 assert r.status_code == 401, (path, r.status_code)
                 continue
-            url = _fill(path, beta_fact, beta_token)
+            url = _fill(path, beta_fact, beta_token, beta_cand)
             walked += 1
             r = await _call(client, method, url, handler, {})
             assert r.status_code == 401, (method, path, r.status_code, r.text)

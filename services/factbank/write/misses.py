@@ -23,6 +23,7 @@ logged and counted, never costs the block or the search it records.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from collections.abc import Sequence
 
@@ -40,6 +41,16 @@ KINDS = ("same", "correction", "equivalent", "retired")
 # runs of `factbank eval corrections --ab 80`).
 ASYNC_COMMIT = "SET LOCAL synchronous_commit = off"
 SHOWN = ("injected", "searched", "never", "unknown")
+
+
+def session_key(session: str) -> str:
+    """What the logs keep of a harness session id: a digest (as the result cache keys a
+    session's seen set), never the header or body text itself, which a caller controls and
+    could carry a secret (docs/misses.md). The same id gives the same key on every path
+    (inject's body `session_id`, the X-Factbank-Session header of writes and searches)."""
+    if not session:
+        return ""
+    return hashlib.sha256(session.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 async def shown(conn: asyncpg.Connection, bank_id: int, session: str, fact_id: int) -> str:
@@ -72,7 +83,7 @@ async def record_repeat(
     w: Write, kind: str, held: int, new: int | None, project: str | None, agent: str
 ) -> None:
     """One repeat of fact `held` by this write (`new`: the fact it stored, if any)."""
-    conn, bank_id, session = w.conn, w.bank_id, w.principal.session
+    conn, bank_id, session = w.conn, w.bank_id, session_key(w.principal.session)
     row = await conn.fetchrow(
         """SELECT
              EXISTS (SELECT 1 FROM session_writes WHERE fact_id = $1 AND nudged) AS nudged_fact,
@@ -97,7 +108,7 @@ async def record_repeat(
 async def record_write(w: Write, fact_id: int, action: str) -> None:
     """A write made in a session (nothing outside one): the fact it left and whether a
     correction had been recognised in the session before it."""
-    session = w.principal.session
+    session = session_key(w.principal.session)
     if not session:
         return
     await w.conn.execute(
@@ -175,6 +186,7 @@ async def record_exposures(
     pool: asyncpg.Pool, bank_id: int, session: str, fact_ids: Sequence[int], via: str
 ) -> None:
     """Facts shown to a session (an inject block, a search's results). Best effort."""
+    session = session_key(session)
     if not session or not fact_ids:
         return
     try:
@@ -185,7 +197,7 @@ async def record_exposures(
                    SELECT $1, $2, f.id, $4 FROM facts f
                    WHERE f.bank_id = $1 AND f.id = ANY($3::bigint[])
                    ON CONFLICT DO NOTHING""",
-                bank_id, session[:200], list(dict.fromkeys(fact_ids)), via,
+                bank_id, session, list(dict.fromkeys(fact_ids)), via,
             )
     except Exception:  # the inject log must never cost the block it logs
         log.exception("recording the facts shown to a session failed")
@@ -194,6 +206,7 @@ async def record_exposures(
 async def record_nudge(pool: asyncpg.Pool, bank_id: int, session: str, fact_id: int | None) -> None:
     """A correction the prompt hook recognised in this session, naming `fact_id`. Best
     effort; one INSERT on the prompt's path (nothing else: no text is stored)."""
+    session = session_key(session)
     if not session:
         return
     try:
@@ -202,7 +215,7 @@ async def record_nudge(pool: asyncpg.Pool, bank_id: int, session: str, fact_id: 
             await conn.execute(
                 """INSERT INTO correction_nudges (bank_id, session_key, fact_id)
                    SELECT $1, $2, (SELECT id FROM facts WHERE bank_id = $1 AND id = $3)""",
-                bank_id, session[:200], fact_id,
+                bank_id, session, fact_id,
             )
     except Exception:
         log.exception("recording a recognised correction failed")

@@ -130,8 +130,10 @@ async def _insert(
     reason: str,
     replaces: int | None,
     commit: str | None,
+    agent: str,
 ) -> int | None:
-    """Queue one candidate unless this fact already has it pending or rejected it (None).
+    """Queue one candidate (`agent`: the caller's, already redacted) unless this fact already
+    has it pending or rejected it (None).
     A pending successor of the same fact with other text is withdrawn: the newer wins
     (corrections stand side by side: two agents may disagree)."""
     key = source_key(str(fact["quote"]))
@@ -158,7 +160,7 @@ async def _insert(
                WHERE status IN ('pending', 'rejected') DO NOTHING
            RETURNING id""",
         w.bank_id, kind, replaces, json.dumps(fact, ensure_ascii=False), reason, commit, key,
-        w.principal.member_id, w.principal.agent or "",
+        w.principal.member_id, agent,
     )
     if cand_id is not None:
         await w.audit("candidate.queue", str(cand_id),
@@ -190,8 +192,11 @@ async def propose_successor(w: ceremony.Write, fact_id: int, hint: Successor) ->
     body["source"] = {"kind": row["source_kind"], "location": hint.location}
     if hint.fingerprint is not None:
         body["fingerprint"] = msgspec.to_builtins(hint.fingerprint)
+    # the X-Factbank-Agent header is the caller's text: redacted before it is stored
+    agent = await asyncio.to_thread(redaction.clean_text, "X-Factbank-Agent",
+                                    w.principal.agent or "", w.principal.redaction_policy)
     return await _insert(w, "successor", body, successor_reason(hint.commit), fact_id,
-                         hint.commit)
+                         hint.commit, agent)
 
 
 async def queue_fact(
@@ -225,7 +230,7 @@ async def queue_fact(
             if status == "superseded":
                 raise Refused.one("replaces", f"fact #{replaces} is already superseded")
         cand_id = await _insert(w, "correction", body, why or "queued correction", replaces,
-                                None)
+                                None, p.agent)  # the gate's redacted agent
         if cand_id is None:
             raise Conflict(f"this text is already queued or was rejected for fact #{replaces}")
         return await get(w.conn, w.bank_id, cand_id)
