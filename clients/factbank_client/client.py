@@ -183,8 +183,10 @@ class Client:
     def _json(self, method: str, service: Service, path: str, bank: str, **kw: Any) -> Any:
         return self.request(method, service, path, bank, **kw).json()
 
-    def _owner(self, fact_id: int, bank: str | None) -> str:
-        """The bank holding `fact_id`: the one named, else the first that does not 404."""
+    def _owner(self, fact_id: int, bank: str | None, *, what: str = "fact",
+               path: str = "/v1/facts/{}") -> str:
+        """The bank holding `fact_id` (or, with `what`/`path`, another object of that route):
+        the one named, else the first that does not 404."""
         if bank:
             return bank
         banks = self.banks
@@ -192,12 +194,12 @@ class Client:
             return banks[0]
         for label in banks:
             try:
-                self.request("GET", INGEST, f"/v1/facts/{int(fact_id)}", label)
+                self.request("GET", INGEST, path.format(int(fact_id)), label)
                 return label
             except FactbankError as exc:
                 if exc.status != 404:
                     raise
-        raise FactbankError(f"fact {fact_id} not found in any configured bank "
+        raise FactbankError(f"{what} {fact_id} not found in any configured bank "
                             f"({', '.join(banks)})", status=404)
 
     # --- writes --------------------------------------------------------------------------
@@ -449,16 +451,7 @@ class Client:
 
     def _candidate_owner(self, cand_id: int, bank: str | None) -> str:
         """The bank holding candidate `cand_id`: the one named, else the first that has it."""
-        if bank or len(self.banks) == 1:
-            return bank or self.banks[0]
-        for label in self.banks:
-            try:
-                self.request("GET", INGEST, f"/v1/queue/{int(cand_id)}", label)
-                return label
-            except FactbankError as exc:
-                if exc.status != 404:
-                    raise
-        raise FactbankError(f"candidate {cand_id} not found in any configured bank", status=404)
+        return self._owner(cand_id, bank, what="candidate", path="/v1/queue/{}")
 
     def queue_add(self, fact: dict, *, replaces: int | None = None, reason: str = "",
                   bank: str | None = None) -> dict:
