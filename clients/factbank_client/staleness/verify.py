@@ -110,6 +110,9 @@ class Repo:
     # How many changed files a symbol that left its file is looked for in. A session-start or
     # prompt check passes a small number (it must stay fast); `factbank verify` the default.
     symbol_search: int = 500
+    # Where the checkout ends: () the working tree, ("HEAD",) the last commit (CommittedRepo):
+    # the revision renames and changed files are followed up to.
+    upto: tuple[str, ...] = ()
     # Verdicts only, no new fingerprints (each asks git for HEAD): the hooks' check before
     # inject (worktree.py) needs "holds here or not", never a fingerprint to send.
     judge_only: bool = False
@@ -133,15 +136,16 @@ class Repo:
         if self.git:
             if commit and self.exists(commit):
                 found = _name_status(fpr.git_lines(self.root, "diff", "-M", "--name-status",
-                                                   "-z", commit))
+                                                   "-z", commit, *self.upto))
             else:
                 history = fpr.git_lines(self.root, "log", "-M", "--diff-filter=R",
                                         "--name-status", "-z", "--format=", "HEAD")
                 # newest first: apply the oldest rename first so chains resolve forward
                 for chunk in reversed(_name_status_pairs(history)):
                     found[chunk[0]] = chunk[1]
-                found.update(_name_status(fpr.git_lines(self.root, "diff", "-M",
-                                                        "--name-status", "-z", "HEAD")))
+                if not self.upto:  # then on to the working tree
+                    found.update(_name_status(fpr.git_lines(self.root, "diff", "-M",
+                                                            "--name-status", "-z", "HEAD")))
         self._renames[commit] = found
         return found
 
@@ -200,10 +204,12 @@ class Repo:
         found: list[str] = []
         if self.git:
             base = commit if commit and self.exists(commit) else "HEAD~1"
-            out = fpr.git_lines(self.root, "diff", "--name-only", "-z", base, "--")
-            if not out and base == "HEAD~1":
-                out = fpr.git_lines(self.root, "diff", "--name-only", "-z", "HEAD", "--")
-            out += fpr.git_lines(self.root, "ls-files", "-z", "--others", "--exclude-standard")
+            out = fpr.git_lines(self.root, "diff", "--name-only", "-z", base, *self.upto, "--")
+            if not self.upto:  # the working tree: its own edits and untracked files too
+                if not out and base == "HEAD~1":
+                    out = fpr.git_lines(self.root, "diff", "--name-only", "-z", "HEAD", "--")
+                out += fpr.git_lines(self.root, "ls-files", "-z", "--others",
+                                     "--exclude-standard")
             seen: set[str] = set()
             for line in out:
                 for p in line.split("\0"):
@@ -602,33 +608,10 @@ class CommittedRepo(TreeRepo):
     up to HEAD, never the working tree's. A file the working tree has and HEAD does not (never
     committed) is not evidence either way: the fact is skipped, not judged gone."""
 
-    def renames(self, commit: str | None) -> dict[str, str]:
-        if commit in self._renames:
-            return self._renames[commit]
-        found: dict[str, str] = {}
-        if self.git:
-            if commit and self.exists(commit):
-                found = _name_status(fpr.git_lines(self.root, "diff", "-M", "--name-status",
-                                                   "-z", commit, "HEAD"))
-            else:
-                history = fpr.git_lines(self.root, "log", "-M", "--diff-filter=R",
-                                        "--name-status", "-z", "--format=", "HEAD")
-                for chunk in reversed(_name_status_pairs(history)):
-                    found[chunk[0]] = chunk[1]
-        self._renames[commit] = found
-        return found
-
-    def changed(self, commit: str | None) -> list[str]:
-        if commit in self._changed:
-            return self._changed[commit]
-        found: list[str] = []
-        if self.git:
-            base = commit if commit and self.exists(commit) else "HEAD~1"
-            out = fpr.git_lines(self.root, "diff", "--name-only", "-z", base, "HEAD", "--")
-            found = list(dict.fromkeys(p for line in out for p in line.split("\0")
-                                       if p and schema.symbol_language(p)))
-        self._changed[commit] = found
-        return found
+    upto: tuple[str, ...] = ("HEAD",)
+    # Repo's renames and changed files, not the change's (TreeRepo's are for --diff)
+    renames = Repo.renames
+    changed = Repo.changed
 
     def read(self, rel: str) -> bytes:
         try:
