@@ -30,8 +30,9 @@ from factbank.models import (
 from factbank.redact import redaction
 from factbank.runtime.web import create_app, requires, service_of
 from factbank.settings import Settings
-from factbank.store import audit, banks, facts, timeline
+from factbank.store import audit, banks, facts
 from factbank.store.banks import Principal
+from factbank.timeline import events as timeline
 from factbank.write import categories, check, lifecycle, retain, staleness
 from factbank.write import vectors as vector_queue
 from factbank.write.deps import Deps

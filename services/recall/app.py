@@ -33,9 +33,10 @@ from factbank.read.cache import BankCache
 from factbank.read.search import Recall, load_background, search
 from factbank.runtime.web import ServiceState, create_app, requires
 from factbank.settings import Settings
-from factbank.store import facts, timeline
+from factbank.store import facts
 from factbank.store.banks import Principal
 from factbank.text.claims import NEAR
+from factbank.timeline import events as timeline
 from factbank.write import categories, misses
 from factbank_common.schema import SOURCE_KINDS
 from factbank_recall.enrich import ENRICH

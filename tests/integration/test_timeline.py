@@ -7,7 +7,8 @@ import json
 import re
 from datetime import UTC, datetime, timedelta
 
-from factbank.store import banks, timeline
+from factbank.store import banks
+from factbank.timeline import events as timeline
 from factbank_client.client import Client
 from tests.integration.cli_env import env as cli_env  # noqa: F401 (the env fixture)
 from tests.integration.cli_env import login, ok, run

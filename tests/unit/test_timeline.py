@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import msgspec
 import pytest
 
-from factbank.store import timeline
+from factbank.timeline import events as timeline
 from factbank_client.cli.main import build_parser
 from factbank_client.cli.timeline import relative_to_repo
 

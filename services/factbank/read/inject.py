@@ -21,8 +21,9 @@ from factbank.models import Fact, Hit, InjectSource
 from factbank.read import why
 from factbank.read.search import Recall, search
 from factbank.redact import redaction
-from factbank.store import facts, timeline
+from factbank.store import facts
 from factbank.text.tokenizer import cjk_share
+from factbank.timeline import events as timeline
 from factbank.trust import DEFAULT as POLICY
 from factbank_common.inert import inert
 

@@ -1,1 +1,1 @@
-"""The store: pools, migrations, fact rows, banks and tokens, the audit chain, the timeline."""
+"""The store: pools, migrations, fact rows, banks and tokens, the audit chain."""

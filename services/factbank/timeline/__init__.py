@@ -1,0 +1,1 @@
+"""The timeline of a project: sessions, file touches, commands, handoffs and conflicts."""
