@@ -75,7 +75,7 @@ def test_a_warning_without_details_still_reads():
      (" c.py ", "c.py"), (None, None)],
 )
 def test_paths_are_stored_relative_and_with_slashes(given, stored):
-    assert timeline._rel(given) == stored
+    assert timeline.rel_path(given) == stored
 
 
 def test_a_future_time_from_a_skewed_clock_is_now_and_a_past_one_is_kept():

@@ -136,7 +136,7 @@ def conflict_warning(c: Conflict) -> str:
     )
 
 
-def _clean(fields: dict[str, Any], policy: str) -> dict[str, Any]:
+def clean(fields: dict[str, Any], policy: str) -> dict[str, Any]:
     """Every text field redacted together (a secret in one is removed from the others), or
     refused under the bank's `reject` policy (`errors.Refused` naming the field)."""
     present = {k: v for k, v in fields.items() if isinstance(v, (str, list)) and v}
@@ -146,8 +146,8 @@ def _clean(fields: dict[str, Any], policy: str) -> dict[str, Any]:
     return {**fields, **clean}
 
 
-def _clean_event(e: NewEvent, agent: str, policy: str) -> dict[str, Any]:
-    return _clean(
+def clean_event(e: NewEvent, agent: str, policy: str) -> dict[str, Any]:
+    return clean(
         {
             "session_id": e.session_id,
             "project": e.project,
@@ -155,7 +155,7 @@ def _clean_event(e: NewEvent, agent: str, policy: str) -> dict[str, Any]:
             "machine": e.machine or "",
             "branch": e.branch or "",
             "cwd": (e.cwd or "").strip(),
-            "path": _rel(e.path),
+            "path": rel_path(e.path),
             "tool": e.tool,
             "command": e.command,
         },
@@ -163,7 +163,7 @@ def _clean_event(e: NewEvent, agent: str, policy: str) -> dict[str, Any]:
     )
 
 
-def _rel(path: str | None) -> str | None:
+def rel_path(path: str | None) -> str | None:
     if path is None:
         return None
     path = path.strip().replace("\\", "/")
@@ -188,7 +188,7 @@ def _key_digest(key: str | None) -> str | None:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
 
 
-def _fold_sessions(rows: list[tuple[NewEvent, dict[str, Any], datetime]]) -> dict[str, dict]:
+def fold_sessions(rows: list[tuple[NewEvent, dict[str, Any], datetime]]) -> dict[str, dict]:
     """One upsert per session of a batch: its details are the last non-empty ones in event
     order, `started` the earliest session_start, `ended` the latest session_end."""
     folded: dict[str, dict] = {}
@@ -211,7 +211,7 @@ def _fold_sessions(rows: list[tuple[NewEvent, dict[str, Any], datetime]]) -> dic
     return folded
 
 
-async def _sessions(
+async def upsert_sessions(
     conn: asyncpg.Connection, user: Principal, folded: dict[str, dict]
 ) -> dict[str, asyncpg.Record]:
     """The session rows of a batch (created on a session's first event), details filled in:
@@ -256,13 +256,13 @@ async def _sessions(
     return {r["session_key"]: r for r in rows}
 
 
-async def _session(conn: asyncpg.Connection, user: Principal, f: dict[str, Any],
+async def handoff_session(conn: asyncpg.Connection, user: Principal, f: dict[str, Any],
                    at: datetime) -> int:
     """The session row of a handoff's author (created if new)."""
     folded = {f["session_id"]: {"project": f["project"], "agent": f["agent"] or "",
                                 "machine": "", "branch": "", "cwd": "", "first": at,
                                 "last": at, "started": None, "ended": None}}
-    return (await _sessions(conn, user, folded))[f["session_id"]]["id"]
+    return (await upsert_sessions(conn, user, folded))[f["session_id"]]["id"]
 
 
 async def conflicts_for(
@@ -330,7 +330,7 @@ async def record(
     event at a time. A file event is judged against the events stored before it, as if the
     batch came one event at a time (`e.id < x.id`)."""
     cleaned = await asyncio.to_thread(
-        lambda: [_clean_event(e, user.agent, policy) for e in events]
+        lambda: [clean_event(e, user.agent, policy) for e in events]
     )
     now = datetime.now(UTC)
     cutoff = now - timedelta(days=retention_days)
@@ -342,7 +342,7 @@ async def record(
     found: list[Conflict] = []
     inserted: list[asyncpg.Record] = []
     async with pool.acquire() as conn, conn.transaction():
-        sessions = await _sessions(conn, user, _fold_sessions(rows)) if rows else {}
+        sessions = await upsert_sessions(conn, user, fold_sessions(rows)) if rows else {}
         if rows:
             inserted = await conn.fetch(
                 """INSERT INTO timeline_events
@@ -374,7 +374,7 @@ async def record(
         keys = {r["id"]: k for k, r in sessions.items()}
         files = [r for r in inserted if r["kind"] == "file" and r["project"] and r["path"]]
         if files:
-            found = await _batch_conflicts(conn, user.bank_id, files, keys, window_minutes)
+            found = await batch_conflicts(conn, user.bank_id, files, keys, window_minutes)
         if found:
             await conn.execute(
                 """INSERT INTO timeline_events
@@ -402,11 +402,11 @@ async def record(
         "recorded": len(inserted),
         "duplicates": len(rows) - len(inserted),
         "ids": [r["id"] for r in inserted],
-        "conflicts": [msgspec.structs.asdict(_conflict_out(c)) for c, _, _ in found],
+        "conflicts": [msgspec.structs.asdict(conflict_out(c)) for c, _, _ in found],
     }
 
 
-async def _batch_conflicts(
+async def batch_conflicts(
     conn: asyncpg.Connection,
     bank_id: int,
     files: list[asyncpg.Record],
@@ -472,7 +472,7 @@ class ConflictOut(msgspec.Struct, kw_only=True):
     warning: str
 
 
-def _conflict_out(c: Conflict) -> ConflictOut:
+def conflict_out(c: Conflict) -> ConflictOut:
     return ConflictOut(
         session_id=c.for_session,
         path=c.path,
@@ -510,14 +510,14 @@ async def list_timeline(
         limit,
     )
     events = [{k: v for k, v in dict(r).items() if v is not None} for r in rows]
-    await _with_handoff_text(conn, bank_id, events)
+    await with_handoff_text(conn, bank_id, events)
     return events
 
 
 HANDOFF_DETAIL = re.compile(r"handoff #(\d+)\b")
 
 
-async def _with_handoff_text(
+async def with_handoff_text(
     conn: asyncpg.Connection, bank_id: int, events: list[dict[str, Any]]
 ) -> None:
     """A handoff event says "handoff #1" (its detail): give it the handoff's text and whether
@@ -629,13 +629,13 @@ async def add_handoff(
     """Store a handoff (redacted) and put it on the timeline."""
     to_agent = (h.to_agent or "").strip().lower() or None
     f = await asyncio.to_thread(
-        _clean,
+        clean,
         {
             "text": h.text,
             "project": h.project,
             "to_agent": AGENT_ALIASES.get(to_agent or "", to_agent),
             "to_member": h.to_member,
-            "files": [_rel(p) or "" for p in h.files],
+            "files": [rel_path(p) or "" for p in h.files],
             "session_id": h.session_id,
             "agent": h.agent or user.agent,
         },
@@ -660,7 +660,7 @@ async def add_handoff(
             list(h.fact_ids),
         )
         session = f["session_id"] or f"handoff-{row['id']}"
-        sid = await _session(
+        sid = await handoff_session(
             conn, user, {"session_id": session, "project": f["project"], "agent": f["agent"]}, now
         )
         await conn.execute(
