@@ -32,7 +32,8 @@ from factbank.runtime.web import create_app, requires, service_of
 from factbank.settings import Settings
 from factbank.store import audit, banks, facts
 from factbank.store.banks import Principal
-from factbank.timeline import events as timeline
+from factbank.timeline import events, handoffs
+from factbank.timeline.models import EventBatch, NewHandoff
 from factbank.write import categories, check, lifecycle, retain, staleness
 from factbank.write import vectors as vector_queue
 from factbank.write.deps import Deps
@@ -412,14 +413,14 @@ EXAMPLE_EVENT = {
     opt={"example": EXAMPLE_EVENT},
 )
 async def record_events(
-    deps: Deps, principal: Principal, data: JSONBody[timeline.EventBatch]
+    deps: Deps, principal: Principal, data: JSONBody[EventBatch]
 ) -> dict:
     """Record what happened in a session (at most 500 events): session start/end, a file
     touched (path relative to the repo root, tool), a command run (command, exit code). Every
     text is redacted; nothing becomes a fact. A file another session of the project touched
     within the conflict window comes back in `conflicts` (and is recorded as a conflict)."""
     user, policy = await caller(deps, principal)
-    return await timeline.record(
+    return await events.record(
         deps.pool,
         user,
         data.events,
@@ -441,12 +442,12 @@ async def record_events(
     },
 )
 async def add_handoff(
-    deps: Deps, principal: Principal, data: JSONBody[timeline.NewHandoff]
+    deps: Deps, principal: Principal, data: JSONBody[NewHandoff]
 ) -> dict:
     """Leave a note for the next session in the project (any, or `to_agent`/`to_member`): it
     appears once, in that session's start block, and is marked delivered. Redacted."""
     user, policy = await caller(deps, principal)
-    out = await timeline.add_handoff(deps.pool, user, data, policy)
+    out = await handoffs.add_handoff(deps.pool, user, data, policy)
     return {**out, "visible_to": await audience(deps, user)}
 
 

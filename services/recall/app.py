@@ -36,7 +36,7 @@ from factbank.settings import Settings
 from factbank.store import facts
 from factbank.store.banks import Principal
 from factbank.text.claims import NEAR
-from factbank.timeline import events as timeline
+from factbank.timeline import conflicts, events, handoffs
 from factbank.write import categories, misses
 from factbank_common.schema import SOURCE_KINDS
 from factbank_recall.enrich import ENRICH
@@ -326,7 +326,7 @@ def cache_of(r: Recall, bank_id: int) -> dict[str, Any]:
 
 def _since(text: str | None):
     try:
-        return timeline.parse_since(text)
+        return events.parse_since(text)
     except ValueError as exc:
         raise ValidationException(str(exc)) from None
 
@@ -343,10 +343,10 @@ async def get_timeline(
     run, handoffs and conflicts (one project, since a time). Never facts."""
     after = _since(since)
     async with reader.acquire() as conn:
-        events = await timeline.list_timeline(
+        rows = await events.list_timeline(
             conn, principal.bank_id, project=project, since=after, limit=limit
         )
-    return {"events": events}
+    return {"events": rows}
 
 
 @get(
@@ -367,12 +367,12 @@ async def get_conflicts(
     window = service.settings.conflict_window_minutes
     async with service.reader.acquire() as conn:
         if path:
-            found = await timeline.conflicts_for(
+            found = await conflicts.conflicts_for(
                 conn, principal.bank_id, project, path, session_id or "", branch,
                 window_minutes=window,
             )
             return {"conflicts": [c.warning() for c in found]}
-        rows = await timeline.live_conflicts(
+        rows = await conflicts.live_conflicts(
             conn, principal.bank_id, project, session_key=session_id, window_minutes=window
         )
     return {"conflicts": [r["detail"] for r in rows]}
@@ -388,7 +388,7 @@ async def list_handoffs(
     """This bank's handoffs (one project; `open=true`: not yet delivered), newest first.
     Listing does not deliver them."""
     async with reader.acquire() as conn:
-        rows = await timeline.list_handoffs(conn, principal.bank_id, project, open_only=open_only)
+        rows = await handoffs.list_handoffs(conn, principal.bank_id, project, open_only=open_only)
     return {"handoffs": rows}
 
 

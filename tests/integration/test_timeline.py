@@ -8,7 +8,7 @@ import re
 from datetime import UTC, datetime, timedelta
 
 from factbank.store import banks
-from factbank.timeline import events as timeline
+from factbank.timeline import events
 from factbank_client.client import Client
 from tests.integration.cli_env import env as cli_env  # noqa: F401 (the env fixture)
 from tests.integration.cli_env import login, ok, run
@@ -405,11 +405,11 @@ async def test_retention_cleanup_removes_old_rows(stack, two_banks, conn):
     await conn.execute("UPDATE timeline_events SET at = now() - interval '31 days' "
                        "WHERE path = 'c.py'")
     alpha_id = await conn.fetchval("SELECT id FROM banks WHERE name = 'alpha'")
-    counts = await timeline.cleanup(conn, 30, bank_id=alpha_id)
+    counts = await events.cleanup(conn, 30, bank_id=alpha_id)
     assert counts == {"timeline_events": 1, "timeline_sessions": 1, "handoffs": 1}
     # One bank's cleanup leaves the other's rows; a cleanup of all removes them.
     assert await conn.fetchval("SELECT count(*) FROM timeline_events WHERE path = 'c.py'") == 1
-    assert (await timeline.cleanup(conn, 30))["timeline_events"] == 1
+    assert (await events.cleanup(conn, 30))["timeline_events"] == 1
     paths = [r["path"] for r in await conn.fetch("SELECT path FROM timeline_events")]
     assert "a.py" not in paths and "b.py" in paths
 

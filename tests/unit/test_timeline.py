@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import msgspec
 import pytest
 
-from factbank.timeline import events as timeline
+from factbank.timeline import clean, events, models, wording
 from factbank_client.cli.main import build_parser
 from factbank_client.cli.timeline import relative_to_repo
 
@@ -29,13 +29,13 @@ NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
     ],
 )
 def test_parse_since(text, expected):
-    assert timeline.parse_since(text, NOW) == expected
+    assert events.parse_since(text, NOW) == expected
 
 
 @pytest.mark.parametrize("text", ["yesterday", "2x", "h", "-2h", "2.5h"])
 def test_parse_since_refuses_what_it_cannot_read(text):
     with pytest.raises(ValueError, match="duration"):
-        timeline.parse_since(text, NOW)
+        events.parse_since(text, NOW)
 
 
 @pytest.mark.parametrize(
@@ -44,14 +44,14 @@ def test_parse_since_refuses_what_it_cannot_read(text):
      (1801, "30 min ago"), (3600, "1 h ago"), (90000, "1 d ago"), (-5, "0s ago")],
 )
 def test_ago(seconds, text):
-    assert timeline.ago(seconds) == text
+    assert wording.ago(seconds) == text
 
 
-def _conflict(**over) -> timeline.Conflict:
+def _conflict(**over) -> wording.Conflict:
     base = dict(path="src/app.py", member="bob", agent="codex", machine="desk",
                 branch="main", other_branch=False, seconds_ago=125, session="cx")
     base.update(over)
-    return timeline.Conflict(**base)
+    return wording.Conflict(**base)
 
 
 def test_the_warning_names_file_who_agent_when_and_branch():
@@ -75,33 +75,33 @@ def test_a_warning_without_details_still_reads():
      (" c.py ", "c.py"), (None, None)],
 )
 def test_paths_are_stored_relative_and_with_slashes(given, stored):
-    assert timeline.rel_path(given) == stored
+    assert clean.rel_path(given) == stored
 
 
 def test_a_future_time_from_a_skewed_clock_is_now_and_a_past_one_is_kept():
     now = datetime.now(UTC)
-    assert timeline._when(now + timedelta(hours=1), now) == now
-    assert timeline._when(now + timedelta(seconds=30), now) == now + timedelta(seconds=30)
+    assert events._when(now + timedelta(hours=1), now) == now
+    assert events._when(now + timedelta(seconds=30), now) == now + timedelta(seconds=30)
     past = now - timedelta(minutes=29, seconds=59)
-    assert timeline._when(past, now) == past
-    assert timeline._when(None, now) == now
+    assert events._when(past, now) == past
+    assert events._when(None, now) == now
     naive = datetime(2026, 12, 1, 11, 0)
-    assert timeline._when(naive, now).tzinfo is UTC
+    assert events._when(naive, now).tzinfo is UTC
 
 
 def test_event_shapes_are_strict():
     decode = msgspec.json.decode
     e = decode(b'{"session_id": "s", "kind": "command", "command": "ls", "exit_code": 2}',
-               type=timeline.NewEvent)
+               type=models.NewEvent)
     assert e.exit_code == 2
     for bad in (b'{"session_id": "s", "kind": "chat"}',
                 b'{"session_id": "s", "kind": "file", "content": "a conversation"}',
                 b'{"session_id": "", "kind": "file"}',
                 b'{"session_id": "s", "kind": "command", "exit_code": 4294967296}'):
         with pytest.raises(msgspec.ValidationError):
-            decode(bad, type=timeline.NewEvent)
+            decode(bad, type=models.NewEvent)
     with pytest.raises(msgspec.ValidationError):
-        decode(b'{"events": []}', type=timeline.EventBatch)
+        decode(b'{"events": []}', type=models.EventBatch)
 
 
 def test_settings_default_to_30_days_and_30_minutes(monkeypatch):

@@ -23,7 +23,7 @@ from factbank.read.search import Recall, search
 from factbank.redact import redaction
 from factbank.store import facts
 from factbank.text.tokenizer import cjk_share
-from factbank.timeline import events as timeline
+from factbank.timeline import conflicts, handoffs, sessions, wording
 from factbank.trust import DEFAULT as POLICY
 from factbank_common.inert import inert
 
@@ -344,7 +344,7 @@ async def _recent(
         )
         agent, member = (me["agent"], me["member"]) if me else ("", "")
         async with delivering(conn, preview):
-            taken = await timeline.take_handoffs(
+            taken = await handoffs.take_handoffs(
                 conn, bank_id, project, session_id, agent=agent, member=member
             )
             undo = []
@@ -357,7 +357,7 @@ async def _recent(
                 who = h["author_member"] + (f" ({h['author_agent']})" if h["author_agent"] else "")
                 line = (
                     f"- Handoff #{h['id']} from {who}, "
-                    f"{timeline.ago((now - h['created_at']).total_seconds())}: {text}"
+                    f"{wording.ago((now - h['created_at']).total_seconds())}: {text}"
                     + (f" [{'; '.join(refs)}]" if refs else "")
                 )
                 if not fits(line):
@@ -368,11 +368,11 @@ async def _recent(
                     "WHERE id = ANY($1::bigint[])",
                     undo,
                 )
-        for c in await timeline.live_conflicts(
-            conn, bank_id, project, window_minutes=timeline.configured_window(), limit=3
+        for c in await conflicts.live_conflicts(
+            conn, bank_id, project, window_minutes=conflicts.configured_window(), limit=3
         ):
             fits(f"- Conflict: {c['detail']}")
-        for s in await timeline.recent_sessions(
+        for s in await sessions.recent_sessions(
             conn, bank_id, project, session_id, agent=agent, member=member
         ):
             files = ", ".join(s["files"])
@@ -384,7 +384,7 @@ async def _recent(
             state = "ended" if s["ended_at"] else "last active"
             fits(
                 f"- {s['member'] or 'someone'} with {s['agent'] or 'an agent'}{where}{branch}, "
-                f"{state} {timeline.ago((now - s['last_at']).total_seconds())}"
+                f"{state} {wording.ago((now - s['last_at']).total_seconds())}"
                 + (f": touched {files}" if files else "")
             )
     if not lines:
@@ -472,7 +472,7 @@ async def prompt_block(
 
 # A conflict is told to the other session too: when another session's edit ran
 # into a file this session touched within the window, this session's next prompt block opens
-# with it, once (`timeline.tell_conflicts` marks it told). The editing session learns it from
+# with it, once (`conflicts.tell_conflicts` marks it told). The editing session learns it from
 # its own hook. At most 3 lines (~40 tokens each), taken from the prompt budget.
 CONFLICT_HEADER = "[factbank] Possible edit conflict (timeline, not facts):"
 
@@ -484,8 +484,8 @@ async def _told_section(
         return ""
     try:
         async with (r.primary or r.pool).acquire() as conn, delivering(conn, preview):
-            warnings = await timeline.tell_conflicts(
-                conn, bank_id, session_id, window_minutes=timeline.configured_window()
+            warnings = await conflicts.tell_conflicts(
+                conn, bank_id, session_id, window_minutes=conflicts.configured_window()
             )
     except Exception:  # optional, like the briefing: never costs the facts
         log.exception("the conflict lines of the prompt block failed")
