@@ -28,7 +28,7 @@ from factbank.models import (
     VerifyBatch,
 )
 from factbank.redact import redaction
-from factbank.runtime.web import create_app, requires, service_of
+from factbank.runtime.web.app import create_app, requires, service_of
 from factbank.settings import Settings
 from factbank.store import audit, banks, facts
 from factbank.store.banks import Principal

@@ -31,7 +31,7 @@ from factbank.read import inject, rules
 from factbank.read import misses as miss_report
 from factbank.read.cache import BankCache
 from factbank.read.search import Recall, load_background, search
-from factbank.runtime.web import ServiceState, create_app, requires
+from factbank.runtime.web.app import ServiceState, create_app, requires
 from factbank.settings import Settings
 from factbank.store import facts
 from factbank.store.banks import Principal

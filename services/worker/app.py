@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from litestar import Litestar
 
-from factbank.runtime.web import create_app
+from factbank.runtime.web.app import create_app
 from factbank.settings import Settings
 from factbank.write import vectors
 

@@ -17,8 +17,8 @@ import time
 import httpx
 import pytest
 
-from factbank.runtime import web
 from factbank.runtime.runner import serve_in_thread
+from factbank.runtime.web import app as web
 from factbank.text import embedder
 from factbank.write import gate
 from factbank_ingest.app import MAX_IMPORT_LINES
