@@ -448,7 +448,7 @@ def _error(status: int, message: str, **extra: Any) -> Response:
     return Response(body, status_code=status)  # redacted on its way out: EchoRedaction
 
 
-def _http_exception(_: Request, exc: HTTPException) -> Response:
+def http_exception(_: Request, exc: HTTPException) -> Response:
     extra = exc.extra if isinstance(exc, ValidationException) else None
     detail = exc.detail
     if isinstance(exc, ValidationException) and extra:
@@ -516,7 +516,7 @@ def _answer(exc: BaseException) -> tuple[int, str]:
     return HTTP_500_INTERNAL_SERVER_ERROR, "internal error (logged)"
 
 
-def _domain_exception(_: Request, exc: Exception) -> Response:
+def domain_exception(_: Request, exc: Exception) -> Response:
     status, detail = _answer(exc)
     if isinstance(exc, FactbankError):
         if isinstance(exc, Refused):
@@ -666,7 +666,7 @@ def create_app(
             *middleware,
         ],
         dependencies=DEPENDENCIES,
-        exception_handlers={HTTPException: _http_exception, Exception: _domain_exception},
+        exception_handlers={HTTPException: http_exception, Exception: domain_exception},
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(
             title=title,
