@@ -9,9 +9,9 @@ field), in one hierarchy, in the style of httpx's `_exceptions.py`.
     ├── BatchRefused   422  items of a batch were refused; nothing was stored: `errors`
     └── Unavailable    503  the database (or another backend) cannot be reached right now
 
-The web layer maps them with one table (`web.STATUS`), never an isinstance chain, and the core
-raises them without knowing about HTTP beyond the number. `reason()` is the one constructor of
-the {field, reason} items every refusal lists.
+The web layer maps them with one table (`runtime/web/errors.py`), never an isinstance chain, and
+the core raises them without knowing about HTTP beyond the number. `reason()` is the one
+constructor of the {field, reason} items every refusal lists.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from litestar.params import FromPath, JSONBody, Parameter
 from litestar.response import Stream
 
 from factbank.errors import NotFound, Refused
-from factbank.runtime.web.app import requires
+from factbank.runtime.web.auth import requires
 from factbank.store import audit, banks
 from factbank.store.banks import Principal
 from factbank.write.deps import Deps

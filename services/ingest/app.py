@@ -1,7 +1,7 @@
 """The ingest service: the only way anything enters a bank. Routes only map HTTP to the core.
 
-A handler names what it needs (`deps`, `principal`: `factbank.runtime.web.DEPENDENCIES`); the
-write routes share one guard, declared once on their router (`WRITES`).
+A handler names what it needs (`deps`, `principal`: `factbank.runtime.web.state.DEPENDENCIES`);
+the write routes share one guard, declared once on their router (`WRITES`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ from factbank.models import (
     VerifyBatch,
 )
 from factbank.redact import redaction
-from factbank.runtime.web.app import create_app, requires, service_of
+from factbank.runtime.web.app import create_app
+from factbank.runtime.web.auth import requires
+from factbank.runtime.web.state import service_of
 from factbank.settings import Settings
 from factbank.store import audit, banks, facts
 from factbank.store.banks import Principal

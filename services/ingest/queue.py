@@ -11,7 +11,7 @@ from litestar import Router, get, post
 from litestar.params import FromPath, JSONBody, Parameter
 
 from factbank.models import NewFact
-from factbank.runtime.web.app import requires
+from factbank.runtime.web.auth import requires
 from factbank.store.banks import Principal
 from factbank.write import queue
 from factbank.write.deps import Deps

@@ -1,8 +1,8 @@
 """The recall service: hybrid retrieval, injection blocks, and the bank's read views.
 
 A handler names what it needs (`recall`, `reader`, `principal`, `service`:
-`factbank.runtime.web.DEPENDENCIES`); every route reads, under one guard declared once on the
-router (`READS`).
+`factbank.runtime.web.state.DEPENDENCIES`); every route reads, under one guard declared once on
+the router (`READS`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,9 @@ from factbank.read import inject, rules
 from factbank.read import misses as miss_report
 from factbank.read.cache import BankCache
 from factbank.read.search import Recall, load_background, search
-from factbank.runtime.web.app import ServiceState, create_app, requires
+from factbank.runtime.web.app import create_app
+from factbank.runtime.web.auth import requires
+from factbank.runtime.web.state import ServiceState
 from factbank.settings import Settings
 from factbank.store import facts
 from factbank.store.banks import Principal

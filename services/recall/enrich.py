@@ -11,7 +11,7 @@ from litestar.params import Parameter
 
 from factbank.models import Fact
 from factbank.read import enrich
-from factbank.runtime.web.app import requires
+from factbank.runtime.web.auth import requires
 from factbank.store.banks import Principal
 
 

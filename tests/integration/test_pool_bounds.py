@@ -91,7 +91,7 @@ async def test_a_pooled_connection_lost_under_a_request_is_answered_503(dsn: str
     """Found by the compose drill (kill Postgres mid-import): 3 imports answered 500, because a
     lost pooled connection raises an InterfaceError ('released back to the pool') with no
     cause for the mapping table to find."""
-    from factbank.runtime.web.app import UNAVAILABLE, _answer
+    from factbank.runtime.web.errors import UNAVAILABLE, _answer
 
     pool = await db.create_pool(dsn, max_size=2)
     try:

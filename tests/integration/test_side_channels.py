@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import httpx
 
-from factbank.runtime.web.app import METRICS_TOKEN_ENV
+from factbank.runtime.web.auth import METRICS_TOKEN_ENV
 from tests.integration.conftest import auth, fact_body
 
 

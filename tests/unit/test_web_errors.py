@@ -9,7 +9,7 @@ import asyncpg
 import pytest
 
 from factbank import errors
-from factbank.runtime.web import app as web
+from factbank.runtime.web import errors as web
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ A service's pool waits at most `ACQUIRE_TIMEOUT` seconds for a free connection: 
 `acquire()` waits forever by default, so with every connection held (a slow statement per
 connection, or a replica that stopped answering) each new request would queue without end
 and never be answered. After the timeout the request gets the TimeoutError that the web
-layer answers with 503 (web.py's table), and the caller can retry.
+layer answers with 503 (runtime/web/errors.py's table), and the caller can retry.
 """
 
 from __future__ import annotations
