@@ -176,7 +176,7 @@ async def _evidence(
             project=row["project"],
             fingerprint=fp,
         )
-        prepared, errors = await retain._gated(conn, deps, principal, [item])
+        prepared, errors = await retain.gated(conn, deps, principal, [item])
     if errors:
         raise Refused(errors[0]["reasons"])
     return where, prepared[0]

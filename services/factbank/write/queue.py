@@ -205,7 +205,7 @@ async def queue_fact(
     """An agent's correction, queued instead of saved: through the write gate (refused as a
     save would be; redacted), stored as the candidate. Nothing enters the bank."""
     async with deps.pool.acquire() as conn:
-        prepared, errors = await retain._gated(conn, deps, principal, [item])
+        prepared, errors = await retain.gated(conn, deps, principal, [item])
     policy = principal.redaction_policy  # read with the token, never again
     if errors:
         raise Refused(errors[0]["reasons"])

@@ -51,7 +51,7 @@ class Outcome:
     visible_to: dict | None = None
 
 
-def _model(deps: Deps) -> str | None:
+def model_name(deps: Deps) -> str | None:
     return deps.embedder.name if deps.embedder is not None else None
 
 
@@ -128,7 +128,7 @@ def _gate_all(
     return prepared, errors
 
 
-async def _gated(
+async def gated(
     conn: asyncpg.Connection, deps: Deps, principal: Principal, items: Sequence[NewFact]
 ) -> tuple[list[Prepared | None], list[dict]]:
     """The write gate for a batch, under the bank's redaction policy and category registry.
@@ -148,7 +148,7 @@ async def prepare(
 ) -> tuple[list[Prepared | None], list[dict], list[Vectors]]:
     """Gate and embed a batch outside any transaction; returns (prepared, errors, vectors)."""
     async with deps.pool.acquire() as conn:
-        prepared, errors = await _gated(conn, deps, principal, items)
+        prepared, errors = await gated(conn, deps, principal, items)
         vectors = [Vectors() for _ in items]
         if deps.embedder is not None and not errors:
             ok = [(i, p) for i, p in enumerate(prepared) if p is not None]
@@ -173,7 +173,7 @@ NEAREST_OWN = """SELECT f.id, f.content, f.status, 1 - (v.embedding <=> $4) AS s
                  ORDER BY v.embedding <=> $4 LIMIT 5"""
 
 
-async def _near_duplicates(
+async def near_duplicates(
     conn: asyncpg.Connection, bank_id: int, p: Prepared, vectors: Vectors
 ) -> list[asyncpg.Record]:
     """Same bank, category and project: the same normalised text first, then the nearest by
@@ -201,7 +201,7 @@ async def _near_duplicates(
 RETIRED = ("superseded", "deleted")
 
 
-async def _retired_match(
+async def retired_match(
     conn: asyncpg.Connection, bank_id: int, p: Prepared, vectors: Vectors
 ) -> int | None:
     """A fact of the bank, retired (superseded or deleted), that makes the same claim as `p`
@@ -394,18 +394,18 @@ async def _insert(
     return fact_id
 
 
-async def _retain_one(
+async def retain_one(
     w: ceremony.Write, p: Prepared, vectors: Vectors, model: str | None
 ) -> tuple[str, int, list[int], str]:
     possible: list[int] = []
-    for old in await _near_duplicates(w.conn, w.bank_id, p, vectors):
+    for old in await near_duplicates(w.conn, w.bank_id, p, vectors):
         verdict = await asyncio.to_thread(claims.compare, p.content, old["content"])
         if verdict.same_claim:
             await _reinforce(w, p, old, verdict.reason)
             await _merge_questions(w.conn, w.bank_id, old["id"], p.questions, vectors)
             return "reinforced", old["id"], [], verdict.reason
         possible.append(old["id"])
-    if (retired := await _retired_match(w.conn, w.bank_id, p, vectors)) is not None:
+    if (retired := await retired_match(w.conn, w.bank_id, p, vectors)) is not None:
         return "retired", retired, [], ""
     fact_id = await _insert(w, p, vectors, model)
     note = ""
@@ -417,7 +417,7 @@ async def _retain_one(
     return "stored", fact_id, possible, note
 
 
-async def _recorded(
+async def recorded(
     w: ceremony.Write, status: str, fact_id: int, p: Prepared, possible: list[int]
 ) -> None:
     """Count and audit one retained fact (the audit keeps redaction kinds, never text). A
@@ -439,18 +439,18 @@ Done = tuple[str, int, list[int], str, Prepared]
 Then = Callable[[ceremony.Write, int], Awaitable[None]]  # (status, fact id, possible, note, fact)
 
 
-def _redacted(p: Prepared) -> list[dict[str, str]]:
+def redacted(p: Prepared) -> list[dict[str, str]]:
     """What an outcome says was redacted: field and kind, never the text."""
     return [{"field": f.field, "kind": f.kind} for f in p.redacted]
 
 
-async def _outcomes(w: ceremony.Write, done: Sequence[Done]) -> list[Outcome]:
+async def outcomes(w: ceremony.Write, done: Sequence[Done]) -> list[Outcome]:
     """What a batch answers: each fact as stored now, with its duplicates, redactions, note
     (the facts read back in one query)."""
     stored = await facts.get_facts(w.conn, w.bank_id, [d[1] for d in done])
     out = []
     for (status, fact_id, possible, note, p), fact in zip(done, stored, strict=True):
-        outcome = Outcome(status, fact, possible, _redacted(p), note)
+        outcome = Outcome(status, fact, possible, redacted(p), note)
         if status == "retired":
             outcome.successor, outcome.via, outcome.note = await retired_answer(
                 w.conn, w.bank_id, fact_id
@@ -471,13 +471,13 @@ async def add_many(
     async with ceremony.write(deps.pool, principal) as w:
         for p, v in zip(prepared, vectors, strict=True):
             assert p is not None
-            status, fact_id, possible, note = await _retain_one(w, p, v, _model(deps))
+            status, fact_id, possible, note = await retain_one(w, p, v, model_name(deps))
             done.append((status, fact_id, possible, note, p))
-            await _recorded(w, status, fact_id, p, possible)
+            await recorded(w, status, fact_id, p, possible)
             await misses.after_add(w, status, fact_id, possible, p.project, p.agent)
         if then is not None:
             await then(w, done[0][1])
-        return await _outcomes(w, done)
+        return await outcomes(w, done)
 
 
 async def add(deps: Deps, principal: Principal, item: NewFact) -> Outcome:
@@ -527,7 +527,7 @@ async def supersede(
             w,
             p,
             vectors[0],
-            _model(deps),
+            model_name(deps),
             why=f"supersedes #{', #'.join(str(o['id']) for o in olds)}: {reason}",
         )
         for old in olds:
@@ -562,7 +562,7 @@ async def supersede(
             await then(w, new_id)
         fact = await w.fact(new_id)
     return Outcome(
-        "stored", fact, [], _redacted(p), f"supersedes #{', #'.join(str(o['id']) for o in olds)}"
+        "stored", fact, [], redacted(p), f"supersedes #{', #'.join(str(o['id']) for o in olds)}"
     )
 
 
@@ -681,7 +681,7 @@ async def import_many(
     check by meaning (it has no vector yet): an exact repeat is still "present"."""
     queue = vectors == "queue" and deps.embedder is not None
     async with deps.pool.acquire() as conn:
-        prepared, errors = await _gated(conn, deps, principal, items)
+        prepared, errors = await gated(conn, deps, principal, items)
         if errors:
             raise BatchRefused(errors)
         ready = [p for p in prepared if p is not None]
@@ -737,7 +737,7 @@ async def import_many(
                 if restores[i] is None or restores[i].status != "deleted"
             }
         )
-    model = _model(deps)
+    model = model_name(deps)
     async with ceremony.write(deps.pool, principal) as w:
         conn = w.conn
         targets = {
@@ -804,9 +804,9 @@ async def import_many(
             )
             outcome[i] = ("stored", ids[i], [], note)
         for i in single:
-            status, fact_id, possible, note = await _retain_one(w, ready[i], vecs[i], model)
+            status, fact_id, possible, note = await retain_one(w, ready[i], vecs[i], model)
             outcome[i] = (status, fact_id, possible, note)
-            await _recorded(w, status, fact_id, ready[i], possible)
+            await recorded(w, status, fact_id, ready[i], possible)
             if queue and status == "stored":
                 await conn.execute(
                     "INSERT INTO vector_queue (fact_id, bank_id) VALUES ($1, $2)",
@@ -821,7 +821,7 @@ async def import_many(
                 fact_id = present.get(k) or outcome[first[k]][1]
                 done.append(("present", fact_id, [], "already in this bank; not changed", p))
         # Nothing recorded (every fact present): the ceremony leaves the version, caches valid.
-        return await _outcomes(w, done)
+        return await outcomes(w, done)
 
 
 IMPORTED = "imported (exported as #"  # how a restored fact's "created" event begins
