@@ -3,8 +3,8 @@ everything and saving nothing. `factbank migrate-native` shows its candidates th
 the user accepts any.
 
 The steps are retain's own, never a copy: the write gate under the bank's redaction policy and
-category registry (`retain.gated`, derived facts' citations included), then the
-duplicate-vs-correction decision (`retain.near_duplicates` and `claims.compare`,
+category registry (`retain.gating.gated`, derived facts' citations included), then the
+duplicate-vs-correction decision (`retain.near.near_duplicates` and `claims.compare`,
 docs/principles.md#corrections-do-not-reinforce).
 Per fact: "refused" with the reasons, "same_claim" with the fact a save would reinforce,
 "retired" with the superseded or deleted fact that made the claim (a save stores nothing), or
@@ -25,9 +25,10 @@ from collections.abc import Sequence
 from factbank.models import CheckVerdict, NewFact
 from factbank.store.banks import Principal
 from factbank.text import claims, embedder, lexicon
-from factbank.write import retain
 from factbank.write.deps import Deps
-from factbank.write.retain import Vectors
+from factbank.write.retain.gating import Vectors, gated, redacted
+from factbank.write.retain.near import near_duplicates
+from factbank.write.retain.retired import retired_match
 
 MAX_CHECK = 200
 
@@ -41,7 +42,7 @@ async def check_many(
     header, or refuses it, as a save would)."""
     out: list[CheckVerdict | None] = [None] * len(items)
     async with deps.pool.acquire() as conn, conn.transaction(readonly=True):
-        prepared, errors = await retain.gated(conn, deps, principal, items)
+        prepared, errors = await gated(conn, deps, principal, items)
         refused = {e["index"]: e["reasons"] for e in errors}
         ok = [(k, p) for k, p in enumerate(prepared) if p is not None]
         vectors = [Vectors() for _ in ok]
@@ -50,8 +51,8 @@ async def check_many(
             found = await embedder.embed_passages(conn, deps.embedder, texts, store=False)
             vectors = [Vectors(v) for v in found]
         for (i, p), v in zip(ok, vectors, strict=True):
-            verdict = CheckVerdict(verdict="new", redacted=retain.redacted(p))
-            for old in await retain.near_duplicates(conn, principal.bank_id, p, v):
+            verdict = CheckVerdict(verdict="new", redacted=redacted(p))
+            for old in await near_duplicates(conn, principal.bank_id, p, v):
                 same = await asyncio.to_thread(claims.compare, p.content, old["content"])
                 if same.same_claim:
                     verdict.verdict, verdict.same_as = "same_claim", old["id"]
@@ -59,7 +60,7 @@ async def check_many(
                     break
                 verdict.possible_duplicate_of.append(old["id"])
             if verdict.verdict == "new" and (
-                retired := await retain.retired_match(conn, principal.bank_id, p, v)
+                retired := await retired_match(conn, principal.bank_id, p, v)
             ) is not None:
                 verdict.verdict, verdict.same_as = "retired", retired
             out[i] = verdict

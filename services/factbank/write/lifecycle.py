@@ -20,9 +20,11 @@ from factbank.store import ceremony, facts
 from factbank.store.banks import Principal
 from factbank.text import embedder, lexicon
 from factbank.trust import DEFAULT as POLICY
-from factbank.write import derived, retain
+from factbank.write import derived
 from factbank.write.deps import Deps
 from factbank.write.gate import MAX_TAG_CHARS, MAX_TAGS, Prepared, clean_questions
+from factbank.write.retain.gating import embed_fact, gated
+from factbank.write.retain.insert import set_questions
 
 
 async def _locked(w: ceremony.Write, fact_id: int) -> asyncpg.Record:
@@ -176,7 +178,7 @@ async def _evidence(
             project=row["project"],
             fingerprint=fp,
         )
-        prepared, errors = await retain.gated(conn, deps, principal, [item])
+        prepared, errors = await gated(conn, deps, principal, [item])
     if errors:
         raise Refused(errors[0]["reasons"])
     return where, prepared[0]
@@ -279,7 +281,7 @@ async def edit(
         text = lexicon.indexed_text(row["content"], new_tags)
         vectors = None
         if deps.embedder is not None:
-            vectors = (await retain.embed_fact(conn, deps.embedder, [(text, new_qs)]))[0]
+            vectors = (await embed_fact(conn, deps.embedder, [(text, new_qs)]))[0]
         vector = vectors.fact if vectors is not None else None
         async with ceremony.begin(conn, principal) as w:
             row = await _locked(w, fact_id)
@@ -295,7 +297,7 @@ async def edit(
                 category or row["category"],
                 deps.embedder.name if deps.embedder and vector is not None else None,
             )
-            await retain.set_questions(conn, principal.bank_id, fact_id, new_qs, vectors)
+            await set_questions(conn, principal.bank_id, fact_id, new_qs, vectors)
             changes = {
                 k: v
                 for k, v in (

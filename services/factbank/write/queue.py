@@ -43,6 +43,7 @@ from factbank.store.banks import Principal
 from factbank.write import retain
 from factbank.write.deps import Deps
 from factbank.write.retain import Outcome
+from factbank.write.retain.gating import gated
 
 STATUSES = ("pending", "accepted", "rejected", "withdrawn")
 MAX_REASON_CHARS = 500
@@ -205,7 +206,7 @@ async def queue_fact(
     """An agent's correction, queued instead of saved: through the write gate (refused as a
     save would be; redacted), stored as the candidate. Nothing enters the bank."""
     async with deps.pool.acquire() as conn:
-        prepared, errors = await retain.gated(conn, deps, principal, [item])
+        prepared, errors = await gated(conn, deps, principal, [item])
     policy = principal.redaction_policy  # read with the token, never again
     if errors:
         raise Refused(errors[0]["reasons"])
