@@ -32,11 +32,13 @@ from factbank.runtime.web.app import create_app
 from factbank.runtime.web.auth import requires
 from factbank.runtime.web.state import service_of
 from factbank.settings import Settings
+from factbank.staleness import check
+from factbank.staleness import verify as staleness
 from factbank.store import audit, banks, facts
 from factbank.store.banks import Principal
 from factbank.timeline import events, handoffs
 from factbank.timeline.models import EventBatch, NewHandoff
-from factbank.write import categories, check, lifecycle, retain, staleness
+from factbank.write import categories, lifecycle, retain
 from factbank.write import vectors as vector_queue
 from factbank.write.deps import Deps
 from factbank.write.retain import Outcome

@@ -27,7 +27,7 @@ from factbank.models import (
     SearchQuery,
     SearchResult,
 )
-from factbank.read import inject, rules
+from factbank.read import inject
 from factbank.read import misses as miss_report
 from factbank.read.cache import BankCache
 from factbank.read.search import Recall, load_background, search
@@ -35,6 +35,7 @@ from factbank.runtime.web.app import create_app
 from factbank.runtime.web.auth import requires
 from factbank.runtime.web.state import ServiceState
 from factbank.settings import Settings
+from factbank.staleness import rules
 from factbank.store import facts
 from factbank.store.banks import Principal
 from factbank.text.claims import NEAR

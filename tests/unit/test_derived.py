@@ -10,7 +10,8 @@ import pytest
 
 from factbank.errors import Refused
 from factbank.models import Fingerprint, NewFact, Source
-from factbank.read import inject, rules
+from factbank.read import inject
+from factbank.staleness import rules
 from factbank.write import gate
 
 

@@ -1,0 +1,1 @@
+"""Sources change, facts follow (docs/staleness.md): verify, check, and the rule-promotion gate."""
