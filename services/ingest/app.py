@@ -32,8 +32,7 @@ from factbank.runtime.web.app import create_app
 from factbank.runtime.web.auth import requires
 from factbank.runtime.web.state import service_of
 from factbank.settings import Settings
-from factbank.staleness import check
-from factbank.staleness import verify as staleness
+from factbank.staleness import check, verify
 from factbank.store import audit, banks, facts
 from factbank.store.banks import Principal
 from factbank.timeline import events, handoffs
@@ -301,7 +300,7 @@ async def verify_facts(
         project = await asyncio.to_thread(
             redaction.clean_text, "project", data.project.strip(), policy
         )
-    return await staleness.verify(deps, user, data.results, project, policy)
+    return await verify.verify(deps, user, data.results, project, policy)
 
 
 @post("/v1/facts/check", status_code=200, opt={"example": {"facts": [EXAMPLE_FACT]}})

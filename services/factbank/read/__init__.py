@@ -1,1 +1,1 @@
-"""The read side: hybrid search, fusion and its gate, injection, the rule-promotion gate, cache."""
+"""The read side: hybrid search, fusion and its gate, injection, why, cache."""

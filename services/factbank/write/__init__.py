@@ -1,1 +1,2 @@
-"""The write side: the gate, retain and the lifecycle of a fact, staleness, the vector queue."""
+"""The write side: the gate, retain (one module per step) and the lifecycle of a fact, derived
+facts' review cascade, the review queue, the vector queue, misses."""

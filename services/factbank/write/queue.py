@@ -19,7 +19,7 @@ source key (the quote, whitespace normalised): the same text is never proposed a
 same fact (the unique index `candidates_once`).
 
 Every string a candidate holds was redacted before it was stored: a successor's quote,
-location and commit with verify's other texts (`staleness._clean`), a queued fact by the
+location and commit with verify's other texts (`staleness/verify.py`), a queued fact by the
 write gate. Scopes: listing needs `read`; queueing, accepting and rejecting need `write`
 (the routes' guards), as saving and superseding do.
 """
