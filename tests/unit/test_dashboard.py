@@ -43,7 +43,7 @@ def test_markdown_reports_are_escaped_tables_and_headings():
 
 def _health(stats: dict) -> str:
     env = Environment(loader=FileSystemLoader(str(base.HERE / "templates")), autoescape=True)
-    env.globals.update(base._globals())
+    env.globals.update(base.template_globals())
     return env.get_template("health.html").render(
         services=[("recall", {"url": "http://x", "status": 200, "ok": True,
                               "body": {"database": "ok"}})],

@@ -181,7 +181,7 @@ def test_the_health_page_shows_each_harness_and_its_registered_hooks(tmp_path: P
     wired = health_page.harnesses(home)
     assert wired["hooks"] == {"gemini": 5, "qwen": 5, "opencode": 1, "copilot": 0}
     env = Environment(loader=FileSystemLoader(str(base.HERE / "templates")), autoescape=True)
-    env.globals.update(base._globals())
+    env.globals.update(base.template_globals())
     html = env.get_template("health.html").render(
         services=[], bank_health=[], wired=wired, banks=[], csrf="c", nav="health")
     for name in NEXT:

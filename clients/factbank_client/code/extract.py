@@ -102,7 +102,7 @@ def _query(language: str):
         text += _TS_EXTRA
     if language in ("javascript", "tsx"):
         text += _JSX_EXTRA
-    return Query(sym._language(language), text)
+    return Query(sym.grammar_of(language), text)
 
 
 @dataclass

@@ -69,7 +69,7 @@ class Symbol:
 
 
 @cache
-def _language(language: str):
+def grammar_of(language: str):
     from tree_sitter import Language
 
     if language == "python":
@@ -97,7 +97,7 @@ def parse(text: str | bytes, language: str):
     from tree_sitter import Parser
 
     src = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    return Parser(_language(language)).parse(src), src
+    return Parser(grammar_of(language)).parse(src), src
 
 
 def definitions(text: str | bytes, language: str) -> list[Symbol]:

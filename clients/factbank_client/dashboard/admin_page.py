@@ -13,7 +13,7 @@ from litestar.exceptions import NotFoundException
 from litestar.response import Redirect, Stream, Template
 
 from factbank_client.client import INGEST
-from factbank_client.dashboard.base import Dash, _bank, _form, back, dash_of, page
+from factbank_client.dashboard.base import Dash, back, dash_of, form_fields, page, pick_bank
 from factbank_client.errors import FactbankError
 
 
@@ -39,8 +39,8 @@ async def admin_action(request: Request, bank: str, action: str) -> Template | R
     """Issue, rotate, revoke a token or verify the audit chain. A new token is rendered in
     this answer only (never in a redirect URL, never stored by the dashboard)."""
     dash = dash_of(request)
-    bank = _bank(dash, bank)
-    form = await _form(request)
+    bank = pick_bank(dash, bank)
+    form = await form_fields(request)
     c = dash.client
     issued = verified = None
     try:
@@ -75,7 +75,7 @@ async def admin_action(request: Request, bank: str, action: str) -> Template | R
 async def audit_export(request: Request, bank: str) -> Stream:
     """The bank's audit chain as JSONL, streamed from the ingest service as it comes."""
     dash = dash_of(request)
-    bank = _bank(dash, bank)
+    bank = pick_bank(dash, bank)
     headers = dash.client._headers(bank)
     url = dash.config.url + "/v1/admin/audit/export"
 

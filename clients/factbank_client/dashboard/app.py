@@ -27,7 +27,7 @@ from litestar.template.config import TemplateConfig
 from factbank_client.config import ClientConfig
 from factbank_client.dashboard import security
 from factbank_client.dashboard.admin_page import admin_action, admin_page, audit_export
-from factbank_client.dashboard.base import HERE, Dash, _globals
+from factbank_client.dashboard.base import HERE, Dash, template_globals
 from factbank_client.dashboard.evals_page import (
     default_evals_dir,
     eval_plot,
@@ -62,7 +62,7 @@ def _not_found(request: Request, exc: Exception) -> Response:
     status = getattr(exc, "status_code", 500)
     engine = request.app.template_engine
     html = engine.get_template("error.html").render(
-        status=status, detail=detail, csrf="", banks=[], nav="", **_globals())
+        status=status, detail=detail, csrf="", banks=[], nav="", **template_globals())
     return Response(html, status_code=status, media_type="text/html")
 
 
@@ -98,6 +98,6 @@ def create(config: ClientConfig, keys: security.Secrets, port: int, *,
         logging_config=None,
     )
     env = templates.engine_instance.engine
-    env.globals.update(_globals())
+    env.globals.update(template_globals())
     env.autoescape = True
     return security.Gate(app, keys, security.allowed_hosts(port))

@@ -133,7 +133,7 @@ def dash_of(request: Request) -> Dash:
     return dash
 
 
-def _bank(dash: Dash, bank: str | None) -> str:
+def pick_bank(dash: Dash, bank: str | None) -> str:
     if not dash.banks:
         raise HTTPException(status_code=503, detail="no bank configured: run factbank login")
     if bank in (None, ""):
@@ -201,7 +201,7 @@ def age(at: Any) -> str:
     return render.ago(str(at) if at else None, datetime.now(UTC))
 
 
-def _globals() -> dict[str, Any]:
+def template_globals() -> dict[str, Any]:
     return {"trust_class": trust_class, "source_href": source_href, "age": age,
             "when": render.when, "matched_question": render.matched_question,
             "confirmed": render.confirmed,
@@ -209,13 +209,13 @@ def _globals() -> dict[str, Any]:
             "sparkline": sparkline, "STATUSES": STATUSES, "SOURCE_KINDS": SOURCE_KINDS}
 
 
-def _list_params(request: Request) -> dict[str, str]:
+def list_params(request: Request) -> dict[str, str]:
     q = request.query_params
     return {k: (q.get(k) or "").strip() for k in
             ("bank", "q", "category", "project", "status", "tag", "after")}
 
 
-async def _form(request: Request) -> dict[str, str]:
+async def form_fields(request: Request) -> dict[str, str]:
     form = await request.form()
     return {k: str(v) for k, v in form.items() if k != security.CSRF_FIELD}
 

@@ -15,7 +15,7 @@ from litestar.exceptions import NotFoundException
 from litestar.response import Redirect, ServerSentEvent, Template
 from litestar.response.sse import ServerSentEventMessage
 
-from factbank_client.dashboard.base import _form, _globals, back, dash_of, page
+from factbank_client.dashboard.base import back, dash_of, form_fields, page, template_globals
 from factbank_client.dispatch import AGENTS, LABELS, DispatchError, RunStore, make_handoff, start
 from factbank_client.errors import FactbankError
 
@@ -46,7 +46,7 @@ def dispatch_page(request: Request) -> Template:
 @post("/dispatch/start")
 async def dispatch_start(request: Request) -> Redirect:
     store = store_of(request)
-    form = await _form(request)
+    form = await form_fields(request)
     agent, task, repo = form.get("agent", ""), form.get("task", "").strip(), form.get("repo", "")
     if agent not in AGENTS:
         return back("/dispatch", error=f"agent: one of {', '.join(AGENTS)}")
@@ -77,7 +77,7 @@ async def dispatch_stream(request: Request, run_id: str) -> ServerSentEvent:
             new = await asyncio.to_thread(store.events, run_id, after)
             if new:
                 after = new[-1].seq
-                html = "".join(row.render(ev=ev, **_globals()) for ev in new)
+                html = "".join(row.render(ev=ev, **template_globals()) for ev in new)
                 yield ServerSentEventMessage(event="append", data=html)
                 continue
             run = await asyncio.to_thread(store.get, run_id)
@@ -99,7 +99,7 @@ async def dispatch_action(request: Request, run_id: str, action: str) -> Redirec
     run = store.get(run_id)
     if run is None:
         raise NotFoundException(f"no run {run_id!r}")
-    form = await _form(request)
+    form = await form_fields(request)
     url = f"/dispatch?run={run_id}"
     try:
         if action == "handoff":

@@ -14,7 +14,7 @@ from litestar.response import Redirect, ServerSentEvent, Template
 from litestar.response.sse import ServerSentEventMessage
 
 from factbank_client import safefs
-from factbank_client.dashboard.base import EvalRun, _form, back, dash_of, page
+from factbank_client.dashboard.base import EvalRun, back, dash_of, form_fields, page
 from factbank_client.errors import UnsafePath
 
 
@@ -119,7 +119,7 @@ async def eval_run(request: Request) -> Redirect:
     """Start `factbank eval agent-memory --per-kind N` in a child process (it brings up its
     own throwaway stack: the user's banks are never touched)."""
     dash = dash_of(request)
-    form = await _form(request)
+    form = await form_fields(request)
     try:
         per_kind = max(1, min(int(form.get("per_kind") or 20), 10_000))
     except ValueError:

@@ -15,12 +15,12 @@ from factbank_client.client import INGEST, RECALL, new_fact
 from factbank_client.dashboard.base import (
     PAGE_SIZE,
     Dash,
-    _bank,
-    _form,
-    _list_params,
     back,
     dash_of,
+    form_fields,
+    list_params,
     page,
+    pick_bank,
     sparkline,
 )
 from factbank_client.errors import FactbankError
@@ -36,8 +36,8 @@ def facts_page(request: Request) -> Template:
     """One bank's facts, newest first (a page of 25 by id cursor), or the hybrid search's
     hits when `q` is given, each with its match and companion mark."""
     dash = dash_of(request)
-    f = _list_params(request)
-    bank = _bank(dash, f["bank"])
+    f = list_params(request)
+    bank = pick_bank(dash, f["bank"])
     error = None
     hits: list[dict] | None = None
     rows: list[dict] = []
@@ -84,7 +84,7 @@ def fact_page(request: Request, bank: str, fact_id: int) -> Template:
     """One fact: content, source, quote, tags, questions, its events with a trust sparkline,
     the supersede chain both ways, possible duplicates, and the actions its token allows."""
     dash = dash_of(request)
-    bank = _bank(dash, bank)
+    bank = pick_bank(dash, bank)
     try:
         data = dash.client.history(fact_id, bank=bank)
     except FactbankError as exc:
@@ -107,7 +107,7 @@ def fact_duplicates(request: Request, bank: str, fact_id: int) -> Template:
     the near-duplicate scan is the page's one costly query at 100k facts (the HNSW scan
     filtered to the fact's category and project), so the page does not wait for it."""
     dash = dash_of(request)
-    bank = _bank(dash, bank)
+    bank = pick_bank(dash, bank)
     dupes, error = _duplicates(dash, bank, {"id": fact_id})
     return Template(template_name="_duplicates.html", context={
         "bank": bank, "duplicates": dupes, "duplicates_error": error})
@@ -141,8 +141,8 @@ def _act(dash: Dash, bank: str, fact_id: int, action: str, form: Mapping[str, st
 @post("/facts/{bank:str}/{fact_id:int}/{action:str}")
 async def fact_action(request: Request, bank: str, fact_id: int, action: str) -> Redirect:
     dash = dash_of(request)
-    bank = _bank(dash, bank)
-    form = await _form(request)
+    bank = pick_bank(dash, bank)
+    form = await form_fields(request)
     url = f"/facts/{bank}/{fact_id}"
     try:
         if action == "supersede":

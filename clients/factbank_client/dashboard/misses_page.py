@@ -11,7 +11,7 @@ from litestar import Request, get
 from litestar.exceptions import HTTPException
 from litestar.response import Template
 
-from factbank_client.dashboard.base import _bank, dash_of, page
+from factbank_client.dashboard.base import dash_of, page, pick_bank
 from factbank_client.errors import FactbankError
 
 KINDS = ("same", "correction", "equivalent", "retired")
@@ -20,7 +20,7 @@ KINDS = ("same", "correction", "equivalent", "retired")
 @get("/misses", sync_to_thread=True)
 def misses_page(request: Request) -> Template:
     dash = dash_of(request)
-    bank = _bank(dash, request.query_params.get("bank"))
+    bank = pick_bank(dash, request.query_params.get("bank"))
     raw_weeks = request.query_params.get("weeks") or "8"
     around = request.query_params.get("around") or None
     if not raw_weeks.isdigit() or not 1 <= int(raw_weeks) <= 104:

@@ -10,7 +10,7 @@ import asyncio
 from litestar import Request, get, post
 from litestar.response import Redirect, Template
 
-from factbank_client.dashboard.base import _bank, _form, back, dash_of, page
+from factbank_client.dashboard.base import back, dash_of, form_fields, page, pick_bank
 from factbank_client.errors import FactbankError
 
 STATUSES = ("pending", "accepted", "rejected", "withdrawn", "all")
@@ -19,7 +19,7 @@ STATUSES = ("pending", "accepted", "rejected", "withdrawn", "all")
 @get("/queue", sync_to_thread=True)
 def queue_page(request: Request) -> Template:
     dash = dash_of(request)
-    bank = _bank(dash, request.query_params.get("bank"))
+    bank = pick_bank(dash, request.query_params.get("bank"))
     status = request.query_params.get("status") or "pending"
     status = status if status in STATUSES else "pending"
     error, rows = None, []
@@ -38,8 +38,8 @@ def _lines(text: str) -> list[str]:
 @post("/queue/{bank:str}/{cand_id:int}/{action:str}")
 async def queue_action(request: Request, bank: str, cand_id: int, action: str) -> Redirect:
     dash = dash_of(request)
-    bank = _bank(dash, bank)
-    form = await _form(request)
+    bank = pick_bank(dash, bank)
+    form = await form_fields(request)
     url = f"/queue?bank={bank}"
     try:
         if action == "accept":

@@ -10,7 +10,14 @@ from litestar import Request, get
 from litestar.response import ServerSentEvent, Template
 from litestar.response.sse import ServerSentEventMessage
 
-from factbank_client.dashboard.base import POLL_SECONDS, Dash, _bank, _globals, dash_of, page
+from factbank_client.dashboard.base import (
+    POLL_SECONDS,
+    Dash,
+    dash_of,
+    page,
+    pick_bank,
+    template_globals,
+)
 from factbank_client.errors import FactbankError
 
 
@@ -24,7 +31,7 @@ def timeline_page(request: Request) -> Template:
     """The project's timeline (all projects by default), conflicts highlighted, the open
     handoffs beside it; new events stream in (`/timeline/stream`)."""
     dash = dash_of(request)
-    bank = _bank(dash, request.query_params.get("bank"))
+    bank = pick_bank(dash, request.query_params.get("bank"))
     project = (request.query_params.get("project") or "").strip() or None
     error = None
     events: list[dict] = []
@@ -45,7 +52,7 @@ def timeline_page(request: Request) -> Template:
 async def timeline_stream(request: Request) -> ServerSentEvent:
     """New timeline events as rendered rows (`event: rows`), polled every POLL_SECONDS."""
     dash = dash_of(request)
-    bank = _bank(dash, request.query_params.get("bank"))
+    bank = pick_bank(dash, request.query_params.get("bank"))
     project = (request.query_params.get("project") or "").strip() or None
     since = request.query_params.get("since") or None
     engine = request.app.template_engine
@@ -67,7 +74,7 @@ async def timeline_stream(request: Request) -> ServerSentEvent:
                 seen.add((e.get("id"), e.get("kind")))
                 since = max(since or "", str(e.get("at")))
             if fresh:
-                html = "".join(row.render(e=e, **_globals()) for e in reversed(fresh))
+                html = "".join(row.render(e=e, **template_globals()) for e in reversed(fresh))
                 yield ServerSentEventMessage(event="rows", data=html.replace("\n", " "))
             else:
                 yield ServerSentEventMessage(comment="idle")

@@ -125,7 +125,7 @@ def trust(paths: common.Paths, codex: str | None = None) -> list[str]:
     installer.write_text(path, text)
     manifest = common.load_manifest(paths)
     rec = manifest["harnesses"].setdefault("codex", {})
-    common._record(rec, path, containers=created, trusted=keys)
+    common.record_file(rec, path, containers=created, trusted=keys)
     installer.write_text(paths.manifest, json.dumps(manifest, indent=2) + "\n")
     return keys
 

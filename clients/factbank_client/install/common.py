@@ -258,7 +258,7 @@ class Edits:
                 if self.original[p] != t]
 
 
-def _json(edits: Edits, path: Path) -> tuple[dict, files.JsonStyle]:
+def json_of(edits: Edits, path: Path) -> tuple[dict, files.JsonStyle]:
     try:
         return files.load_json(edits.read(path))
     except ValueError as exc:
@@ -275,7 +275,7 @@ def load_manifest(paths: Paths) -> dict:
     return data
 
 
-def _record(entry: dict, path: Path, *, created_file: bool = False,
+def record_file(entry: dict, path: Path, *, created_file: bool = False,
             containers: list[files.Path_] = (), **lists: list[str]) -> None:
     """Merge what one install did to `path` into the harness's manifest entry. Never
     downgrades: a file created by the first install stays 'created' on later runs."""
@@ -295,7 +295,7 @@ def _record(entry: dict, path: Path, *, created_file: bool = False,
             rec[key] = merged
 
 
-def _rec(entry: dict, path: Path) -> dict:
+def file_record(entry: dict, path: Path) -> dict:
     return (entry.get("files") or {}).get(str(path), {})
 
 
@@ -303,7 +303,7 @@ def _changed(before: Any, after: Any) -> bool:
     return json.dumps(before, sort_keys=True) != json.dumps(after, sort_keys=True)
 
 
-def _write_json(edits: Edits, entry: dict, path: Path, before: dict, data: dict,
+def write_json(edits: Edits, entry: dict, path: Path, before: dict, data: dict,
                 style: files.JsonStyle, *, uninstall: bool = False) -> None:
     """Write only real changes (an already-installed file keeps its bytes); on uninstall a
     file the installer created and that is now empty is deleted.
@@ -313,7 +313,7 @@ def _write_json(edits: Edits, entry: dict, path: Path, before: dict, data: dict,
     the text back byte for byte, whatever its formatting (one-line lists, CRLF, tabs, 1e2,
     escapes). If something else changed the file in between, the data is written in the
     file's style instead."""
-    rec = _rec(entry, path)
+    rec = file_record(entry, path)
     if uninstall and rec.get("original") is not None:
         original = rec["original"]
         try:
@@ -350,33 +350,33 @@ def _remember_original(edits: Edits, entry: dict, path: Path) -> None:
     rec["original"] = original
 
 
-def _copy(data: dict) -> dict:
+def deep_copy(data: dict) -> dict:
     return json.loads(json.dumps(data))
 
 
 def install_hooks(edits: Edits, entry: dict, path: Path, launcher: Launcher,
                   harness: str) -> None:
-    data, style = _json(edits, path)
-    before, created = _copy(data), []
+    data, style = json_of(edits, path)
+    before, created = deep_copy(data), []
     files.set_hooks(data, hook_handlers(launcher, harness), created, hook_matchers(harness))
-    _record(entry, path, created_file=not edits.existed(path), containers=created)
-    _write_json(edits, entry, path, before, data, style)
+    record_file(entry, path, created_file=not edits.existed(path), containers=created)
+    write_json(edits, entry, path, before, data, style)
 
 
 def uninstall_hooks(edits: Edits, entry: dict, path: Path) -> None:
     if edits.read(path) is None:
         return
-    data, style = _json(edits, path)
-    before = _copy(data)
+    data, style = json_of(edits, path)
+    before = deep_copy(data)
     files.remove_hooks(data)
-    files.prune_created(data, _rec(entry, path).get("containers", []))
-    _write_json(edits, entry, path, before, data, style, uninstall=True)
+    files.prune_created(data, file_record(entry, path).get("containers", []))
+    write_json(edits, entry, path, before, data, style, uninstall=True)
 
 
 def install_block(edits: Edits, entry: dict, path: Path) -> None:
     text = edits.read(path)
     new = files.put_block(text, asset_text("instructions.md"))
-    _record(entry, path, created_file=text is None)
+    record_file(entry, path, created_file=text is None)
     if new != text:
         edits.write(path, new)
 
@@ -387,6 +387,6 @@ def uninstall_block(edits: Edits, entry: dict, path: Path) -> None:
         return
     assert text is not None
     new: str | None = files.drop_block(text)
-    if _rec(entry, path).get("created") and not (new or "").strip():
+    if file_record(entry, path).get("created") and not (new or "").strip():
         new = None
     edits.write(path, new)

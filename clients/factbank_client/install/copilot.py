@@ -91,24 +91,24 @@ def install(edits: base.Edits, entry: dict, paths: base.Paths, launcher: base.La
             notes: list[str]) -> None:
     root = copilot_dir(paths)
     path = root / "settings.json"
-    data, style = base._json(edits, path)
-    before, created = base._copy(data), []
+    data, style = base.json_of(edits, path)
+    before, created = base.deep_copy(data), []
     set_hooks(data, handlers(launcher), created)
     if data.get("disableAllHooks"):
         notes.append(f"{path} has disableAllHooks: factbank's hooks will not run")
-    base._record(entry, path, created_file=not edits.existed(path), containers=created)
-    base._write_json(edits, entry, path, before, data, style)
+    base.record_file(entry, path, created_file=not edits.existed(path), containers=created)
+    base.write_json(edits, entry, path, before, data, style)
 
     path = root / "mcp-config.json"
-    data, style = base._json(edits, path)
-    before, created = base._copy(data), []
+    data, style = base.json_of(edits, path)
+    before, created = base.deep_copy(data), []
     servers = files.ensure(data, ("mcpServers",), dict, created)
     if base.MCP_NAME in servers and not files.is_our_mcp(servers[base.MCP_NAME]):
         notes.append(f"replaced a '{base.MCP_NAME}' MCP server in {path} that was not "
                      "factbank's stdio server")
     servers[base.MCP_NAME] = server(launcher)
-    base._record(entry, path, created_file=not edits.existed(path), containers=created)
-    base._write_json(edits, entry, path, before, data, style)
+    base.record_file(entry, path, created_file=not edits.existed(path), containers=created)
+    base.write_json(edits, entry, path, before, data, style)
 
     base.install_block(edits, entry, root / "copilot-instructions.md")
 
@@ -117,20 +117,20 @@ def uninstall(edits: base.Edits, entry: dict, paths: base.Paths) -> None:
     root = copilot_dir(paths)
     path = root / "settings.json"
     if edits.read(path) is not None:
-        data, style = base._json(edits, path)
-        before = base._copy(data)
+        data, style = base.json_of(edits, path)
+        before = base.deep_copy(data)
         remove_hooks(data)
-        files.prune_created(data, base._rec(entry, path).get("containers", []))
-        base._write_json(edits, entry, path, before, data, style, uninstall=True)
+        files.prune_created(data, base.file_record(entry, path).get("containers", []))
+        base.write_json(edits, entry, path, before, data, style, uninstall=True)
     path = root / "mcp-config.json"
     if edits.read(path) is not None:
-        data, style = base._json(edits, path)
-        before = base._copy(data)
+        data, style = base.json_of(edits, path)
+        before = base.deep_copy(data)
         servers = data.get("mcpServers")
         if isinstance(servers, dict) and files.is_our_mcp(servers.get(base.MCP_NAME)):
             del servers[base.MCP_NAME]
-        files.prune_created(data, base._rec(entry, path).get("containers", []))
-        base._write_json(edits, entry, path, before, data, style, uninstall=True)
+        files.prune_created(data, base.file_record(entry, path).get("containers", []))
+        base.write_json(edits, entry, path, before, data, style, uninstall=True)
     base.uninstall_block(edits, entry, root / "copilot-instructions.md")
 
 

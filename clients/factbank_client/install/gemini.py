@@ -72,8 +72,8 @@ def server(launcher: base.Launcher, harness: str) -> dict:
 def install(harness: str, edits: base.Edits, entry: dict, paths: base.Paths,
             launcher: base.Launcher, notes: list[str]) -> None:
     path = settings_path(paths, harness)
-    data, style = base._json(edits, path)
-    before, created = base._copy(data), []
+    data, style = base.json_of(edits, path)
+    before, created = base.deep_copy(data), []
     files.set_hooks(data, handlers(launcher, harness), created, matchers(harness))
     servers = files.ensure(data, ("mcpServers",), dict, created)
     if base.MCP_NAME in servers and not files.is_our_mcp(servers[base.MCP_NAME]):
@@ -83,22 +83,22 @@ def install(harness: str, edits: base.Edits, entry: dict, paths: base.Paths,
     if (data.get("hooksConfig") or {}).get("enabled") is False or data.get("disableAllHooks"):
         notes.append(f"{path} turns hooks off: factbank's hooks will not run until that is "
                      "removed")
-    base._record(entry, path, created_file=not edits.existed(path), containers=created)
-    base._write_json(edits, entry, path, before, data, style)
+    base.record_file(entry, path, created_file=not edits.existed(path), containers=created)
+    base.write_json(edits, entry, path, before, data, style)
     base.install_block(edits, entry, harness_dir(paths, harness) / CONTEXT_FILES[harness])
 
 
 def uninstall(harness: str, edits: base.Edits, entry: dict, paths: base.Paths) -> None:
     path = settings_path(paths, harness)
     if edits.read(path) is not None:
-        data, style = base._json(edits, path)
-        before = base._copy(data)
+        data, style = base.json_of(edits, path)
+        before = base.deep_copy(data)
         files.remove_hooks(data)
         servers = data.get("mcpServers")
         if isinstance(servers, dict) and files.is_our_mcp(servers.get(base.MCP_NAME)):
             del servers[base.MCP_NAME]
-        files.prune_created(data, base._rec(entry, path).get("containers", []))
-        base._write_json(edits, entry, path, before, data, style, uninstall=True)
+        files.prune_created(data, base.file_record(entry, path).get("containers", []))
+        base.write_json(edits, entry, path, before, data, style, uninstall=True)
     base.uninstall_block(edits, entry, harness_dir(paths, harness) / CONTEXT_FILES[harness])
 
 

@@ -54,18 +54,18 @@ from factbank_client.install.common import (
     Edits,
     Launcher,
     Paths,
-    _copy,
-    _json,
-    _rec,
-    _record,
-    _write_json,
+    deep_copy,
+    file_record,
     install_block,
     install_hooks,
+    json_of,
     load_manifest,
     mcp_args,
     pi_extension_text,
+    record_file,
     uninstall_block,
     uninstall_hooks,
+    write_json,
 )
 
 # --- Claude Code -------------------------------------------------------------------------------
@@ -75,25 +75,25 @@ def install_claude(edits: Edits, entry: dict, paths: Paths, launcher: Launcher,
                    notes: list[str]) -> None:
     settings = paths.claude_settings()
     install_hooks(edits, entry, settings, launcher, "claude")
-    data, style = _json(edits, settings)
-    before, created = _copy(data), []
+    data, style = json_of(edits, settings)
+    before, created = deep_copy(data), []
     allow = files.ensure(data, ("permissions", "allow"), list, created)
     added = [t for t in CLAUDE_ALLOW if t not in allow]
     allow.extend(added)
-    _record(entry, settings, containers=created, allow=added)
-    _write_json(edits, entry, settings, before, data, style)
+    record_file(entry, settings, containers=created, allow=added)
+    write_json(edits, entry, settings, before, data, style)
 
     cj = paths.claude_json
-    data, style = _json(edits, cj)
-    before, created = _copy(data), []
+    data, style = json_of(edits, cj)
+    before, created = deep_copy(data), []
     servers = files.ensure(data, ("mcpServers",), dict, created)
     if MCP_NAME in servers and not files.is_our_mcp(servers[MCP_NAME]):
         notes.append(f"replaced a '{MCP_NAME}' MCP server in {cj} that was not factbank's "
                      "stdio server")
     servers[MCP_NAME] = {"type": "stdio", "command": launcher.python,
                          "args": mcp_args(MCP_AGENT["claude"]), "env": {}}
-    _record(entry, cj, created_file=not edits.existed(cj), containers=created)
-    _write_json(edits, entry, cj, before, data, style)
+    record_file(entry, cj, created_file=not edits.existed(cj), containers=created)
+    write_json(edits, entry, cj, before, data, style)
 
     install_block(edits, entry, paths.claude_dir / "CLAUDE.md")
 
@@ -102,24 +102,24 @@ def uninstall_claude(edits: Edits, entry: dict, paths: Paths) -> None:
     settings = paths.claude_settings()
     uninstall_hooks(edits, entry, settings)
     if edits.read(settings) is not None:
-        data, style = _json(edits, settings)
-        before = _copy(data)
-        ours = set(_rec(entry, settings).get("allow", []))
+        data, style = json_of(edits, settings)
+        before = deep_copy(data)
+        ours = set(file_record(entry, settings).get("allow", []))
         allow = (data.get("permissions") or {}).get("allow")
         if isinstance(allow, list) and ours:
             data["permissions"]["allow"] = [t for t in allow if t not in ours]
-        files.prune_created(data, _rec(entry, settings).get("containers", []))
-        _write_json(edits, entry, settings, before, data, style, uninstall=True)
+        files.prune_created(data, file_record(entry, settings).get("containers", []))
+        write_json(edits, entry, settings, before, data, style, uninstall=True)
 
     cj = paths.claude_json
     if edits.read(cj) is not None:
-        data, style = _json(edits, cj)
-        before = _copy(data)
+        data, style = json_of(edits, cj)
+        before = deep_copy(data)
         servers = data.get("mcpServers")
         if isinstance(servers, dict) and files.is_our_mcp(servers.get(MCP_NAME)):
             del servers[MCP_NAME]
-        files.prune_created(data, _rec(entry, cj).get("containers", []))
-        _write_json(edits, entry, cj, before, data, style, uninstall=True)
+        files.prune_created(data, file_record(entry, cj).get("containers", []))
+        write_json(edits, entry, cj, before, data, style, uninstall=True)
 
     uninstall_block(edits, entry, paths.claude_dir / "CLAUDE.md")
 
@@ -158,7 +158,7 @@ def install_codex(edits: Edits, entry: dict, paths: Paths, launcher: Launcher,
         notes.append(f"{path} has [features] hooks = false: Codex will not run factbank's "
                      "hooks until that is removed")
     server = _codex_server(launcher)
-    _record(entry, path, created_file=not edits.existed(path))
+    record_file(entry, path, created_file=not edits.existed(path))
     if current != server:
         try:
             text, created = toml.put(edits.read(path) or "", ("mcp_servers", MCP_NAME), server)
@@ -166,7 +166,7 @@ def install_codex(edits: Edits, entry: dict, paths: Paths, launcher: Launcher,
             raise InstallError(f"cannot edit {path} safely ({exc}): its mcp_servers are "
                                "written as dotted keys or inline tables; nothing was changed"
                                ) from exc
-        _record(entry, path, containers=created)
+        record_file(entry, path, containers=created)
         edits.write(path, text)
 
     install_block(edits, entry, paths.codex_dir / "AGENTS.md")
@@ -178,7 +178,7 @@ def uninstall_codex(edits: Edits, entry: dict, paths: Paths) -> None:
     old = edits.read(path)
     if old is not None:
         doc = _toml_doc(edits, path)
-        rec = _rec(entry, path)
+        rec = file_record(entry, path)
         text = old
         try:
             if files.is_our_mcp(toml.lookup(doc, ("mcp_servers", MCP_NAME))):
@@ -204,7 +204,7 @@ def _ours_whole(entry: dict, path: Path, text: str) -> bool:
     was written, or (installs older than that record) the manifest says factbank created it
     and it still carries PI_MARKER, or it is exactly the text this version writes. Text that
     merely mentions the marker is not proof."""
-    rec = _rec(entry, path)
+    rec = file_record(entry, path)
     if text == pi_extension_text():
         return True
     if rec.get("sha256"):
@@ -220,8 +220,8 @@ def install_pi(edits: Edits, entry: dict, paths: Paths, launcher: Launcher,
     new = pi_extension_text()
     if text is not None and text != new and not _ours_whole(entry, ext, text):
         raise InstallError(f"{ext} exists and is not factbank's extension; move it away first")
-    _record(entry, ext, created_file=text is None)
-    _rec(entry, ext)["sha256"] = hashlib.sha256(new.encode("utf-8")).hexdigest()
+    record_file(entry, ext, created_file=text is None)
+    file_record(entry, ext)["sha256"] = hashlib.sha256(new.encode("utf-8")).hexdigest()
     if new != text:
         edits.write(ext, new)
     install_block(edits, entry, paths.pi_dir / "AGENTS.md")
@@ -377,7 +377,7 @@ def plan_install(names: list[str] | tuple[str, ...], paths: Paths,
             for h in chosen:
                 entry = manifest["harnesses"][h]
                 if str(c.path) in entry.get("files", {}):
-                    _record(entry, c.path, dirs=_missing_dirs(c.path))
+                    record_file(entry, c.path, dirs=_missing_dirs(c.path))
     return Plan(changes, _manifest_change(paths, manifest), notes, paths)
 
 

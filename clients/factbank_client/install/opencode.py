@@ -69,20 +69,20 @@ def install(edits: base.Edits, entry: dict, paths: base.Paths, launcher: base.La
         raise InstallError(f"{plugin} exists and is not factbank's plugin; move it away "
                                 "first")
     new = plugin_text(launcher)
-    base._record(entry, plugin, created_file=text is None)
+    base.record_file(entry, plugin, created_file=text is None)
     if new != text:
         edits.write(plugin, new)
 
     path = config_dir(paths) / "opencode.json"
-    data, style = base._json(edits, path)
-    before, created = base._copy(data), []
+    data, style = base.json_of(edits, path)
+    before, created = base.deep_copy(data), []
     servers = files.ensure(data, ("mcp",), dict, created)
     if base.MCP_NAME in servers and not is_our_server(servers[base.MCP_NAME]):
         notes.append(f"replaced a '{base.MCP_NAME}' MCP server in {path} that was not "
                      "factbank's stdio server")
     servers[base.MCP_NAME] = server(launcher)
-    base._record(entry, path, created_file=not edits.existed(path), containers=created)
-    base._write_json(edits, entry, path, before, data, style)
+    base.record_file(entry, path, created_file=not edits.existed(path), containers=created)
+    base.write_json(edits, entry, path, before, data, style)
     base.install_block(edits, entry, config_dir(paths) / "AGENTS.md")
 
 
@@ -93,13 +93,13 @@ def uninstall(edits: base.Edits, entry: dict, paths: base.Paths) -> None:
         edits.write(plugin, None)
     path = config_dir(paths) / "opencode.json"
     if edits.read(path) is not None:
-        data, style = base._json(edits, path)
-        before = base._copy(data)
+        data, style = base.json_of(edits, path)
+        before = base.deep_copy(data)
         servers = data.get("mcp")
         if isinstance(servers, dict) and is_our_server(servers.get(base.MCP_NAME)):
             del servers[base.MCP_NAME]
-        files.prune_created(data, base._rec(entry, path).get("containers", []))
-        base._write_json(edits, entry, path, before, data, style, uninstall=True)
+        files.prune_created(data, base.file_record(entry, path).get("containers", []))
+        base.write_json(edits, entry, path, before, data, style, uninstall=True)
     base.uninstall_block(edits, entry, config_dir(paths) / "AGENTS.md")
 
 

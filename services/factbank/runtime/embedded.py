@@ -86,7 +86,7 @@ class EmbeddedPostgres:
     def holders(self) -> list[int]:
         """The live processes besides this one that hold a handle on the cluster."""
         lifecycle.clean_handles(self.pgdata)
-        return [p for p in lifecycle._read_handles(self.pgdata) if p != os.getpid()]
+        return [p for p in lifecycle.read_handles(self.pgdata) if p != os.getpid()]
 
     def __enter__(self) -> EmbeddedPostgres:
         self.start()

@@ -179,7 +179,7 @@ def _wheel_lock():
         yield
 
 
-def _read_handles(pgdata: Path) -> list[int]:
+def read_handles(pgdata: Path) -> list[int]:
     try:
         pids = json.loads((pgdata / HANDLES).read_text())
     except (OSError, ValueError):
@@ -190,7 +190,7 @@ def _read_handles(pgdata: Path) -> list[int]:
 def clean_handles(pgdata: Path) -> list[int]:
     """Drop the pids of dead processes from the cluster's handle list; returns them."""
     with _wheel_lock():
-        pids = _read_handles(pgdata)
+        pids = read_handles(pgdata)
         dead = [p for p in pids if not alive(p)]
         if dead:
             (pgdata / HANDLES).write_text(json.dumps([p for p in pids if p not in dead]))
@@ -221,7 +221,7 @@ def stop_postmaster(pgdata: Path, timeout: float = 30.0) -> tuple[int | None, bo
     if pid is None:
         return None, True
     clean_handles(pgdata)
-    if _read_handles(pgdata):
+    if read_handles(pgdata):
         return pid, False  # someone alive still uses it
     started = create_time(pid)
     with contextlib.suppress(ProcessLookupError):
@@ -272,7 +272,7 @@ def running(home: Path) -> Running:
     if (pgdata / "PG_VERSION").exists():
         r.pgdata = str(pgdata.resolve())
         r.postgres_pid = postmaster_pid(pgdata.resolve())
-        r.handles = _read_handles(pgdata.resolve())
+        r.handles = read_handles(pgdata.resolve())
     return r
 
 
