@@ -42,6 +42,7 @@ from factbank.write import vectors as vector_queue
 from factbank.write.deps import Deps
 from factbank.write.retain import Outcome
 from factbank_ingest.admin import ADMIN
+from factbank_ingest.caller import caller
 from factbank_ingest.examples import EXAMPLE_FACT
 from factbank_ingest.queue import QUEUE
 
@@ -113,19 +114,6 @@ class ImportLine(NewFact):
 # other routes the header here (`caller`) and the reasons where they are taken. The core
 # redacts again where rows are written (`facts.record_event`, `audit.append`). Each step
 # applies the bank's policy carried on the principal (reject: a 422 naming the field).
-
-
-async def caller(deps: Deps, user: Principal) -> tuple[Principal, str]:
-    """The request's principal with its agent (the X-Factbank-Agent header) cleaned, and the
-    bank's redaction policy (read with the token). Routes that write a fact do not call it:
-    the write gate cleans the header with the fact."""
-    policy = user.redaction_policy
-    if user.agent:
-        agent = await asyncio.to_thread(
-            redaction.clean_text, "X-Factbank-Agent", user.agent, policy
-        )
-        user = dataclasses.replace(user, agent=agent)
-    return user, policy
 
 
 @post("/v1/facts", status_code=201, opt={"example": EXAMPLE_FACT})

@@ -16,6 +16,7 @@ from factbank.store.banks import Principal
 from factbank.write import queue
 from factbank.write.deps import Deps
 from factbank.write.retain import Outcome
+from factbank_ingest.caller import caller
 from factbank_ingest.examples import EXAMPLE_FACT
 
 
@@ -91,8 +92,6 @@ async def accept_candidate(
     """Store the candidate (with `edits` applied: content, category, tags, questions): a
     supersede of the fact it replaces with its reason ("source changed in <commit>"), or an
     add; one transaction with the decision. A candidate no longer pending is a 409."""
-    from factbank_ingest.app import caller
-
     user, _ = await caller(deps, principal)
     cand, outcome = await queue.accept(deps, user, cand_id, data.edits)
     return Accepted(candidate=cand, outcome=outcome)
@@ -105,8 +104,6 @@ async def reject_candidate(
 ) -> queue.Candidate:
     """Reject the candidate: kept as rejected, so the same text is not proposed again for
     the same fact."""
-    from factbank_ingest.app import caller
-
     user, _ = await caller(deps, principal)
     return await queue.reject(deps, user, cand_id, data.reason)
 
