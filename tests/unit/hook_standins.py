@@ -24,6 +24,8 @@ from typing import Any
 import jsonschema
 import pytest
 
+from tests.conftest import wait_until
+
 SHARED_DIR = Path(
     os.environ.get("FACTBANK_SHARED_DIR") or Path(__file__).resolve().parents[3] / "shared"
 )
@@ -54,14 +56,8 @@ def parse(event: str, out: str) -> dict:
 
 
 def wait_for(cond: Callable[[], Any], timeout: float = 15.0) -> Any:
-    """Poll until `cond()` is truthy (the detached child works after the hook returned)."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        value = cond()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"not within {timeout}s: {cond}")
+    """`cond()`'s first truthy value (the detached child works after the hook returned)."""
+    return wait_until(repr(cond), cond, timeout)
 
 
 # --- the stand-in services --------------------------------------------------------------------
