@@ -61,7 +61,7 @@ def pytest_report_header() -> str:
 
 # --- git ---------------------------------------------------------------------------------------
 # A new user's machine (and CI under a fresh HOME) has no global git identity, and `git commit`
-# then refuses ("Please tell me who you are"): issue 21 found every test of
+# then refuses ("Please tell me who you are"): a review once found every test of
 # test_cli_staleness.py erroring so. Every test that runs git goes through `git`/`git_env`
 # here, which name an identity in the environment (it wins over any config file), so the suite
 # needs nothing from the user's ~/.gitconfig: run it with HOME=$(mktemp -d).

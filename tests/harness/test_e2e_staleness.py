@@ -1,4 +1,4 @@
-"""Issue 16 for real: a fact Codex saves from a file, the file changed by a commit, and the
+"""Staleness for real: a fact Codex saves from a file, the file changed by a commit, and the
 next Claude Code session starting with the fact marked stale and not injected.
 
 The real services (the session's `factbank up`, a bank of this module's own), the real

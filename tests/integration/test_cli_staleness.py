@@ -1,4 +1,4 @@
-"""Issue 16, the client's half, against the real services and real git: fingerprints at
+"""Staleness, the client's half, against the real services and real git: fingerprints at
 write time, `verify` (fresh, moved, stale, deleted, renamed, unreachable commit), `rules
 candidates` / `rules propose` (which never touches a rule file), `migrate-native`.
 
@@ -302,7 +302,7 @@ def test_confirm_with_a_fresh_quote_revives_a_stale_fact(env, capsys):
 
 
 def test_verify_never_sends_a_teammates_location_outside_the_repository(env, capsys):
-    """Issue 21 A1, end to end: a member with write scope stores facts whose locations leave
+    """A hostile location, end to end: a member with write scope stores facts whose locations leave
     the repository (the hostile table's kinds the server accepts); the teammate's `factbank
     verify` skips each one and the bank holds none of the private lines afterwards (no stale
     context, no reason quoting them), while a fact inside the repository is still judged."""

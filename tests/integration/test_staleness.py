@@ -1,4 +1,4 @@
-"""Issue 16, the server: fingerprints, verify (every verdict), the review cascade over derived
+"""Staleness, the server: fingerprints, verify (every verdict), the review cascade over derived
 facts (transitive, cycle-safe), confirm with a fresh quote, review cleared by a confirm,
 supersede of a stale fact, stale and flagged facts never injected but searchable and marked,
 the session block's "turned stale since your last session" lines inside the budget, `check`

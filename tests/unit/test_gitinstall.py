@@ -1,4 +1,4 @@
-"""Issue 16's "checked without anyone asking": `factbank install git`'s post-commit hook (a
+"""Staleness "checked without anyone asking": `factbank install git`'s post-commit hook (a
 real repository, real commits) and the SessionStart hook's background verify (the hook
 process exactly as the harnesses run it)."""
 
