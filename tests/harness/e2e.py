@@ -33,6 +33,7 @@ from typing import Any
 import httpx
 import pytest
 
+from factbank.cli.server import _bank_name as first_run_bank_name
 from factbank.runtime.runner import free_port
 from tests.conftest import git as run_git
 from tests.conftest import git_env
@@ -110,9 +111,11 @@ class Stack:
 
     def bank(self, name: str) -> Services:
         """A new personal bank `name` (`factbank admin`, on the running embedded Postgres)
-        and an owner token for it."""
+        and a token for its owner, the member `factbank up`'s first run names (this machine's
+        user: what the timeline and handoffs show)."""
+        owner = first_run_bank_name()
         for args in (("bank", "create", name, "--kind", "personal"),
-                     ("token", "issue", name, name, "--scopes", "read,write,admin", "--json")):
+                     ("token", "issue", name, owner, "--scopes", "read,write,admin", "--json")):
             proc = subprocess.run([*CLI, "admin", *args], env=self.env, capture_output=True,
                                   text=True, timeout=120)
             assert proc.returncode == 0, proc.stdout + proc.stderr
