@@ -32,7 +32,6 @@ import os
 import random
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -45,6 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+
+from factbank_evals.metrics import percentile
 
 ROOT = Path(__file__).resolve().parents[1]
 HOOK_SCRIPT = ROOT / "clients" / "factbank_client" / "hooks.py"
@@ -272,13 +273,12 @@ def run(
         stats = http.get(f"{target.recall}/v1/stats").json()
     routes = {}
     for route, lat in sorted(record.lat.items()):
-        q = statistics.quantiles(lat, n=100, method="inclusive") if len(lat) > 1 else lat * 99
         routes[route] = {
             "n": len(lat),
             "rps": len(lat) / elapsed,
-            "p50": q[49] * 1000,
-            "p95": q[94] * 1000,
-            "p99": q[98] * 1000,
+            "p50": percentile(lat, 0.5) * 1000,
+            "p95": percentile(lat, 0.95) * 1000,
+            "p99": percentile(lat, 0.99) * 1000,
         }
     calls = sum(r["n"] for r in routes.values())
     return {

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-from factbank.redact.redaction import redact_text, warm_up
-from factbank_evals.redaction_recall import TYPICAL_FACT
+from factbank.redact.redaction import warm_up
+from factbank_evals.metrics import percentile
+from factbank_evals.redaction_recall import TYPICAL_FACT, redaction_ms
 
 SETS = Path(__file__).resolve().parent / "sets" / "secrets"
 
@@ -62,19 +61,12 @@ def _strings() -> dict[str, list[str]]:
 
 
 def _time(strings: list[str], runs: int) -> dict:
-    samples = []
-    for s in strings:
-        redact_text(s)
-        for _ in range(runs):
-            start = time.perf_counter()
-            redact_text(s)
-            samples.append((time.perf_counter() - start) * 1000)
-    samples.sort()
+    samples = redaction_ms(strings, runs)
     return {
         "strings": len(strings),
         "samples": len(samples),
-        "p50_ms": round(statistics.median(samples), 3),
-        "p95_ms": round(samples[int(0.95 * (len(samples) - 1))], 3),
+        "p50_ms": round(percentile(samples, 0.5), 3),
+        "p95_ms": round(percentile(samples, 0.95), 3),
     }
 
 

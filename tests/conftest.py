@@ -12,8 +12,10 @@ import itertools
 import os
 import subprocess
 import tempfile
-from collections.abc import AsyncIterator, Iterator, Mapping
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
@@ -59,7 +61,7 @@ def pytest_report_header() -> str:
 
 # --- git ---------------------------------------------------------------------------------------
 # A new user's machine (and CI under a fresh HOME) has no global git identity, and `git commit`
-# then refuses ("Please tell me who you are"): issue 21 found every test of
+# then refuses ("Please tell me who you are"): a review once found every test of
 # test_cli_staleness.py erroring so. Every test that runs git goes through `git`/`git_env`
 # here, which name an identity in the environment (it wins over any config file), so the suite
 # needs nothing from the user's ~/.gitconfig: run it with HOME=$(mktemp -d).
@@ -77,6 +79,21 @@ def git(repo: Path, *args: str, env: Mapping[str, str] | None = None) -> str:
     """`git -C repo ARGS` with the tests' identity; its stdout, stripped (raises on failure)."""
     return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
                           text=True, env=git_env(env), timeout=60).stdout.strip()
+
+
+def wait_until(what: str, cond: Callable[[], Any], timeout: float = 60.0,
+               every: float = 0.05) -> Any:
+    """`cond()`'s first truthy value, polled every `every` seconds: what a hook's detached
+    child or a background run does after the call returned. Raises, naming `what`, when it
+    has not come within `timeout` seconds (generous: the box may be at load 20)."""
+    end = time.monotonic() + timeout
+    while True:
+        value = cond()
+        if value:
+            return value
+        if time.monotonic() > end:
+            raise AssertionError(f"not within {timeout:.0f}s: {what}")
+        time.sleep(every)
 
 
 @pytest.fixture

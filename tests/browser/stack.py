@@ -7,6 +7,7 @@ conflict, and an open handoff. Everything is written through the real client ove
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,15 @@ from factbank_client.dashboard import app as dashboard_app
 from factbank_client.dashboard import security
 
 PROJECT = "github.com/acme/api"
+SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+
+
+def shots_dir(tmp_path: Path) -> Path:
+    """Where a test's screenshots go: docs/screenshots with FACTBANK_SCREENSHOTS=1, else the
+    test's temp dir (so every run still checks that they can be taken)."""
+    out = SHOTS if os.environ.get("FACTBANK_SCREENSHOTS") == "1" else tmp_path
+    out.mkdir(parents=True, exist_ok=True)
+    return out
 
 
 @dataclass

@@ -6,7 +6,6 @@ banks and members, evals. The `page` fixture fails a test on any console error."
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import httpx
@@ -15,11 +14,10 @@ import pytest
 from factbank_client.client import RECALL, Client
 from factbank_client.config import ClientConfig
 from factbank_client.dashboard import security
-from tests.browser.stack import PROJECT, _fact
+from tests.browser.stack import PROJECT, _fact, shots_dir
 
 PAGES = ["/facts", "/facts?q=which+package+manager", "/facts?bank=team", "/timeline?bank=team",
          "/health", "/admin", "/evals"]
-SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
 
 def cookie_client(live) -> httpx.Client:
@@ -370,8 +368,7 @@ def test_the_run_button_streams_an_agent_memory_eval(page, live):
 def test_screenshots(browser, live, tmp_path):
     """The main pages at 1280 px (and the facts list at 390): into docs/screenshots with
     FACTBANK_SCREENSHOTS=1, else a temp dir (so the run still checks they can be taken)."""
-    out = SHOTS if os.environ.get("FACTBANK_SCREENSHOTS") == "1" else tmp_path
-    out.mkdir(parents=True, exist_ok=True)
+    out = shots_dir(tmp_path)
     for width, shots in ((1280, [("facts", "/facts"),
                                   ("search", "/facts?q=which+package+manager+do+we+use"),
                                   ("fact", f"/facts/personal/{live.ids['port']}"),

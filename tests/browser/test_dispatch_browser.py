@@ -12,11 +12,11 @@ import pytest
 from factbank.runtime.runner import serve_apps_in_thread
 from factbank_client.dashboard import app as dashboard_app
 from factbank_client.dashboard import security
-from tests.browser.test_dashboard import SHOTS
+from tests.browser.stack import SHOTS
+from tests.harness.e2e import FAIL, repository
 from tests.harness.fake_model import FakeModel, Text, ToolCall
 from tests.harness.npm import HarnessUnavailable, ensure_harnesses
 from tests.harness.runners import claude_env, claude_settings_path, write_json
-from tests.harness.test_dispatch_e2e import FAIL, repository
 
 pytestmark = pytest.mark.harness
 
@@ -35,7 +35,7 @@ def test_dispatch_streams_a_command_and_an_edit_then_hands_off(browser, live, tm
         pytest.skip(f"agent harnesses unavailable: {exc}")
     home = tmp_path / "home"
     home.mkdir()
-    repo = repository(tmp_path)
+    repo = repository(tmp_path / "repo", "git@github.com:acme/dispatch-e2e.git")
     runs = tmp_path / "runs"
     with FakeModel() as fake:
         write_json(claude_settings_path(home), {"permissions": {"allow": ["Bash"]}})

@@ -4,11 +4,8 @@ page fits 390 px. Runs after test_dashboard.py on the same live stack, on facts 
 
 from __future__ import annotations
 
-import os
-
 from factbank_client.client import Client
-from tests.browser.stack import _fact
-from tests.browser.test_dashboard import SHOTS
+from tests.browser.stack import _fact, shots_dir
 
 
 def _candidates(live) -> tuple[int, int, int]:
@@ -34,7 +31,7 @@ def test_edit_then_accept_supersedes_and_reject_is_kept(page, live, tmp_path):
     assert f"supersedes #{fid}" in card.inner_text()
     assert card.locator("code.old").inner_text() == "db: 5432"
     assert card.locator("code.new").inner_text() == "db: 6432"
-    out = SHOTS if os.environ.get("FACTBANK_SCREENSHOTS") == "1" else tmp_path
+    out = shots_dir(tmp_path)
     page.screenshot(path=str(out / "queue.png"))
     assert (out / "queue.png").stat().st_size > 10_000
 

@@ -1,4 +1,5 @@
-"""Fixtures for the real-harness tests (marker ``harness``)."""
+"""Fixtures for the real-harness tests (marker ``harness``): the binaries, the fake model, a
+throwaway HOME and project, and the real services (`stack`, `services`; tests/harness/e2e.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from .e2e import Services, Stack, running_stack
 from .fake_model import FakeModel
 from .npm import Harnesses, HarnessUnavailable, ensure_harnesses
 
@@ -22,6 +24,21 @@ def harnesses() -> Harnesses:
         return ensure_harnesses()
     except HarnessUnavailable as exc:
         pytest.skip(f"agent harnesses unavailable: {exc}")
+
+
+@pytest.fixture(scope="session")
+def stack() -> Iterator[Stack]:
+    """One `factbank up` for the whole session, warmed: it used to be one per test module
+    (seven), each start and model load costing seconds to tens of seconds."""
+    with running_stack() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def services(stack: Stack, request: pytest.FixtureRequest) -> Services:
+    """A fresh personal bank on the session's services for each test module: what one module
+    stores, searches or puts on its timeline no other module sees."""
+    return stack.bank(request.module.__name__.rsplit(".", 1)[-1].removeprefix("test_"))
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Headless dispatch for real (issue 17 item 6): the real harness binaries, started by the
+"""Headless dispatch for real: the real harness binaries, started by the
 dispatch supervisor, against the fake model server.
 
 1. `factbank dispatch claude TASK` in a terminal (the CLI, a subprocess) on a machine with
@@ -17,17 +17,16 @@ import json
 import os
 import re
 import signal
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
-import httpx
 import pytest
 
 from factbank_client.dispatch import RunStore, start
 from factbank_client.dispatch.store import process_alive
+from tests.conftest import wait_until
 
+from .e2e import FAIL, Services, assert_ok, cli, cli_env, hook_log, install, login, repository
 from .fake_model import FakeModel, Text, ToolCall
 from .npm import Harnesses
 from .runners import (
@@ -41,54 +40,12 @@ from .runners import (
     run_codex,
     write_json,
 )
-from .test_e2e_factbank import Services, assert_ok, hook_log, install, login
-from .test_e2e_factbank import services as services  # the module-scoped fixture
-from .test_e2e_timeline import git, wait_until
 
 pytestmark = pytest.mark.harness
 
 REMOTE = "git@github.com:acme/dispatch-e2e.git"
 PROJECT = "github.com/acme/dispatch-e2e"
-CLI = [sys.executable, "-c", "import sys; from factbank_client.cli.main import main; "
-       "sys.exit(main())"]
 OK = "echo built > out.txt && cat out.txt"
-FAIL = "ls missing-file"
-
-
-def repository(root: Path) -> Path:
-    repo = root / "repo"
-    (repo / "src").mkdir(parents=True)
-    (repo / "src" / "app.py").write_text("print('hello')\n")
-    git("init", "-q", "-b", "main", str(repo))
-    git("add", "src/app.py", cwd=repo)
-    git("commit", "-qm", "init", cwd=repo)
-    git("remote", "add", "origin", REMOTE, cwd=repo)
-    return repo
-
-
-def timeline(svc: Services) -> list[dict]:
-    r = httpx.get(f"{svc.recall}/v1/timeline", params={"project": PROJECT, "limit": 500},
-                  headers=svc.headers(), timeout=30)
-    assert r.status_code == 200, r.text
-    return r.json()["events"]
-
-
-def cli_env(home: Path, state: Path, base: dict[str, str], binary: Path) -> dict[str, str]:
-    """A terminal on the user's machine: their HOME (factbank installed and logged in), the
-    harness's own variables, the dispatch store under XDG_STATE_HOME."""
-    return {**base, "XDG_STATE_HOME": str(state), "FACTBANK_DISPATCH_CLAUDE": str(binary),
-            "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
-
-
-def cli(env: dict[str, str], *args: str, timeout: float = 180,
-        cwd: Path | None = None) -> subprocess.CompletedProcess:
-    proc = subprocess.run([*CLI, *args], env=env, capture_output=True, text=True,
-                          timeout=timeout, cwd=cwd)
-    capture = os.environ.get("FACTBANK_DISPATCH_CAPTURE")  # docs/dispatch.md's output
-    if capture:
-        with open(capture, "a", encoding="utf-8") as fh:
-            fh.write(f"$ factbank {' '.join(args)}\n{proc.stdout}{proc.stderr}\n")
-    return proc
 
 
 def test_dispatch_from_the_terminal_logs_live_records_the_timeline_and_hands_off(
@@ -97,7 +54,7 @@ def test_dispatch_from_the_terminal_logs_live_records_the_timeline_and_hands_off
 ) -> None:
     services.require_inject()
     home = harness_home
-    repo = repository(tmp_path)
+    repo = repository(tmp_path / "repo", REMOTE)
     marker = "FBDISPATCH1"
     services.add(f"The dispatch-e2e repository is built with `just build-{marker}`.",
                  "project", PROJECT, ["build", "构建"])
@@ -150,7 +107,7 @@ def test_dispatch_from_the_terminal_logs_live_records_the_timeline_and_hands_off
     # On the timeline, in Claude Code's own session: the start and the end with agent, task
     # and outcome, next to what the hooks recorded.
     events = wait_until("the run's end on the timeline", lambda: (
-        evs := timeline(services)) and any(e.get("tool") == "dispatch"
+        evs := services.timeline(PROJECT)) and any(e.get("tool") == "dispatch"
                                            and e.get("exit_code") == 0 for e in evs) and evs)
     ours = [e for e in events if e.get("tool") == "dispatch"]
     assert sorted(e["command"] for e in ours) == [f"dispatch claude done: {task}",
@@ -227,7 +184,7 @@ def test_each_harness_logs_its_command_and_edit(
 ) -> None:
     monkeypatch.setenv("FACTBANK_CONFIG", str(tmp_path / "none.toml"))
     monkeypatch.delenv("FACTBANK_TOKEN", raising=False)
-    repo = repository(tmp_path)
+    repo = repository(tmp_path / "repo", REMOTE)
     env, extra = setup(harnesses, fake_model, harness_home, repo)
     store = RunStore(tmp_path / "runs")
     run = start(store, agent, "Look around and leave a note.", repo, env=env,
@@ -249,7 +206,7 @@ def test_a_killed_supervisor_leaves_a_lost_run_and_no_harness(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("FACTBANK_CONFIG", str(tmp_path / "none.toml"))
-    repo = repository(tmp_path)
+    repo = repository(tmp_path / "repo", REMOTE)
     configure_pi_home(harness_home, fake_model)
     fake_model.script(ToolCall("bash", {"command": "sleep 60"}), Text("slept"))
     store = RunStore(tmp_path / "runs")

@@ -1,9 +1,10 @@
 """factbank for real: the real services, the real installer, the real harnesses.
 
 One `factbank up` (embedded Postgres, both services, free ports, FACTBANK_HOME in a temp dir)
-serves the module. Each test makes a throwaway HOME holding a factbank client config, runs
-`factbank install <harness>` into it through the CLI, and runs the harness non-interactively
-against the fake model server. Everything is asserted from what the fake model received.
+serves the session, and the module has a bank of its own on it (tests/harness/e2e.py). Each
+test makes a throwaway HOME holding a factbank client config, runs `factbank install
+<harness>` into it through the CLI, and runs the harness non-interactively against the fake
+model server. Everything is asserted from what the fake model received.
 
 * Claude Code, Codex, Pi: a project fact reaches the model at session start, a prompt-matched
   fact reaches it with the prompt (Codex with its hooks trusted by `--trust`, no bypass flag).
@@ -20,176 +21,29 @@ parameters are how that harness installs, runs and shows the facts.
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import signal
-import subprocess
-import sys
-import tempfile
-import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from factbank.runtime.runner import free_port
-
+from .e2e import (
+    Services,
+    assert_ok,
+    hook_log,
+    install,
+    install_all_for_codex_to_claude,
+    login,
+    make_repo,
+    seed_facts,
+)
 from .fake_model import FakeModel, Text, ToolCall, tool_names
 from .npm import Harnesses
 from .runners import configure_codex_home, run_claude, run_codex, run_pi
 
 pytestmark = pytest.mark.harness
-
-CLI = [sys.executable, "-c", "import sys; from factbank_client.cli.main import main; "
-       "sys.exit(main())"]
-
-
-@dataclass
-class Services:
-    ingest: str
-    recall: str
-    token: str
-    log: Path | None = None
-
-    def headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.token}"}
-
-    def add(self, content: str, category: str, project: str | None, tags: list[str]) -> int:
-        body: dict[str, Any] = {"content": content, "category": category,
-                                "source": {"kind": "user"}, "quote": content,
-                                "origin": "user", "tags": tags}
-        if project:
-            body["project"] = project
-        r = httpx.post(f"{self.ingest}/v1/facts", json=body, headers=self.headers(), timeout=60)
-        assert r.status_code == 201, r.text
-        return int(r.json()["fact"]["id"])
-
-    def facts(self, **params: str) -> list[dict]:
-        r = httpx.get(f"{self.recall}/v1/facts", params=params, headers=self.headers(),
-                      timeout=30)
-        assert r.status_code == 200, r.text
-        return r.json()["facts"]
-
-    def require_inject(self) -> None:
-        body = {"kind": "session", "session_id": "probe", "project": None, "prompt": None}
-        r = httpx.post(f"{self.recall}/v1/inject", json=body, headers=self.headers(), timeout=30)
-        if r.status_code == 404:
-            pytest.skip("the recall service has no /v1/inject yet")
-        assert r.status_code == 200, f"{r.text}\n{self.log_tail()}"
-
-    def log_tail(self) -> str:
-        return self.log.read_text()[-3000:] if self.log and self.log.exists() else ""
-
-
-@pytest.fixture(scope="module")
-def services() -> Iterator[Services]:
-    """`factbank up` as a subprocess; the first-run token is read from its output."""
-    home = Path(tempfile.mkdtemp(prefix="factbank-e2e-")) / "home"
-    ingest, recall = free_port(), free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
-    env.update(FACTBANK_HOME=str(home), FACTBANK_INGEST_PORT=str(ingest),
-               FACTBANK_RECALL_PORT=str(recall))
-    log = home.parent / "up.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen([*CLI, "up"], env=env, stdout=out, stderr=subprocess.STDOUT,
-                                text=True)
-    try:
-        token = ""
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise AssertionError(f"factbank up exited:\n{log.read_text()}")
-            text = log.read_text()
-            found = re.findall(r"fb_[A-Za-z0-9_-]{20,}", text)
-            if found and "Ctrl-C stops" in text:
-                token = found[0]
-                try:
-                    if httpx.get(f"http://127.0.0.1:{recall}/readyz", timeout=2).status_code \
-                            == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-            time.sleep(0.3)
-        else:
-            raise AssertionError(f"factbank up not ready:\n{log.read_text()}")
-        svc = Services(f"http://127.0.0.1:{ingest}", f"http://127.0.0.1:{recall}", token, log)
-        warm_up(svc)
-        yield svc
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        shutil.rmtree(home.parent, ignore_errors=True)
-
-
-def warm_up(svc: Services) -> None:
-    """The first prompt recall of a fresh service loads the embedding model (seconds); a hook
-    gives up after 0.9 s, so warm it once, as a long-running service would be."""
-    body = {"kind": "prompt", "session_id": "warm-up", "project": None, "prompt": "warm up"}
-    try:
-        httpx.post(f"{svc.recall}/v1/inject", json=body, headers=svc.headers(), timeout=180)
-    except httpx.HTTPError:
-        pass
-
-
-# --- a user's machine ----------------------------------------------------------------------
-
-
-def login(home: Path, svc: Services) -> None:
-    cfg = home / ".config" / "factbank" / "config.toml"
-    cfg.parent.mkdir(parents=True, exist_ok=True)
-    cfg.write_text(f'url = "{svc.ingest}"\nrecall_url = "{svc.recall}"\n\n'
-                   f'[banks.personal]\ntoken = "{svc.token}"\n')
-
-
-def install(home: Path, *args: str) -> str:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR",
-                        "XDG_CONFIG_HOME", "XDG_CACHE_HOME")}
-    env["HOME"] = str(home)
-    proc = subprocess.run([*CLI, "install", *args], env=env, capture_output=True, text=True,
-                          timeout=120)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return proc.stdout
-
-
-def make_repo(root: Path, name: str, remote: str) -> Path:
-    repo = root / name
-    (repo / ".git").mkdir(parents=True)
-    (repo / ".git" / "config").write_text(f'[remote "origin"]\n\turl = {remote}\n')
-    return repo
-
-
-def hook_log(home: Path) -> str:
-    path = home / ".cache" / "factbank" / "hooks.log"
-    return path.read_text() if path.exists() else ""
-
-
-def assert_ok(result: Any, home: Path) -> None:
-    assert result.returncode == 0, result.describe() + "\n--- hooks.log ---\n" + hook_log(home)
-
-
-def seed_facts(svc: Services, tag: str, project: str) -> tuple[str, str, str]:
-    """A project fact (injected at session start in that repository only) and a global
-    gotcha (not an auto-injected category: only a prompt about it recalls it). Returns their
-    unique markers and the prompt that should recall the gotcha."""
-    session_marker = f"FBS{tag}"
-    prompt_marker = f"FBP{tag}"
-    worker = f"{tag.lower()}-worker"
-    svc.add(f"The {project} repository is built with the command `just build-{session_marker}`.",
-            "project", project, ["build", "构建", "just"])
-    svc.add(f"Starting {worker} fails with EADDRINUSE on port 8443 while an old {worker} "
-            f"process ({prompt_marker}) still holds the port; stop it first.",
-            "gotchas", None, ["EADDRINUSE", "port 8443", "端口", worker])
-    prompt = f"Starting {worker} fails with EADDRINUSE on port 8443. Why, and what do I do?"
-    return session_marker, prompt_marker, prompt
 
 
 # --- injection in each harness ----------------------------------------------------------------
@@ -311,21 +165,6 @@ def test_pi_tools_add_and_search(
 
 
 # --- the product: Codex saves, Claude Code recalls (same repository only) ----------------------
-
-
-def install_all_for_codex_to_claude(home: Path, svc: Services, fake_model: FakeModel,
-                                    harnesses: Harnesses) -> None:
-    """Everything installed, Codex's hooks trusted, and Codex given time to start factbank's
-    MCP server: codex exec sends its first request ~1.5 s after start without waiting for MCP
-    servers, and the factbank server needs ~2 s to import the MCP SDK here. (Interactive Codex
-    has the server up long before the user's first prompt.)"""
-    login(home, svc)
-    configure_codex_home(home, fake_model)
-    # named, not `all`: `all` takes only harnesses on PATH or with a config directory, and
-    # this HOME is new and the binaries are not on PATH
-    install(home, "claude", "codex", "pi", "--trust", "--codex-bin", str(harnesses.codex))
-    cfg = home / ".codex" / "config.toml"
-    cfg.write_text("mcp_optional_startup_grace_ms = 15000\n" + cfg.read_text())
 
 
 def test_fact_saved_by_codex_reaches_next_claude_session_in_same_repo_only(

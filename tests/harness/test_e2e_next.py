@@ -21,16 +21,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import httpx
 import pytest
 
 from factbank.runtime.runner import free_port
 
+from .e2e import Services, assert_ok, hook_log, install, login, make_repo, seed_facts
 from .fake_model import FakeModel, Text, ToolCall
 from .npm import HarnessUnavailable, NextHarnesses, ensure_next_harnesses
 from .runners_next import RUNNERS, seed_opencode_dir
-from .test_e2e_factbank import Services, assert_ok, hook_log, install, login, make_repo, seed_facts
-from .test_e2e_factbank import services as services  # the module-scoped fixture
 
 pytestmark = pytest.mark.harness
 
@@ -170,13 +168,6 @@ WRITES = {
 }
 
 
-def timeline(svc: Services, project: str) -> list[dict]:
-    r = httpx.get(f"{svc.recall}/v1/timeline", params={"project": project, "limit": 500},
-                  headers=svc.headers(), timeout=30)
-    assert r.status_code == 200, r.text
-    return r.json()["events"]
-
-
 @pytest.mark.parametrize("harness", ["gemini", "qwen", "copilot", "opencode"])
 def test_file_edits_and_commands_reach_the_timeline(
     harness: str, next_harnesses: NextHarnesses, fake_model: FakeModel, harness_home: Path,
@@ -195,7 +186,7 @@ def test_file_edits_and_commands_reach_the_timeline(
     assert Path(target).exists(), result.describe()
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        events = [e for e in timeline(services, project) if e.get("agent") == harness]
+        events = [e for e in services.timeline(project) if e.get("agent") == harness]
         kinds = {e["kind"] for e in events}
         if {"file", "command"} <= kinds:
             break

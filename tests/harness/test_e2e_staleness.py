@@ -1,8 +1,8 @@
-"""Issue 16 for real: a fact Codex saves from a file, the file changed by a commit, and the
+"""Staleness for real: a fact Codex saves from a file, the file changed by a commit, and the
 next Claude Code session starting with the fact marked stale and not injected.
 
-The real services (`factbank up`, shared with test_e2e_factbank.py's module fixture), the
-real installer (`factbank install all --trust` and `factbank install git`), the real Codex and
+The real services (the session's `factbank up`, a bank of this module's own), the real
+installer (`factbank install all --trust` and `factbank install git`), the real Codex and
 Claude Code binaries against the fake model, a real git repository. Nobody runs `factbank
 verify` by hand: the post-commit hook `install git` added runs it in the background.
 """
@@ -10,59 +10,37 @@ verify` by hand: the post-commit hook `install git` added runs it in the backgro
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import git as shared_git
-from tests.conftest import git_env
-
+from .e2e import (
+    Services,
+    assert_ok,
+    factbank,
+    git,
+    hook_log,
+    install_all_for_codex_to_claude,
+    repository,
+)
 from .fake_model import FakeModel, Text, ToolCall, tool_names
 from .npm import Harnesses
 from .runners import run_claude, run_codex
-from .test_e2e_factbank import (  # noqa: F401 (services is a fixture)
-    CLI,
-    Services,
-    assert_ok,
-    hook_log,
-    install_all_for_codex_to_claude,
-    services,
-)
 
 pytestmark = pytest.mark.harness
 
 
-def user_env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR",
-                        "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME",
-                        "FACTBANK_CONFIG", "FACTBANK_URL", "FACTBANK_RECALL_URL",
-                        "FACTBANK_TOKEN", "FACTBANK_TEAM_TOKEN")}
-    return git_env({**env, "HOME": str(home)})
-
-
-def git(repo: Path, home: Path, *args: str) -> str:
-    return shared_git(repo, *args, env=user_env(home))
-
-
 def test_a_fact_codex_saved_from_a_file_turns_stale_at_a_commit_and_claude_is_told(
     harnesses: Harnesses, fake_model: FakeModel, harness_home: Path, tmp_path: Path,
-    services: Services,  # noqa: F811
+    services: Services,
 ) -> None:
     services.require_inject()
-    repo = tmp_path / "api"
-    (repo / "deploy").mkdir(parents=True)
-    git(repo, harness_home, "init", "-q", "-b", "main")
-    git(repo, harness_home, "remote", "add", "origin", "git@github.com:acme/stale-e2e.git")
-    (repo / "deploy" / "app.yaml").write_text("name: api\nserver:\n  port: 8443\n  tls: true\n")
-    git(repo, harness_home, "add", "-A")
-    git(repo, harness_home, "commit", "-q", "-m", "init")
+    repo = repository(tmp_path / "api", "git@github.com:acme/stale-e2e.git",
+                      {"deploy/app.yaml": "name: api\nserver:\n  port: 8443\n  tls: true\n"},
+                      home=harness_home)
     install_all_for_codex_to_claude(harness_home, services, fake_model, harnesses)
-    out = subprocess.run([*CLI, "install", "git"], cwd=repo, env=user_env(harness_home),
-                         capture_output=True, text=True, timeout=60)
+    out = factbank(harness_home, "install", "git", cwd=repo, timeout=60)
     assert out.returncode == 0 and "created" in out.stdout, out.stdout + out.stderr
 
     # Codex saves a fact from the file through factbank's MCP add tool.
@@ -86,17 +64,17 @@ def test_a_fact_codex_saved_from_a_file_turns_stale_at_a_commit_and_claude_is_to
     assert saved[0]["source"] == {"kind": "file", "location": "deploy/app.yaml:3"}
     fp = saved[0]["fingerprint"]
     assert fp["path"] == "deploy/app.yaml" and fp["line"] == 3 and fp["dirty"] is False
-    assert fp["commit"] == git(repo, harness_home, "rev-parse", "HEAD")
-    assert fp["file_blob"] == git(repo, harness_home, "hash-object", "deploy/app.yaml")
+    assert fp["commit"] == git(repo, "rev-parse", "HEAD", home=harness_home)
+    assert fp["file_blob"] == git(repo, "hash-object", "deploy/app.yaml", home=harness_home)
 
     # A commit changes the quoted line; the post-commit hook's background verify notices.
     (repo / "deploy" / "app.yaml").write_text("name: api\nserver:\n  port: 9443\n  tls: true\n")
-    git(repo, harness_home, "commit", "-q", "-am", "api moves to 9443")
+    git(repo, "commit", "-q", "-am", "api moves to 9443", home=harness_home)
     log = harness_home / ".cache" / "factbank" / "verify.log"
     deadline = time.monotonic() + 60
     status = saved[0]["status"]
     while time.monotonic() < deadline and status != "stale":
-        time.sleep(0.5)
+        time.sleep(0.1)
         status = next(f["status"] for f in services.facts(
             project="github.com/acme/stale-e2e", statuses="active,stale") if f["id"] == fid)
     assert status == "stale", (log.read_text() if log.exists() else "no verify.log") + \

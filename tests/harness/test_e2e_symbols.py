@@ -4,8 +4,8 @@ project, an uncommitted edit of that function's body keeps the fact out of Claud
 next prompt, and the block says it is not holding here; lines inserted above the function
 instead change nothing: the fact is injected. The bank is never told (the fact stays active).
 
-The real services (`factbank up`, shared with test_e2e_factbank.py's module fixture), the
-real installer, the real Codex and Claude Code binaries against the fake model, real git
+The real services (the session's `factbank up`, a bank of this module's own), the real
+installer, the real Codex and Claude Code binaries against the fake model, real git
 checkouts.
 
 The teammate's runs set FACTBANK_VERIFY=0: the background session-start `factbank verify`
@@ -15,25 +15,23 @@ post-commit verify's job, not this test's subject (docs/staleness.md, verify bef
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import git as shared_git
-from tests.conftest import git_env
-
+from .e2e import (
+    Services,
+    assert_ok,
+    git,
+    home_env,
+    hook_log,
+    install_all_for_codex_to_claude,
+    repository,
+)
 from .fake_model import FakeModel, Text, ToolCall, tool_names
 from .npm import Harnesses
 from .runners import run_claude, run_codex
-from .test_e2e_factbank import (  # noqa: F401 (services is a fixture)
-    Services,
-    assert_ok,
-    hook_log,
-    install_all_for_codex_to_claude,
-    services,
-)
 
 pytestmark = pytest.mark.harness
 
@@ -55,31 +53,12 @@ class RetryPolicy:
 QUOTE = "delay = min(self.cap, self.base * 2 ** attempt)"
 
 
-def user_env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR",
-                        "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME",
-                        "FACTBANK_CONFIG", "FACTBANK_URL", "FACTBANK_RECALL_URL",
-                        "FACTBANK_TOKEN", "FACTBANK_TEAM_TOKEN")}
-    return git_env({**env, "HOME": str(home)})
-
-
-def git(repo: Path, home: Path, *args: str) -> str:
-    return shared_git(repo, *args, env=user_env(home))
-
-
 def test_a_teammates_uncommitted_body_edit_keeps_a_symbol_fact_out_and_drift_does_not(
     harnesses: Harnesses, fake_model: FakeModel, harness_home: Path, tmp_path: Path,
-    services: Services,  # noqa: F811
+    services: Services,
 ) -> None:
     services.require_inject()
-    mine = tmp_path / "mine"
-    (mine / "src").mkdir(parents=True)
-    git(mine, harness_home, "init", "-q", "-b", "main")
-    git(mine, harness_home, "remote", "add", "origin", REMOTE)
-    (mine / "src" / "net.py").write_text(NET)
-    git(mine, harness_home, "add", "-A")
-    git(mine, harness_home, "commit", "-q", "-m", "init")
+    mine = repository(tmp_path / "mine", REMOTE, {"src/net.py": NET}, home=harness_home)
     install_all_for_codex_to_claude(harness_home, services, fake_model, harnesses)
 
     # The agent saves a fact anchored to the function, through factbank's MCP add tool.
@@ -110,8 +89,8 @@ def test_a_teammates_uncommitted_body_edit_keeps_a_symbol_fact_out_and_drift_doe
     # A teammate's checkout of the same project, with an uncommitted edit of the body.
     theirs = tmp_path / "theirs"
     subprocess.run(["git", "clone", "-q", str(mine), str(theirs)], check=True,
-                   env=user_env(harness_home), capture_output=True)
-    git(theirs, harness_home, "remote", "set-url", "origin", REMOTE)
+                   env=home_env(harness_home), capture_output=True)
+    git(theirs, "remote", "set-url", "origin", REMOTE, home=harness_home)
     (theirs / "src" / "net.py").write_text(NET.replace("return delay\n",
                                                        "return delay / 2\n"))
     quiet = {"FACTBANK_VERIFY": "0"}

@@ -1,5 +1,5 @@
 """The timeline for real: the real harnesses, their installed hooks and Pi
-extension, against a real `factbank up` (the `services` fixture of test_e2e_factbank).
+extension, against a real `factbank up` (the `services` fixture, tests/harness/conftest.py).
 
 One repository (`main`) and a clone of it in another directory (same remote, branch
 `feature/x`); one machine's HOME with `factbank install all`. The fake model scripts tool
@@ -20,24 +20,18 @@ calls, so each harness edits the file through its own edit tool:
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-import httpx
 import pytest
 
-from tests.conftest import git_env
+from tests.conftest import wait_until
 
+from .e2e import Services, assert_ok, factbank, git, hook_log, install, login, repository
 from .fake_model import FakeModel, Text, ToolCall
 from .npm import Harnesses
 from .runners import claude_settings_path, read_json, run_claude, run_codex, run_pi, write_json
-from .test_e2e_factbank import CLI, Services, assert_ok, hook_log, install, login
-from .test_e2e_factbank import services as services  # the module-scoped fixture
 
 pytestmark = pytest.mark.harness
 
@@ -48,43 +42,16 @@ PATCH = ("*** Begin Patch\n*** Update File: src/app.py\n@@\n-print('hello')\n"
          "+print('hello from codex')\n*** End Patch\n")
 
 
-def git(*args: str, cwd: Path | None = None) -> None:
-    env = git_env({"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/nonexistent",
-                   "GIT_CONFIG_NOSYSTEM": "1"})
-    subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True,
-                   timeout=60)
-
-
 def repositories(root: Path) -> tuple[Path, Path]:
-    repo, clone = root / "repo", root / "clone"
-    (repo / "src").mkdir(parents=True)
-    (repo / "src" / "app.py").write_text("print('hello')\n")
-    git("init", "-q", "-b", "main", str(repo))
-    git("add", "src/app.py", cwd=repo)
-    git("commit", "-qm", "init", cwd=repo)
-    git("remote", "add", "origin", REMOTE, cwd=repo)
-    git("clone", "-q", str(repo), str(clone))
-    git("remote", "set-url", "origin", REMOTE, cwd=clone)  # the same remote, another dir
-    git("checkout", "-qb", "feature/x", cwd=clone)
+    repo, clone = repository(root / "repo", REMOTE), root / "clone"
+    git(root, "clone", "-q", str(repo), str(clone))
+    git(clone, "remote", "set-url", "origin", REMOTE)  # the same remote, another dir
+    git(clone, "checkout", "-qb", "feature/x")
     return repo, clone
 
 
 def timeline(svc: Services) -> list[dict]:
-    r = httpx.get(f"{svc.recall}/v1/timeline", params={"project": PROJECT, "limit": 500},
-                  headers=svc.headers(), timeout=30)
-    assert r.status_code == 200, r.text
-    return r.json()["events"]
-
-
-def wait_until(what: str, cond: Callable[[], Any], timeout: float = 60.0) -> Any:
-    """The recording hooks send from a detached child: poll for what they sent."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        value = cond()
-        if value:
-            return value
-        time.sleep(0.3)
-    raise AssertionError(f"not within {timeout:.0f}s: {what}")
+    return svc.timeline(PROJECT)
 
 
 def settled(svc: Services) -> list[dict]:
@@ -114,12 +81,7 @@ def contexts(fake: FakeModel, since: int, label: str) -> list[str]:
 
 
 def import_history(home: Path, harness: str) -> dict:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR",
-                        "XDG_CONFIG_HOME", "XDG_CACHE_HOME")}
-    env["HOME"] = str(home)
-    proc = subprocess.run([*CLI, "import-history", harness, "--json"], env=env,
-                          capture_output=True, text=True, timeout=300)
+    proc = factbank(home, "import-history", harness, "--json", timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return json.loads(proc.stdout)
 

@@ -10,12 +10,10 @@ import re
 import httpx
 import pytest
 
+from .e2e import Services, cli, cli_env, hook_log, install, login, repository
 from .fake_model import FakeModel, Rule, Text, ToolCall, tool_names
 from .npm import Harnesses
 from .runners import claude_env
-from .test_dispatch_e2e import cli, cli_env, repository
-from .test_e2e_factbank import Services, hook_log, install, login
-from .test_e2e_factbank import services as services  # the module-scoped fixture
 
 pytestmark = pytest.mark.harness
 
@@ -27,7 +25,7 @@ def test_factbank_enrich_dispatches_claude_which_writes_questions_through_mcp(
 ) -> None:
     services.require_inject()
     home = harness_home
-    repo = repository(tmp_path)
+    repo = repository(tmp_path / "repo", "git@github.com:acme/dispatch-e2e.git")
     fid = services.add("tidemark's nightly job runs on gpu-box-3 at 02:00 UTC (FBENRICH7)",
                        "environment", None, [])
     tags = ["tidemark", "nightly", "夜跑", "gpu"]

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import json
 
-from tests.integration.conftest import auth
-from tests.integration.test_audit import _tamper
+from tests.integration.conftest import auth, tamper
 
 
 async def test_members_tokens_issue_rotate_revoke(stack, two_banks, conn):
@@ -126,7 +125,7 @@ async def test_audit_verify_and_export(stack, two_banks, conn):
     assert {row["bank_id"] for row in rows} == {rows[0]["bank_id"]}
     assert any(row["action"] == "token.issue" for row in rows)
     # An edited row breaks the chain, and verify says which.
-    await _tamper(conn, "UPDATE audit_log SET target = 'tampered' WHERE id = $1", rows[-1]["id"])
+    await tamper(conn, "UPDATE audit_log SET target = 'tampered' WHERE id = $1", rows[-1]["id"])
     r = await stack.ingest.get("/v1/admin/audit/verify", headers=auth(alpha.admin))
     assert r.json()["ok"] is False
     assert r.json()["problems"][0]["audit_id"] == rows[-1]["id"]

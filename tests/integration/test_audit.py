@@ -7,10 +7,8 @@ import os
 import subprocess
 import sys
 
-import pytest
-
 from factbank.store import audit
-from tests.integration.conftest import auth, fact_body
+from tests.integration.conftest import auth, fact_body, tamper
 
 
 async def _fill(stack, two_banks) -> None:
@@ -23,14 +21,6 @@ async def _fill(stack, two_banks) -> None:
     fid = r.json()["fact"]["id"]
     await stack.ingest.post(f"/v1/facts/{fid}/confirm", json={}, headers=auth(alpha.rw))
     await stack.ingest.post("/v1/facts", json=fact_body("beta fact"), headers=auth(beta.rw))
-
-
-async def _tamper(conn, sql: str, *args) -> None:
-    if not await conn.fetchval("SELECT rolsuper FROM pg_roles WHERE rolname = current_user"):
-        pytest.skip("tampering with the append-only trigger needs a superuser")
-    await conn.execute("ALTER TABLE audit_log DISABLE TRIGGER audit_log_no_update")
-    await conn.execute(sql, *args)
-    await conn.execute("ALTER TABLE audit_log ENABLE TRIGGER audit_log_no_update")
 
 
 async def _alpha_rows(conn):
@@ -50,7 +40,7 @@ async def test_intact_chain_verifies(stack, two_banks, conn):
 async def test_edited_row_is_detected(stack, two_banks, conn):
     await _fill(stack, two_banks)
     victim = (await _alpha_rows(conn))[5]
-    await _tamper(conn, "UPDATE audit_log SET target = 'someone-else' WHERE id = $1", victim["id"])
+    await tamper(conn, "UPDATE audit_log SET target = 'someone-else' WHERE id = $1", victim["id"])
     problems = await audit.verify(conn)
     assert [(p.audit_id, "edited" in p.what) for p in problems] == [(victim["id"], True)]
 
@@ -58,7 +48,7 @@ async def test_edited_row_is_detected(stack, two_banks, conn):
 async def test_deleted_row_is_detected(stack, two_banks, conn):
     await _fill(stack, two_banks)
     rows = await _alpha_rows(conn)
-    await _tamper(conn, "DELETE FROM audit_log WHERE id = $1", rows[4]["id"])
+    await tamper(conn, "DELETE FROM audit_log WHERE id = $1", rows[4]["id"])
     problems = await audit.verify(conn)
     assert [p.audit_id for p in problems] == [rows[5]["id"]]
     assert "removed" in problems[0].what
@@ -68,7 +58,7 @@ async def test_reordered_rows_are_detected(stack, two_banks, conn):
     await _fill(stack, two_banks)
     a, b = (await _alpha_rows(conn))[4:6]
     # swap the two rows' contents (and hashes), as if their order had been changed
-    await _tamper(
+    await tamper(
         conn,
         """
         UPDATE audit_log x SET action = y.action, target = y.target, detail = y.detail,
@@ -78,7 +68,7 @@ async def test_reordered_rows_are_detected(stack, two_banks, conn):
         a["id"],
         b["id"],
     )
-    await _tamper(
+    await tamper(
         conn,
         "UPDATE audit_log SET hash = substring(hash from 1 for 32) WHERE id IN ($1, $2)",
         a["id"],

@@ -22,7 +22,7 @@ import pytest
 from factbank.settings import Settings
 from factbank.store import audit, banks, migrations
 from tests.conftest import with_database
-from tests.integration.conftest import auth, fact_body, make_bank
+from tests.integration.conftest import auth, fact_body, make_bank, tamper
 
 
 async def _write(stack, token: str, n: int = 4) -> str:
@@ -48,13 +48,6 @@ async def problems(stack, conn, token: str) -> list[str]:
     return [p.what for p in found]
 
 
-async def _owner(conn, sql: str, *args, trigger: str = "audit_log_no_update") -> None:
-    """What the table's owner can do: switch the append-only trigger off, act, switch it on."""
-    await conn.execute(f"ALTER TABLE audit_log DISABLE TRIGGER {trigger}")
-    await conn.execute(sql, *args)
-    await conn.execute(f"ALTER TABLE audit_log ENABLE TRIGGER {trigger}")
-
-
 async def test_writers_get_the_head_and_it_is_recorded_outside_the_database(stack, conn):
     bank = await make_bank(conn, "alpha")
     header = await _write(stack, bank.rw)
@@ -76,7 +69,7 @@ async def test_truncate_is_refused_and_detected(stack, conn):
     await _write(stack, bank.rw)
     with pytest.raises(asyncpg.RaiseError, match="append-only"):
         await conn.execute("TRUNCATE audit_log")
-    await _owner(conn, "TRUNCATE audit_log", trigger="audit_log_no_truncate")
+    await tamper(conn, "TRUNCATE audit_log", trigger="audit_log_no_truncate")
     assert await conn.fetchval("SELECT count(*) FROM audit_log") == 0
     found = await problems(stack, conn, bank.admin)
     assert found and all("not in the log" in w for w in found), found
@@ -86,7 +79,7 @@ async def test_deleting_the_newest_row_is_detected_even_after_more_writes(stack,
     bank = await make_bank(conn, "alpha")
     await _write(stack, bank.rw)
     newest = await conn.fetchval("SELECT max(id) FROM audit_log")
-    await _owner(conn, "DELETE FROM audit_log WHERE id = $1", newest)
+    await tamper(conn, "DELETE FROM audit_log WHERE id = $1", newest)
     assert any("not in the log" in w for w in await problems(stack, conn, bank.admin))
     # Writes on top chain cleanly onto the row before it: the head outside stays put, and the
     # writer that found the gap recorded it.
@@ -105,13 +98,13 @@ async def test_a_middle_row_deleted_and_the_chain_recomputed_is_detected(
     rows = await conn.fetch("SELECT * FROM audit_log ORDER BY id")
     victim = rows[len(rows) // 2]
     # The attacker's rewrite: drop the row, recompute sha256 over every later row of its chain.
-    await _owner(conn, "DELETE FROM audit_log WHERE id = $1", victim["id"])
+    await tamper(conn, "DELETE FROM audit_log WHERE id = $1", victim["id"])
     prev = {}
     for row in await conn.fetch("SELECT * FROM audit_log ORDER BY id"):
         chain = row["bank_id"]
         p = prev.get(chain, audit.GENESIS)
         h = hashlib.sha256(p + audit._canonical(row)).digest()
-        await _owner(conn, "UPDATE audit_log SET prev_hash = $2, hash = $3 WHERE id = $1",
+        await tamper(conn, "UPDATE audit_log SET prev_hash = $2, hash = $3 WHERE id = $1",
                      row["id"], p, h)
         prev[chain] = h
     if raise_keyed_from:  # and pass the rewritten rows off as written before the key
@@ -138,7 +131,7 @@ async def test_cli_verify_fails_on_a_deleted_newest_row(stack, conn, dsn):
 
     r = verify()
     assert r.returncode == 0 and json.loads(r.stdout)["ok"] is True, r.stdout + r.stderr
-    await _owner(conn, "DELETE FROM audit_log WHERE id = (SELECT max(id) FROM audit_log)")
+    await tamper(conn, "DELETE FROM audit_log WHERE id = (SELECT max(id) FROM audit_log)")
     r = verify()
     assert r.returncode == 1 and json.loads(r.stdout)["ok"] is False, r.stdout + r.stderr
 

@@ -1,5 +1,6 @@
-"""Issue 12 items 6 and 8: the result-cache key is unambiguous (a read-only member cannot blank
-the owner's results with `category: "None"`), and the access log records the status sent."""
+"""Bad input that once got through: the result-cache key is unambiguous (a read-only member
+cannot blank the owner's results with `category: "None"`), and the access log records the
+status sent."""
 
 from __future__ import annotations
 

@@ -469,7 +469,7 @@ def test_import_wait_tracks_the_servers_vector_queue(env, capsys, tmp_path, monk
 
 
 def test_export_import_round_trips_statuses_links_and_trust(env, capsys, tmp_path):
-    """Issue 12 newcomer item 5: into the same bank, nothing changes (no reinforcement, no
+    """Export, then import: into the same bank, nothing changes (no reinforcement, no
     superseded claim back as active); into a fresh bank, statuses, links and trust return."""
     login(capsys, env, team=True)
     a = ok_json(capsys, *ADD_PNPM, "--question", "npm or pnpm?")["fact"]
@@ -508,8 +508,9 @@ def test_export_import_round_trips_statuses_links_and_trust(env, capsys, tmp_pat
                             next((y["content"] for y in team
                                   if y["id"] == x["superseded_by"]), None),
                             x["supersede_reason"]) for x in team}
-    # A write token restores trust only up to what an add of the origin gives (issue 21 A4:
-    # the confirmed pnpm fact, 0.93, comes back at a user fact's 0.90); an admin's as exported.
+    # A write token restores trust only up to what an add of the origin gives (a writer cannot
+    # raise trust by importing, docs/principles.md#explicit-trust: the confirmed pnpm fact,
+    # 0.93, comes back at a user fact's 0.90); an admin's as exported.
     capped = {x["content"]: min(round(x["trust"], 6), TRUST.initial(x["origin"],
                                                                     x["tentative"]))
               for x in exported}

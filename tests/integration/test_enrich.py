@@ -2,8 +2,8 @@
 or tags, an agent writes them through the MCP tools (`facts_to_enrich`, `enrich`: the normal
 PATCH path, redacted and audited) or the CLI lists them; and the review queue's MCP tools.
 
-The fixtures are test_mcp's (both services on free ports, a repository, two banks; the MCP
-server as an agent runs it, over stdio)."""
+The fixtures are cli_env's (both services on free ports, a repository, two banks) and
+mcp_stdio's (the MCP server as an agent runs it, over stdio)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import json
 import httpx
 
 from tests.integration.cli_env import Env, ok
+from tests.integration.cli_env import env as env  # the fixture
+from tests.integration.mcp_stdio import call, library, stdio_for
 from tests.integration.secrets_probe import GITHUB
-from tests.integration.test_mcp import call, library, stdio_for
-from tests.integration.test_mcp import env as env  # the fixture
 
 
 def bare(env: Env, content: str, **over) -> int:

@@ -1,4 +1,4 @@
-"""Property-based fuzz of both services' OpenAPI documents with schemathesis (issue 12 item 4):
+"""Property-based fuzz of both services' OpenAPI documents with schemathesis:
 0 server errors and 0 responses that break the documented schema.
 
 CI runs a bounded pass (FACTBANK_FUZZ_EXAMPLES, default 15 examples per operation); the longer

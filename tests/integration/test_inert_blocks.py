@@ -1,5 +1,5 @@
-"""The session block the services build holds no structure of a bank member's making (issue 21
-A6): a fact's content, project and tags, a handoff's text and files, a teammate's agent and
+"""The session block the services build holds no structure of a bank member's making: a
+fact's content, project and tags, a handoff's text and files, a teammate's agent and
 machine names, each set to every hostile string, give a block with exactly the lines a benign
 bank gives, and no control or invisible character."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from factbank.read import inject as inject_mod
 from tests.integration.conftest import auth, fact_body
-from tests.integration.test_recall import fill, inject
+from tests.integration.recall_api import fill, inject
 
 PORT_Q = "Which port does the ledgerline database listen on?"
 

@@ -5,49 +5,24 @@ streamable HTTP where every request carries the caller's own factbank token."""
 from __future__ import annotations
 
 import contextlib
-import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 
 import httpx
 import httpx2
 import pytest
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from factbank.runtime.runner import serve_apps_in_thread
 from factbank_client import config as client_config
 from factbank_client import mcp_server
-from factbank_client.client import Client as FactbankClient
-from tests.integration import test_cli
 from tests.integration.cli_env import Env
-
-env = test_cli.env  # the same fixture: both services on free ports, a repo, two banks
+from tests.integration.cli_env import env as env  # both services on free ports, a repo, two banks
+from tests.integration.mcp_stdio import call, call_fails, library, stdio_for, text_of
 
 TOOLS = {"add", "search", "get", "supersede", "confirm", "dispute", "delete", "list_categories",
          "add_category", "handoff", "facts_to_enrich", "enrich", "review_queue",
          "decide_candidate", "queue_correction"}
-
-
-def text_of(result) -> str:
-    return "\n".join(getattr(c, "text", "") for c in result.content)
-
-
-def library(env: Env, token: str) -> FactbankClient:
-    return FactbankClient(client_config.ClientConfig(
-        url=env.urls.ingest_url, recall_url=env.urls.recall_url, tokens={"personal": token}))
-
-
-async def call(client: Client, tool: str, /, **arguments) -> str:
-    result = await client.call_tool(tool, arguments)
-    assert not result.is_error, text_of(result)
-    return text_of(result)
-
-
-async def call_fails(client: Client, tool: str, /, **arguments) -> str:
-    result = await client.call_tool(tool, arguments)
-    assert result.is_error, text_of(result)
-    return text_of(result)
 
 
 def fact_id(text: str) -> int:
@@ -67,21 +42,6 @@ REDIS = {"content": "ledgerline's Redis runs on port 6380 in staging", "category
 
 
 # --- stdio -------------------------------------------------------------------------------
-
-
-@contextlib.asynccontextmanager
-async def stdio_for(env: Env) -> AsyncIterator[Client]:
-    """Not a fixture: the SDK's task group must be entered and left in the same task."""
-    client_config.save_login(env.urls.ingest_url, env.personal.rw, recall_url=env.urls.recall_url,
-                             path=env.config_path)
-    client_config.save_login(env.urls.ingest_url, env.team.rw, "team",
-                             recall_url=env.urls.recall_url, path=env.config_path)
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "factbank_client.cli.main", "mcp", "--agent", "claude-code"],
-        env={"FACTBANK_CONFIG": str(env.config_path)}, cwd=str(env.repo))
-    async with Client(params, read_timeout_seconds=60) as client:
-        yield client
 
 
 async def test_stdio_lists_tools_that_say_when_to_use_them(env: Env):

@@ -7,14 +7,15 @@ from __future__ import annotations
 
 from factbank_client.client import Client as FactbankClient
 from tests.integration.cli_env import Env
-from tests.integration.test_mcp import call, call_fails, env, library, stdio_for  # noqa: F401
+from tests.integration.cli_env import env as env  # the fixture
+from tests.integration.mcp_stdio import call, call_fails, library, stdio_for
 
 
 def session_block(client: FactbankClient, session: str, project: str) -> str:
     return client.inject("session", session_id=session, project=project)["text"]
 
 
-async def test_handoff_tool_leaves_a_note_for_the_next_claude_session(env: Env):  # noqa: F811
+async def test_handoff_tool_leaves_a_note_for_the_next_claude_session(env: Env):
     (env.repo / "src").mkdir()
     async with stdio_for(env) as stdio:
         out = await call(stdio, "handoff", text="Retry refactor half done; tests fail",

@@ -3,7 +3,7 @@ line makes `verify` queue a successor (nothing stored); accepting it supersedes 
 normal write path with "source changed in <commit>"; a rejected candidate is not proposed
 again for the same source text; candidates are redacted; the token scopes hold.
 
-The fixtures are test_cli_staleness's (both services in a thread, a real repository)."""
+The fixtures are tests/integration/cli_repo.py's (both services in a thread, a real repository)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import httpx
 
 from tests.conftest import git
 from tests.integration.cli_env import ok_json, run
+from tests.integration.cli_repo import API_YAML, add_file_fact
+from tests.integration.cli_repo import env as env  # the fixture
 from tests.integration.secrets_probe import GITHUB
-from tests.integration.test_cli_staleness import API_YAML, add_file_fact
-from tests.integration.test_cli_staleness import env as env  # the fixture
 
 
 def commit_file(repo, rel: str, text: str, message: str) -> str:

@@ -21,10 +21,10 @@ from factbank_client import config as client_config
 from factbank_client.client import Client
 from factbank_client.dashboard import app as dashboard_app
 from factbank_client.dashboard import security
-from tests.integration import test_cli
+from tests.integration import cli_env
 from tests.integration.cli_env import ADD_PNPM, Env, login, ok, ok_json, run
 
-env = test_cli.env  # both services on free ports, a repo, banks alice (personal), acme (team)
+env = cli_env.env  # both services on free ports, a repo, banks alice (personal), acme (team)
 
 PORT = ("add", "The API listens on port 8080", "--category", "environment", "--source",
         "deploy/api.yaml:4", "--quote", "port:   8080", "--origin", "verified", "--tag", "api")

@@ -244,7 +244,7 @@ async def test_no_secret_planted_anywhere_lands_anywhere(stack, two_banks, conn,
     assert await conn.fetchval(
         "SELECT count(*) FROM categories WHERE description LIKE '%[REDACTED:%'"
     )
-    # Issue 16's strings: a stale reason and context (verify), a confirm's remotes and project,
+    # Staleness's strings: a stale reason and context (verify), a confirm's remotes and project,
     # a refreshed quote and location.
     for sql in (
         "SELECT count(*) FROM facts WHERE stale_reason LIKE '%[REDACTED:%'",

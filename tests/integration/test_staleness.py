@@ -1,4 +1,4 @@
-"""Issue 16, the server: fingerprints, verify (every verdict), the review cascade over derived
+"""Staleness, the server: fingerprints, verify (every verdict), the review cascade over derived
 facts (transitive, cycle-safe), confirm with a fresh quote, review cleared by a confirm,
 supersede of a stale fact, stale and flagged facts never injected but searchable and marked,
 the session block's "turned stale since your last session" lines inside the budget, `check`
@@ -7,7 +7,6 @@ the real services and Postgres."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from datetime import UTC, datetime, timedelta
 
@@ -18,49 +17,16 @@ from factbank.read import inject
 from factbank.store import banks
 from tests.integration.conftest import auth, fact_body
 from tests.integration.secrets_probe import dump_tables
-
-PROJECT = "github.com/acme/api"
-
-
-def sha(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def fingerprint(path: str = "deploy/api.yaml", line: int = 12, quote: str = "port: 8080",
-                **over) -> dict:
-    fp = {"path": path, "line": line, "lines": 1, "quote_sha256": sha(quote),
-          "file_blob": "a" * 40, "commit": "b" * 40, "dirty": False}
-    fp.update(over)
-    return fp
-
-
-def file_fact(content: str, location: str, quote: str, **over) -> dict:
-    path, _, line = location.partition(":")
-    body = fact_body(content, source={"kind": "file", "location": location}, quote=quote,
-                     project=PROJECT, fingerprint=fingerprint(path, int(line or 1), quote))
-    body.update(over)
-    return body
-
-
-async def add(stack, token, body, status=201) -> dict:
-    r = await stack.ingest.post("/v1/facts", json=body, headers=auth(token))
-    assert r.status_code == status, r.text
-    return r.json()
-
-
-async def history(stack, token, fact_id) -> dict:
-    r = await stack.ingest.get(f"/v1/facts/{fact_id}", headers=auth(token))
-    assert r.status_code == 200, r.text
-    return r.json()
-
-
-async def verify(stack, token, results, project=PROJECT, status=200) -> dict:
-    body = {"results": results}
-    if project is not None:
-        body["project"] = project
-    r = await stack.ingest.post("/v1/facts/verify", json=body, headers=auth(token))
-    assert r.status_code == status, r.text
-    return r.json()
+from tests.integration.staleness_api import (
+    PROJECT,
+    add,
+    file_fact,
+    fingerprint,
+    history,
+    inject_ids,
+    sha,
+    verify,
+)
 
 
 def stale(fact_id: int, reason: str = "the quote is gone from deploy/api.yaml:12",
@@ -70,16 +36,6 @@ def stale(fact_id: int, reason: str = "the quote is gone from deploy/api.yaml:12
 
 async def kinds(stack, token, fact_id) -> list[str]:
     return [e["kind"] for e in (await history(stack, token, fact_id))["events"]]
-
-
-async def inject_ids(stack, token, session, prompt=None, project=PROJECT) -> dict:
-    body = {"kind": "prompt" if prompt else "session", "session_id": session,
-            "project": project}
-    if prompt:
-        body["prompt"] = prompt
-    r = await stack.recall.post("/v1/inject", json=body, headers=auth(token))
-    assert r.status_code == 200, r.text
-    return r.json()
 
 
 async def search(stack, token, query) -> list[dict]:

@@ -1,4 +1,4 @@
-"""Issue 12 items 2, 3 and the redaction warm-up: no request can stall a service.
+"""No request can stall a service (nor the redaction warm-up).
 
 Every list a request carries is bounded (a clear 422 beyond it), de-duplication is linear, the
 embedder reads at most 512 tokens and one caller holds it for one bounded call, and while the

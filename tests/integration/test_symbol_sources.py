@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.integration.conftest import auth, fact_body
-from tests.integration.test_staleness import PROJECT, add, fingerprint, history, sha, verify
+from tests.integration.staleness_api import PROJECT, add, fingerprint, history, sha, verify
 
 LOCATION = "src/net.py::RetryPolicy.backoff"
 QUOTE = "return self.base * 2 ** attempt"

@@ -87,7 +87,7 @@ def _read_banner(proc: subprocess.Popen) -> str:
 
 
 def test_up_banner_after_ready_printed_command_runs_and_a_second_up_refuses(tmp_path):
-    """Issue 12, newcomer items 2 and 3: the banner comes once both services answer /readyz,
+    """What a newcomer meets first: the banner comes once both services answer /readyz,
     last, with how to issue a new token; its `Next:` commands run as printed from a shell whose
     PATH lacks the venv (the Quick start never adds it); a second `up` says one is running."""
     home = Path(tempfile.mkdtemp(prefix="factbank-up-")) / "home"

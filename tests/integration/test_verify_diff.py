@@ -16,7 +16,8 @@ from pathlib import Path
 from factbank_client.cli.main import main
 from tests.conftest import git, git_env
 from tests.integration.cli_env import run
-from tests.integration.test_cli_staleness import add_file_fact, env  # noqa: F401 (fixture)
+from tests.integration.cli_repo import add_file_fact
+from tests.integration.cli_repo import env as env  # the fixture
 
 CONFIG = "service: api\nserver:\n  host: 0.0.0.0\n  port: 8080\n  workers: 4\n"
 NOTES = "# notes\n\nThe cache keeps entries for ten minutes.\nRetries: three.\n"
@@ -30,7 +31,7 @@ def commit(repo: Path, message: str) -> str:
     return git(repo, "rev-parse", "HEAD")
 
 
-def scripted(env, capsys) -> dict[str, int]:  # noqa: F811
+def scripted(env, capsys) -> dict[str, int]:
     repo = env.repo
     (repo / "deploy" / "api.yaml").write_text(CONFIG)
     (repo / "docs").mkdir()
@@ -67,7 +68,7 @@ EXPECTED = {"edited": "stale", "drifted": "moved", "renamed": "moved", "deleted"
             "untouched": "unaffected", "same": "unaffected"}
 
 
-def test_diff_reports_each_effect_and_changes_nothing(env, capsys):  # noqa: F811
+def test_diff_reports_each_effect_and_changes_nothing(env, capsys):
     ids = scripted(env, capsys)
     code, out, err = run(capsys, "verify", "--diff", "base..HEAD", "--json")
     assert code == 1, (out, err)  # a fact would go stale: the CI's failure
@@ -108,7 +109,7 @@ def test_diff_reports_each_effect_and_changes_nothing(env, capsys):  # noqa: F81
         "location"] == "deploy/api.yaml:4"
 
 
-def test_text_markdown_exit_codes_and_errors(env, capsys):  # noqa: F811
+def test_text_markdown_exit_codes_and_errors(env, capsys):
     ids = scripted(env, capsys)
     code, out, _ = run(capsys, "verify", "--diff", "base..HEAD")
     assert code == 1
@@ -135,7 +136,7 @@ def test_text_markdown_exit_codes_and_errors(env, capsys):  # noqa: F811
     assert run(capsys, "verify", "--markdown")[0] == 2  # --markdown goes with --diff
 
 
-def test_staged_reports_what_the_index_would_commit(env, capsys):  # noqa: F811
+def test_staged_reports_what_the_index_would_commit(env, capsys):
     ids = scripted(env, capsys)
     target = env.repo / "README.md"
     target.write_text(target.read_text().replace("four threads", "eight threads"))
@@ -148,7 +149,7 @@ def test_staged_reports_what_the_index_would_commit(env, capsys):  # noqa: F811
     assert report["head"] is None and report["range"] == "the staged change"
 
 
-def test_pre_push_hook_warns_and_blocks_only_when_asked(env, capsys, tmp_path):  # noqa: F811
+def test_pre_push_hook_warns_and_blocks_only_when_asked(env, capsys, tmp_path):
     remote = tmp_path / "remote.git"  # "backup": origin stays (it names the project)
     git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
     git(env.repo, "remote", "add", "backup", str(remote))
@@ -178,7 +179,7 @@ def test_pre_push_hook_warns_and_blocks_only_when_asked(env, capsys, tmp_path): 
     assert not hook.exists() and not (env.repo / ".git" / "hooks" / "post-commit").exists()
 
 
-def test_inject_preview_shows_the_block_as_the_checked_hook_prints_it(env, capsys,  # noqa: F811
+def test_inject_preview_shows_the_block_as_the_checked_hook_prints_it(env, capsys,
                                                                       monkeypatch):
     fid = add_file_fact(capsys, "The API listens on port 8080", "deploy/api.yaml:4",
                         "port: 8080")["id"]

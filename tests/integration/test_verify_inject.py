@@ -7,7 +7,7 @@ the bank nothing (the fact stays active, no event). Against the real services an
 from __future__ import annotations
 
 from tests.integration.conftest import auth, fact_body
-from tests.integration.test_staleness import PROJECT, add, file_fact, history, inject_ids
+from tests.integration.staleness_api import PROJECT, add, file_fact, history, inject_ids
 
 
 async def test_sources_are_this_projects_file_facts_and_withheld_comes_back(stack, two_banks):

@@ -19,10 +19,10 @@ from factbank_client import config as client_config
 from factbank_client import mcp_server
 from factbank_client.cli.main import main
 from factbank_client.client import Client
-from tests.integration import test_cli
+from tests.integration import cli_env
 from tests.integration.cli_env import Env, ok, ok_json
 
-env = test_cli.env  # both services on free ports, a repo, banks alice (personal), acme (team)
+env = cli_env.env  # both services on free ports, a repo, banks alice (personal), acme (team)
 
 TEAM = 'team bank acme, visible to 3 members (alice, bob, carol)'
 

@@ -1,4 +1,4 @@
-"""Issue 21 A1-A3: the hostile file system every client reader and writer is run against (one
+"""The hostile file system every client reader and writer is run against (one
 table each), and the real git repository they are run in.
 
 `layout(tmp_path)` builds: a repository `repo/` (one commit, `docs/ok.txt` tracked, an in-repo

@@ -207,7 +207,7 @@ def _secrets() -> list[Case]:
     add("地图服务的 API 密钥：{v}", "assignment", _r(32))
     add("deploy alerts go to https://discord.com/api/webhooks/{v}", "discord_webhook",
         f"{_r(18, string.digits)}/{_r(68, _URLSAFE)}")
-    # Families an outside probe saw leak (issue 12 item 9); the kinds starting kf_ come from
+    # Families an outside probe saw leak; the kinds starting kf_ come from
     # Kingfisher's provider rules.
     add("The staging Azure client secret is {v}; it expires in June.", "azure_ad_client_secret",
         _r(3) + "8Q~" + _r(34, _ALNUM + "_~.-"))
@@ -322,7 +322,7 @@ NON_SECRETS: list[str] = [
     "Use token bucket rate limiting with burst 20",
     "secretKeyRef: {name: db, key: password}",
     "X-Request-Id: 7f9c2ba4e88f827d616045507605853e",
-    # documentation examples, masks and slots (issue 12 item 9)
+    # documentation examples, masks and slots
     "aws_access_key_id = AKIAIOSFODNN7EXAMPLE is the docs example",
     "curl -u <user:password> https://test.com/endpoint",
     "curl -H 'Authorization: Bearer XXXXXXXXXXXX' https://example.com/micropub",

@@ -1,4 +1,4 @@
-"""The evals' one BEIR loader, one metrics module and one percentile (issue 13 item 7).
+"""The evals' one BEIR loader, one metrics module and one percentile.
 
 Two loaders parsed qrels.tsv differently: `beir.load` skipped any first line whose last
 column was not an integer (so a headerless file with graded scores lost its first judgement,

@@ -147,7 +147,7 @@ def test_cli_supersede_keeps_or_replaces_the_questions(bank: FakeBank, capsys):
     ("supersede", "1", "2", "--reason", "moved", "--content", "The team uses bun"),  # older
 ])
 def test_cli_supersede_takes_content_like_add_and_the_older_option(bank: FakeBank, capsys, argv):
-    """Issue 21 (B7): `add CONTENT` but `supersede --content`. The claim is positional in both;
+    """Once `add CONTENT` but `supersede --content`. The claim is positional in both;
     --content stays accepted so scripts written before keep working."""
     bank.facts[1], bank.facts[2] = fact(1), fact(2)
     cli(capsys, *argv, "--source-kind", "user", "--quote", "we moved to bun")

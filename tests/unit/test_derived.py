@@ -1,4 +1,4 @@
-"""The pure parts of issue 16's server side: a derived fact's citations in the gate, the gate's
+"""The pure parts of staleness on the server: a derived fact's citations in the gate, the gate's
 fingerprint rule, the session block's stale lines within their budget, and the rule gate's
 "unrelated" test and claim grouping."""
 

@@ -15,7 +15,6 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,7 @@ from factbank_client.dispatch import DispatchError, Run, RunStore, handoff_text,
 from factbank_client.dispatch import store as store_mod
 from factbank_client.dispatch.store import process_alive
 from factbank_client.dispatch.supervisor import Log
+from tests.conftest import wait_until as wait_for
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "dispatch"
 
@@ -56,16 +56,6 @@ def launch(store: RunStore, harness: str, repo: Path, **env: str) -> Run:
     full = {"PATH": os.environ["PATH"], "REPLAY_FILE": str(FIXTURES / "claude.jsonl"), **env}
     return start(store, "claude", "Build and greet.", repo, env=full,
                  binaries={"claude": harness})
-
-
-def wait_for(what: str, cond: Callable[[], object], timeout: float = 30.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        value = cond()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"not within {timeout:.0f}s: {what}")
 
 
 def finished(store: RunStore, run_id: str) -> Run:

@@ -462,7 +462,7 @@ def test_background_without_two_separate_languages_has_no_axis():
 
 
 # Lines that are "en" or "mixed" by their letters but not English to the embedder, in a bank of
-# Chinese sentences (mlqa-r-zh-dev: each came first for Chinese questions; issue 22).
+# Chinese sentences (mlqa-r-zh-dev: each came first for Chinese questions).
 NOT_ENGLISH_TO_THE_EMBEDDER = [
     ("ISBN 978-0-520-08670-8.", "en", 0.25),
     ("Majulah Singapura）。", "en", 0.37),

@@ -1,4 +1,4 @@
-"""Issue 16's "checked without anyone asking": `factbank install git`'s post-commit hook (a
+"""Staleness "checked without anyone asking": `factbank install git`'s post-commit hook (a
 real repository, real commits) and the SessionStart hook's background verify (the hook
 process exactly as the harnesses run it)."""
 
@@ -15,7 +15,7 @@ import pytest
 from factbank_client.cli.main import main
 from factbank_client.install import git as gitinstall
 from tests.conftest import git
-from tests.unit.test_hooks import HookEnv, StandIn, parse, standin  # noqa: F401 (fixture)
+from tests.unit.hook_standins import HookEnv, StandIn, parse
 
 
 @pytest.fixture
@@ -145,7 +145,7 @@ def test_pre_push_hook_is_optional_chained_and_proved_ours(repo, tmp_path, capsy
     assert "--pre-push is a git hook" in capsys.readouterr().err
 
 
-def test_session_start_starts_verify_in_the_background(tmp_path, standin: StandIn):  # noqa: F811
+def test_session_start_starts_verify_in_the_background(tmp_path, standin: StandIn):
     hook = HookEnv(tmp_path, standin.url, {"personal": "tok-personal"})
     standin.texts["tok-personal"] = "[factbank] Remembered facts: ..."
     code, out, err, _ = hook.run("session-start", hook.session_start())

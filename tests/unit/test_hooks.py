@@ -10,96 +10,18 @@ within about a second and print nothing.
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
-import jsonschema
 import pytest
 
 from factbank.runtime.runner import free_port
-
-SHARED_DIR = Path(
-    os.environ.get("FACTBANK_SHARED_DIR") or Path(__file__).resolve().parents[3] / "shared"
-)
-SCHEMA_DIR = SHARED_DIR / "hook-schemas" / "codex"
-KEBAB = {"SessionStart": "session-start", "UserPromptSubmit": "user-prompt-submit",
-         "Stop": "stop"}
-HOOK_SCRIPT = str(Path(__file__).resolve().parents[2] / "clients/factbank_client/hooks.py")
-HOOK = [sys.executable, "-I", "-S", HOOK_SCRIPT]  # exactly how the installer registers it
-
-
-def codex_schema(event: str, kind: str) -> dict[str, Any]:
-    path = SCHEMA_DIR / f"{KEBAB[event]}.command.{kind}.schema.json"
-    if not path.exists():
-        pytest.skip(f"Codex hook schema missing: {path}")
-    return json.loads(path.read_text())
-
-
-def validate(event: str, kind: str, obj: Any) -> None:
-    jsonschema.Draft7Validator(codex_schema(event, kind)).validate(obj)
-
-
-# --- a stand-in recall service --------------------------------------------------------------
-
-
-class StandIn:
-    """`POST /v1/inject` answering per token from `texts` (token -> text); logs requests."""
-
-    def __init__(self) -> None:
-        self.texts: dict[str, str] = {}
-        self.requests: list[dict[str, Any]] = []
-        self.delay = 0.0
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
-                token = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
-                outer.requests.append({"path": self.path, "token": token, "body": body,
-                                       "agent": self.headers.get("X-Factbank-Agent")})
-                if outer.delay:
-                    time.sleep(outer.delay)
-                if self.path != "/v1/inject":
-                    self.send_error(404)
-                    return
-                text = outer.texts.get(token, "")
-                data = json.dumps({"text": text, "facts": [1] if text else [],
-                                   "tokens": len(text) // 4}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-@pytest.fixture
-def standin() -> Iterator[StandIn]:
-    s = StandIn()
-    yield s
-    s.close()
+from tests.unit.hook_standins import HOOK, HOOK_SCRIPT, HookEnv, StandIn, parse, validate
 
 
 @pytest.fixture
@@ -129,76 +51,9 @@ def silent_port() -> Iterator[int]:
     sock.close()
 
 
-# --- running the hook -----------------------------------------------------------------------
-
-
-class HookEnv:
-    """A throwaway HOME with a factbank config, a git repository as cwd, and the hook."""
-
-    def __init__(self, root: Path, recall_url: str, tokens: dict[str, str]) -> None:
-        self.home = root / "home"
-        self.home.mkdir()
-        self.repo = root / "repo"
-        (self.repo / ".git").mkdir(parents=True)
-        (self.repo / ".git" / "config").write_text(
-            '[remote "origin"]\n\turl = git@github.com:Acme/Widgets.git\n')
-        cfg = self.home / ".config" / "factbank" / "config.toml"
-        cfg.parent.mkdir(parents=True)
-        banks = "".join(f'[banks.{b}]\ntoken = "{t}"\n' for b, t in tokens.items())
-        cfg.write_text(f'url = "http://127.0.0.1:1"\nrecall_url = "{recall_url}"\n{banks}')
-        self.transcript = root / "transcript.jsonl"
-        self.transcript.write_text("")
-
-    @property
-    def log(self) -> Path:
-        return self.home / ".cache" / "factbank" / "hooks.log"
-
-    def env(self, **extra: str) -> dict[str, str]:
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.home),
-               "LANG": "C.UTF-8"}
-        env.update(extra)
-        return env
-
-    def run(self, event: str, stdin: bytes | str | dict, *, timeout: float = 10,
-            **extra_env: str) -> tuple[int, str, str, float]:
-        data = json.dumps(stdin) if isinstance(stdin, dict) else stdin
-        raw = data.encode() if isinstance(data, str) else data
-        start = time.monotonic()
-        proc = subprocess.run([*HOOK, event], input=raw, capture_output=True, cwd=self.repo,
-                              env=self.env(**extra_env), timeout=timeout)
-        return (proc.returncode, proc.stdout.decode(), proc.stderr.decode(),
-                time.monotonic() - start)
-
-    # Realistic Codex payloads (they validate against Codex's input schemas).
-    def session_start(self, sid: str = "sess-1") -> dict:
-        return {"session_id": sid, "transcript_path": str(self.transcript),
-                "cwd": str(self.repo), "hook_event_name": "SessionStart",
-                "model": "stub-model", "permission_mode": "bypassPermissions",
-                "source": "startup"}
-
-    def prompt(self, text: str, sid: str = "sess-1") -> dict:
-        data = self.session_start(sid)
-        del data["source"]
-        return {**data, "hook_event_name": "UserPromptSubmit", "turn_id": "turn-1",
-                "prompt": text}
-
-    def stop(self, sid: str = "sess-1", active: bool = False) -> dict:
-        data = self.session_start(sid)
-        del data["source"]
-        return {**data, "hook_event_name": "Stop", "turn_id": "turn-1",
-                "stop_hook_active": active, "last_assistant_message": "done"}
-
-
 @pytest.fixture
 def hook(tmp_path: Path, standin: StandIn) -> HookEnv:
     return HookEnv(tmp_path, standin.url, {"personal": "tok-personal"})
-
-
-def parse(event: str, out: str) -> dict:
-    assert out.strip(), "expected hook output"
-    obj = json.loads(out)  # exactly one JSON document, nothing else
-    validate(event, "output", obj)
-    return obj
 
 
 # --- injection --------------------------------------------------------------------------------

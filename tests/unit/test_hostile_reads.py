@@ -1,4 +1,4 @@
-"""Issue 21 A1/A2: every client path that turns a bank's or a repository's text into a file
+"""Every client path that turns a bank's or a repository's text into a file
 read, run against one table of hostile locations (tests/unit/hostile_fs.py) in a real git
 repository. A reader may refuse or find nothing; it may never read outside the repository (or
 into `.git`, or a git-ignored file it was not asked for by the person), so SECRET never shows

@@ -1,5 +1,6 @@
-"""Uninstall gives back every JSON file byte for byte, whatever its formatting (issue 12,
-newcomer item 6: a one-line `"PreToolUse": [{...}]` came back spread over several lines).
+"""Uninstall gives back every JSON file byte for byte, whatever its formatting
+(docs/principles.md#installers-respect-the-users-files; once a one-line
+`"PreToolUse": [{...}]` came back spread over several lines).
 
 The corpus (tests/fixtures/settings-corpus) holds settings files written the ways people and
 tools write them: one-line lists inside an indented file, minified without a final newline,

@@ -1,4 +1,4 @@
-"""Issue 21 B1, the parts that need no Postgres: the handle list loses dead pids, the state
+"""`up` and `down`, the parts that need no Postgres: the handle list loses dead pids, the state
 file names a process only while that very process runs (pid reuse), and `down` ends an `up`
 that ignores SIGTERM."""
 

@@ -666,7 +666,7 @@ def test_init_env_writes_a_private_file_with_one_random_password(tmp_path: Path)
     password = values["POSTGRES_PASSWORD"]
     assert len(password) >= 32
     assert values["DATABASE_URL"] == f"postgresql://factbank:{password}@postgres:5432/factbank"
-    assert re.fullmatch(r"[0-9a-f]{64}", values["FACTBANK_AUDIT_KEY"])  # issue 21 A8
+    assert re.fullmatch(r"[0-9a-f]{64}", values["FACTBANK_AUDIT_KEY"])  # its own, no default
     again = run_ops("init-env", str(target), env=dict(os.environ))
     assert again.returncode == 1, "never overwrite: the database keeps its first password"
     assert f"POSTGRES_PASSWORD={password}" in target.read_text()

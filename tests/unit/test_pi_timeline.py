@@ -10,8 +10,8 @@ from pathlib import Path
 
 from factbank.runtime.runner import free_port
 from factbank_client.history import Session, pi
+from tests.unit.hook_standins import Service
 from tests.unit.pi_ts import run_ts
-from tests.unit.test_timeline_hooks import Service
 
 CALLS = [
     {"toolCallId": "call_1", "toolName": "edit", "input": {"path": "src/app.py"},
@@ -120,7 +120,7 @@ def test_the_next_pi_session_sends_what_the_last_one_left(tmp_path):
     finally:
         service.close()
     assert got == 0
-    assert [e["key"] for e in service.posts[0]["body"]["events"]] == ["c0:0", "c1:0", "start"]
+    assert [e["key"] for e in service.requests[0]["body"]["events"]] == ["c0:0", "c1:0", "start"]
     assert not buffer.exists()
 
 
@@ -140,4 +140,4 @@ def test_a_conflict_is_told_once():
         service.close()
     assert got == [f"[factbank] Possible edit conflict (timeline, not facts):\n- {warning}", "",
                    0]
-    assert service.posts[0]["token"] == "Bearer tok"
+    assert service.requests[0]["token"] == "tok"

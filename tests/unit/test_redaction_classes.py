@@ -1,6 +1,6 @@
 """Redaction by class: one or two written examples of each shape a secret (or a look-alike)
 takes, so that a change that breaks a whole class fails here by name, whatever the fixture
-corpora say. The classes are the ones issue 12 item 9 asked for (a key=value shape, a URL
+corpora say. The classes are the shapes secrets leaked in (a key=value shape, a URL
 credential, a header form, a context word in another language, placeholders, documentation
 values...), and the layers that handle them are named in ``factbank.redact.redaction``'s
 docstring. Secret-shaped values are generated from a fixed seed at import, as in

@@ -1,14 +1,14 @@
 """Redaction on secrets we did not write: the fixture corpora (evals/sets/secrets/).
 
-The targets of issue 12 item 9 are >= 0.95 of the secrets caught and >= 0.90 of the
-look-alikes kept. They are asserted on the dev split (what redaction was tuned on) and on both
-corpora together. ``heldout`` (families held out of corpus.jsonl) and ``heldout2`` (the
-second corpus, heldout2.jsonl) do not meet the caught target yet: a regression floor guards
-what each measures now, and a strict xfail states the target, so the day it is met the xfail
-fails and must be turned into a plain assertion. Both were read while tuning (heldout2 only
-after its one honest measurement, 0.823 / 0.954; README.md beside the corpora), so the floors
-guard against regressions, not overfitting; the outside probe's corpus is the held-out test.
-"""
+The targets (docs/principles.md#secrets-never-land) are >= 0.95 of the secrets caught and >=
+0.90 of the look-alikes kept. They are asserted on the dev split (what redaction was tuned on)
+and on both corpora together. ``heldout`` (families held out of corpus.jsonl) and ``heldout2``
+(the second corpus, heldout2.jsonl) do not meet the caught target yet: a regression floor
+guards what each measures now, and a strict xfail states the target, so the day it is met the
+xfail fails and must be turned into a plain assertion. Both were read while tuning (heldout2
+only after its one honest measurement, 0.823 / 0.954; README.md beside the corpora), so the
+floors guard against regressions, not overfitting; the outside probe's corpus is the held-out
+test."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tests that cannot fail (issue 21 C): a scan of every test module under tests/ with `ast`.
+"""Tests that cannot fail: a scan of every test module under tests/ with `ast`.
 
 The reviewers found three that passed whatever the code did: an assertion ending in
 `or True` (test_recall), `tokenize(text) == tokenize(text)` (test_tokenizer), and a compose

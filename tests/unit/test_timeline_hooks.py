@@ -11,113 +11,33 @@ import json
 import os
 import subprocess
 import sys
-import threading
-import time
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import jsonschema
 import pytest
 
 from factbank.runtime.runner import free_port
 from factbank_client.hook import record as hookrecord
-
-SHARED_DIR = Path(
-    os.environ.get("FACTBANK_SHARED_DIR") or Path(__file__).resolve().parents[3] / "shared"
-)
-SCHEMAS = SHARED_DIR / "hook-schemas" / "codex"
-HOOK = [sys.executable, "-I", "-S",
-        str(Path(__file__).resolve().parents[2] / "clients/factbank_client/hooks.py")]
+from tests.unit.hook_standins import HOOK, HookEnv, Service, parse, wait_for
 
 
-def wait_for(cond: Callable[[], Any], timeout: float = 15.0) -> Any:
-    """Poll until `cond()` is truthy (the detached child works after the hook returned)."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        value = cond()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"not within {timeout}s: {cond}")
+class Env(HookEnv):
+    """The hook's HOME and a repository on branch feature/x, both services at `port`."""
 
-
-class Service:
-    """Stand-in ingest + recall: records every POST; answers timeline events with the
-    conflicts in `self.conflicts` (after `self.delay` seconds), inject with an empty block."""
-
-    def __init__(self, port: int = 0) -> None:
-        self.posts: list[dict[str, Any]] = []
-        self.conflicts: list[dict] = []
-        self.delay = 0.0
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                if outer.delay:
-                    time.sleep(outer.delay)
-                outer.posts.append({"path": self.path, "body": body,
-                                    "token": self.headers.get("Authorization")})
-                if self.path == "/v1/timeline/events":
-                    answer = {"recorded": len(body["events"]), "conflicts": outer.conflicts}
-                    outer.conflicts = []
-                else:
-                    answer = {"text": "", "facts": [], "tokens": 0}
-                data = json.dumps(answer).encode()
-                self.send_response(201)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def events(self) -> list[dict]:
-        return [e for p in list(self.posts) if p["path"] == "/v1/timeline/events"
-                for e in p["body"]["events"]]
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-class Env:
     def __init__(self, root: Path, port: int) -> None:
-        self.home = root / "home"
-        self.repo = root / "repo"
-        (self.repo / ".git").mkdir(parents=True)
-        (self.repo / ".git" / "config").write_text(
-            '[remote "origin"]\n\turl = git@github.com:Acme/Widgets.git\n')
-        (self.repo / ".git" / "HEAD").write_text("ref: refs/heads/feature/x\n")
+        url = f"http://127.0.0.1:{port}"
+        super().__init__(root, url, {"personal": "tok-personal"}, ingest_url=url,
+                         branch="feature/x")
         (self.repo / "src").mkdir()
-        cfg = self.home / ".config" / "factbank" / "config.toml"
-        cfg.parent.mkdir(parents=True)
-        cfg.write_text(f'url = "http://127.0.0.1:{port}"\n'
-                       f'recall_url = "http://127.0.0.1:{port}"\n'
-                       '[banks.personal]\ntoken = "tok-personal"\n')
-        self.cache = self.home / ".cache" / "factbank"
         self.buffer = self.cache / "timeline-buffer.jsonl"
 
     def run(self, event: str, data: dict, claude: bool = True) -> tuple[int, str, float]:
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.home),
-               "LANG": "C.UTF-8"}
-        if claude:
-            env.update(CLAUDECODE="1", CLAUDE_CODE_SESSION_ID=data.get("session_id", ""))
-        start = time.monotonic()
-        proc = subprocess.run([*HOOK, event], input=json.dumps(data).encode(),
-                              capture_output=True, cwd=self.repo, timeout=10, env=env)
-        assert proc.stderr == b""
-        return proc.returncode, proc.stdout.decode(), time.monotonic() - start
+        """(exit code, stdout, seconds) of one run, as Claude Code runs it unless `claude`
+        is off; it never writes to stderr."""
+        extra = {"CLAUDECODE": "1", "CLAUDE_CODE_SESSION_ID": data.get("session_id", "")}
+        code, out, err, took = super().run(event, data, **(extra if claude else {}))
+        assert err == ""
+        return code, out, took
 
     def idle(self) -> bool:
         """No recording child holds the buffer's lock (it is taken for every send)."""
@@ -177,7 +97,7 @@ def test_an_edit_is_recorded_relative_to_the_repo_root(tmp_path, service):
     assert event["key"] == "toolu_1:0"  # what import-history gives the same tool call
     assert event["project"] == "github.com/acme/widgets" and event["session_id"] == "sess-1"
     assert event["at"].endswith("+00:00")
-    assert service.posts[0]["token"] == "Bearer tok-personal"
+    assert service.requests[0]["token"] == "tok-personal"
     wait_for(env.idle)
     assert not env.buffer.exists()
     assert not Path(str(env.buffer) + ".sending").exists()
@@ -215,10 +135,7 @@ def test_a_conflict_is_told_at_the_sessions_next_hook(tmp_path, service):
     # Another session's hook does not take it.
     assert env.run("post-tool-use", env.bash("ls", sid="sess-2"))[1] == ""
     _, out, _ = env.run("post-tool-use", env.bash("make", call="t3"))
-    obj = json.loads(out)
-    if SCHEMAS.exists():
-        schema = json.loads((SCHEMAS / "post-tool-use.command.output.schema.json").read_text())
-        jsonschema.Draft7Validator(schema).validate(obj)
+    obj = parse("PostToolUse", out)
     assert obj["hookSpecificOutput"]["hookEventName"] == "PostToolUse"
     assert warning in obj["hookSpecificOutput"]["additionalContext"]
     assert env.run("post-tool-use", env.bash("make", call="t4"))[1] == ""  # once
@@ -286,7 +203,7 @@ def test_session_start_is_recorded_before_the_block_is_asked_for(tmp_path, servi
             "hook_event_name": "SessionStart", "source": "startup", "transcript_path": None}
     code, _, _ = env.run("session-start", data)
     assert code == 0
-    assert [p["path"] for p in service.posts] == ["/v1/timeline/events", "/v1/inject"]
+    assert [p["path"] for p in service.requests] == ["/v1/timeline/events", "/v1/inject"]
     (event,) = service.events()
     assert event["kind"] == "session_start" and event["branch"] == "feature/x"
     assert event["cwd"] == "src" and event["machine"] and event["key"] == "start"

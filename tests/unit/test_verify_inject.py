@@ -13,23 +13,16 @@ mark)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from factbank_client.staleness import fingerprint, worktree
 from tests.conftest import git
+from tests.unit.hook_standins import Bank, HookEnv
 
-HOOK_SCRIPT = str(Path(__file__).resolve().parents[2] / "clients/factbank_client/hooks.py")
-HOOK = [sys.executable, "-I", "-S", HOOK_SCRIPT]
 CONFIG = "deploy/api.yaml"
 BODY = "service: api\nhost: 0.0.0.0\nport: 8080\nworkers: 4\n"
 
@@ -159,64 +152,23 @@ def test_filter_block_leaves_out_and_names_only_the_facts_section(repo: Path) ->
 # --- the hook process -------------------------------------------------------------------------
 
 
-class Bank:
-    """A stand-in recall service: answers /v1/inject with `block` and `sources`, minus the
-    ids the request says were withheld only when `honour` is off; logs every request."""
-
-    def __init__(self) -> None:
-        self.reply: dict[str, Any] = {}
-        self.requests: list[dict[str, Any]] = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                outer.requests.append({"path": self.path,
-                                       "body": json.loads(self.rfile.read(length) or b"{}")})
-                data = json.dumps(outer.reply).encode()
-                self.send_response(200 if self.path == "/v1/inject" else 404)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-
 @pytest.fixture
 def bank() -> Iterator[Bank]:
     b = Bank()
     yield b
-    b.server.shutdown()
-    b.server.server_close()
+    b.close()
 
 
-def run_hook(home: Path, repo: Path, event: str, payload: dict, **env: str) -> str:
-    proc = subprocess.run([*HOOK, event], input=json.dumps(payload).encode(),
-                          capture_output=True, cwd=repo, timeout=20,
-                          env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-                               "HOME": str(home), "LANG": "C.UTF-8", **env})
-    assert proc.returncode == 0 and proc.stderr == b""
-    if not proc.stdout.strip():
-        return ""
-    return json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+def context(hook: HookEnv, event: str, payload: dict, **env: str) -> str:
+    """The additional context one hook run printed ("" for none); it must exit 0, silently."""
+    code, out, err, _ = hook.run(event, payload, timeout=20, **env)
+    assert code == 0 and err == ""
+    return json.loads(out)["hookSpecificOutput"]["additionalContext"] if out.strip() else ""
 
 
 def test_the_prompt_hook_leaves_out_what_the_working_tree_contradicts(
         tmp_path: Path, repo: Path, bank: Bank) -> None:
-    home = tmp_path / "home"
-    cfg = home / ".config" / "factbank" / "config.toml"
-    cfg.parent.mkdir(parents=True)
-    cfg.write_text(f'url = "{bank.url}"\nrecall_url = "{bank.url}"\n'
-                   '[banks.personal]\ntoken = "tok"\n')
+    hook = HookEnv(tmp_path, bank.url, {"personal": "tok"}, ingest_url=bank.url, repo=repo)
     port = fact_for(repo, CONFIG, 3, "port: 8080", fid=7)
     block = ("[factbank] Remembered facts: context, not truth. (bank: personal)\n"
              "- #7 (trust 0.75, project [github.com/acme/api]) The API listens on port 8080\n"
@@ -226,30 +178,29 @@ def test_the_prompt_hook_leaves_out_what_the_working_tree_contradicts(
     prompt = {"session_id": "s1", "cwd": str(repo), "hook_event_name": "UserPromptSubmit",
               "prompt": "which port does the API use?"}
 
-    assert run_hook(home, repo, "user-prompt-submit", prompt) == block  # holds: as it came
+    assert context(hook, "user-prompt-submit", prompt) == block  # holds: as it came
     (repo / CONFIG).write_text(BODY.replace("8080", "9090"))  # a teammate's uncommitted edit
-    shown = run_hook(home, repo, "user-prompt-submit", prompt)
+    shown = context(hook, "user-prompt-submit", prompt)
     assert "listens on port 8080" not in shown and "Use pnpm" in shown
     assert worktree.NOTE_HEADER in shown and "- #7: the quote is no longer at" in shown
     # The left-out id goes back with the next request, so the bank does not count it as seen.
     bank.reply = {"text": "", "facts": [], "tokens": 0, "bank": "personal"}
-    run_hook(home, repo, "user-prompt-submit", prompt)
+    context(hook, "user-prompt-submit", prompt)
     assert bank.requests[-1]["body"]["withheld"] == [7]
     # Reverted: the fact is shown again, and no longer withheld once shown.
     git(repo, "checkout", "--", CONFIG)
     bank.reply = {"text": block, "facts": [7, 9], "tokens": 30, "bank": "personal",
                   "sources": [port]}
-    assert run_hook(home, repo, "user-prompt-submit", prompt) == block
-    run_hook(home, repo, "user-prompt-submit", prompt)
+    assert context(hook, "user-prompt-submit", prompt) == block
+    context(hook, "user-prompt-submit", prompt)
     assert "withheld" not in bank.requests[-1]["body"]
     # The session-start block is checked the same way.
     (repo / CONFIG).write_text(BODY.replace("8080", "9090"))
-    start = run_hook(home, repo, "session-start",
-                     {"session_id": "s2", "cwd": str(repo), "hook_event_name": "SessionStart",
-                      "source": "startup"}, FACTBANK_TIMELINE="0", FACTBANK_VERIFY="0")
+    start = context(hook, "session-start",
+                    {"session_id": "s2", "cwd": str(repo), "hook_event_name": "SessionStart",
+                     "source": "startup"}, FACTBANK_TIMELINE="0", FACTBANK_VERIFY="0")
     assert "listens on port 8080" not in start and "- #7:" in start
     # Turned off: the block as it came.
-    assert run_hook(home, repo, "user-prompt-submit", prompt,
-                    FACTBANK_INJECT_CHECK="0") == block
+    assert context(hook, "user-prompt-submit", prompt, FACTBANK_INJECT_CHECK="0") == block
     # The bank was told nothing: every request was a block request, none a verdict.
     assert {r["path"] for r in bank.requests} == {"/v1/inject"}

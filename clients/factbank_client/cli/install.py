@@ -94,6 +94,16 @@ def _present(names: list[str], paths) -> tuple[list[str], list[str]]:
     return chosen, [h for h in skipped if h not in chosen]
 
 
+def _git_first(args, verb: str) -> bool:
+    """With `git` among the targets, its step first, and `git` off the list: True when no
+    harness is left to do."""
+    if "git" not in args.harness:
+        return False
+    _git(args, verb)
+    args.harness = [h for h in args.harness if h != "git"]
+    return not args.harness
+
+
 def _git(args, verb: str) -> None:
     """`install git` / `uninstall git`: each step as `file_line`; with --dry-run the diff it
     would write (the same unified diff as the harnesses'), then what has no text diff (a
@@ -135,11 +145,8 @@ def cmd_install(args) -> int:
 
     if args.pre_push and "git" not in args.harness:
         raise CommandError("--pre-push is a git hook: `factbank install git --pre-push`")
-    if "git" in args.harness:
-        _git(args, "install")
-        args.harness = [h for h in args.harness if h != "git"]
-        if not args.harness:
-            return 0
+    if _git_first(args, "install"):
+        return 0
     paths = common.Paths.from_env()
     harnesses, skipped = _present(args.harness, paths)
     say = (lambda text: None) if args.json else print
@@ -183,11 +190,8 @@ def cmd_uninstall(args) -> int:
     from factbank_client.install import common
     from factbank_client.install import harnesses as installer
 
-    if "git" in args.harness:
-        _git(args, "uninstall")
-        args.harness = [h for h in args.harness if h != "git"]
-        if not args.harness:
-            return 0
+    if _git_first(args, "uninstall"):
+        return 0
     paths = common.Paths.from_env()
     try:
         plan = installer.plan_uninstall(installer.expand(args.harness, every=True), paths)

@@ -42,7 +42,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from factbank_client.redact import redact
 
@@ -76,8 +76,21 @@ def cut(text: str, limit: int = MAX_TEXT) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+class _Record:
+    """A dataclass record as the store writes it (JSON) and reads it back; a key this version
+    does not know (a newer writer's) is dropped, a missing one takes its default."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
 @dataclass
-class Event:
+class Event(_Record):
     """One line of a run's log. `seq` counts from 1; `kind` is one of EventKind:
     `message` (the agent's text), `command` (a shell command: `command`, `exit_code`, its
     output in `text`), `edit` (a file the agent changed: `path`), `tool` (any other tool
@@ -91,17 +104,9 @@ class Event:
     exit_code: int | None = None
     path: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Event:
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
-
 
 @dataclass
-class Run:
+class Run(_Record):
     """A dispatched harness run. `id` sorts by start time; `pid` is the harness's (its
     process group: hooks and MCP servers die with it), `supervisor_pid` the process that
     writes the record; `session_id` is the harness's own session id once it said it."""
@@ -131,14 +136,6 @@ class Run:
     @property
     def finished(self) -> bool:
         return self.status in FINISHED
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Run:
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
 
 
 def default_dir() -> Path:

@@ -131,6 +131,19 @@ def _ignored(root: str, rel: str) -> bool:
         time.sleep(0.002)
 
 
+def _not_evidence(root: str, path: str) -> str | None:
+    """Why this working tree's `path` says nothing against a fact, or None when it does: a
+    path that leaves the repository is not read, and a file git ignores is this machine's
+    own (a quote missing from it is no verdict)."""
+    try:
+        rel = os.path.relpath(safefs.inside(root, path), os.path.realpath(root))
+    except safefs.UnsafePath:
+        return f"{path} is not read here"
+    if _ignored(root, rel):
+        return f"{path} is ignored by git here: this machine's own file"
+    return None
+
+
 def _short(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= MAX_WHY else text[: MAX_WHY - 3] + "..."
@@ -169,12 +182,9 @@ def check(fact: dict, root: str | Path, *, limit: int = HOOK_LIMIT) -> tuple[str
         return UNKNOWN, f"{path} is binary"
     if quote_in(data.decode("utf-8", "replace"), quote):
         return HOLDS, f"the quote is in {path}"
-    try:
-        rel = os.path.relpath(safefs.inside(root, path), os.path.realpath(root))
-    except safefs.UnsafePath:
-        return UNKNOWN, f"{path} is not read here"
-    if _ignored(root, rel):
-        return UNKNOWN, f"{path} is ignored by git here: this machine's own file"
+    unread = _not_evidence(root, path)
+    if unread:
+        return UNKNOWN, unread
     return NOT_HOLDING, f"the quote is no longer at {where} in this working tree"
 
 
@@ -288,12 +298,9 @@ def _judge_symbol(fact: dict, root: str, limit: int, path: str, name: str,
     if v.verdict == "stale" and data is None:  # as a line fact's missing file: unknown
         return UNKNOWN, f"{path} is not in this checkout"
     if v.verdict == "stale":
-        try:
-            rel = os.path.relpath(safefs.inside(root, path), os.path.realpath(root))
-        except safefs.UnsafePath:
-            return UNKNOWN, f"{path} is not read here"
-        if _ignored(root, rel):
-            return UNKNOWN, f"{path} is ignored by git here: this machine's own file"
+        unread = _not_evidence(root, path)
+        if unread:
+            return UNKNOWN, unread
         return NOT_HOLDING, _short(f"{v.reason or name + ' changed'} in this working tree")
     if v.verdict == "moved":
         return HOLDS, _short(f"{name} is now at {v.location}")

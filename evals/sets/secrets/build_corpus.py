@@ -538,8 +538,9 @@ def _label(expected: str, value: str | None, text: str) -> tuple[str, str | None
 
 
 def _row(text: str, expected: str, value: str | None, family: str, rule: str, origin: str,
-         src: Source, path: str) -> dict:
-    """One corpus row: the fixture's text and its label (`_label` may relabel it)."""
+         src: Source, path: str, *, fixture: str | None = None) -> dict:
+    """One corpus row: the fixture's text and its label (`_label` may relabel it); `fixture`
+    is the source's own verdict word (default: tp for a secret, fp for a look-alike)."""
     label, note = _label(expected, value, text)
     return {
         "text": text,
@@ -547,7 +548,7 @@ def _row(text: str, expected: str, value: str | None, family: str, rule: str, or
         "value": value if label == "secret" else None,
         "family": family,
         "rule": rule,
-        "fixture": "tp" if expected == "secret" else "fp",
+        "fixture": fixture or ("tp" if expected == "secret" else "fp"),
         "origin": origin,
         "relabel": note,
         "source": f"{src.repo}@{src.commit[:12]}:{path}",

@@ -65,29 +65,12 @@ _COMMENT_ONLY = re.compile(r"^\s*(?:#|//|<!--|;|/\*|\*)")
 _STRUCTURAL = re.compile(r"^\s*[\[\]{}(),<>/\\\"'`:-]*\s*$|^\s*</?[A-Za-z_:.\-]+>\s*$")
 
 
-def _row(
-    text: str,
-    expected: str,
-    value: str | None,
-    family: str,
-    rule: str,
-    fixture: str,
-    src: Source,
-    path: str,
-) -> dict:
-    label, note = _label(expected, value, text)
-    return {
-        "text": text,
-        "expected": label,
-        "value": value if label == "secret" else None,
-        "family": family,
-        "rule": rule,
-        "fixture": fixture,
-        "origin": "literal fixture",
-        "relabel": note,
-        "source": f"{src.repo}@{src.commit[:12]}:{path}",
-        "license": src.license,
-    }
+def _row(text: str, expected: str, value: str | None, family: str, rule: str, fixture: str,
+         src: Source, path: str) -> dict:
+    """build_corpus's row of a literal fixture, with the fixture's own verdict word (ok/ng,
+    compliant/noncompliant, tp/fp)."""
+    return _bc._row(text, expected, value, family, rule, "literal fixture", src, path,
+                    fixture=fixture)
 
 
 def _units(text: str) -> list[tuple[int, int]]:

@@ -2,7 +2,8 @@
 
 Facts that arrive by import, `migrate-native` or history backfill carry no questions, and on
 the agent-memory eval bare facts recall at R@5 0.55-0.65 against 0.93 with tags and questions
-(principles 14 and 15). The writer is an LLM: an agent given the fact alone can write both.
+(docs/principles.md#the-writer-bridges-the-words, #the-writer-asks-the-questions). The
+writer is an LLM: an agent given the fact alone can write both.
 This hands out the batch; the agent writes through the normal PATCH path
 (`lifecycle.edit`: redacted, re-embedded, an `edited` event, audited). What that buys on the
 eval: `python -m factbank_evals.enrich`.
