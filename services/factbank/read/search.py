@@ -66,6 +66,9 @@ PROJECT_BONUS = 0.01
 # Still far from exact at 100k on this worst case (template clusters of near-duplicates);
 # the index's build parameters are the next thing to measure.
 HNSW_EF_SEARCH = 400
+# Vectors each language group's graph proposes (by half-precision distance) before the exact
+# float32 cosine picks the k best of them (_DENSE_SQL).
+DENSE_POOL = 200
 
 
 @dataclass
@@ -179,13 +182,26 @@ class DenseHit:
 # reads where the embedder places the vector between Chinese and English (`en_share`): a line
 # such as `ISBN 978-0-520-08670-8.` is "en" by its letters and sits in the rest group, but must
 # not be centred as English text (fusion.LANGUAGE_TAIL_PERCENTILE).
-_DENSE_SQL = """
+# Each group is read from its own partial HNSW graph over half-precision vectors (migration
+# 0015: `WHERE lang = 'zh'` / `lang <> 'zh'`, the scan's own condition, so only the bank is
+# filtered): the graph proposes DENSE_POOL vectors by their half-precision distance, and the
+# k best of those by their exact float32 cosine are returned, so every cosine the ranking sees
+# is the stored vector's own. A group the bank has no vector of is not scanned at all (the
+# EXISTS is a one-time filter, one probe of fact_vectors_bank_lang): a filtered scan for a
+# group that matches nothing walks the graph until hnsw.max_scan_tuples.
+_GROUP_SQL = """
 (SELECT fact_id, ord, lang, 1 - (embedding <=> $2) AS cosine, 1 - (embedding <=> $4) AS axis
-  FROM fact_vectors WHERE bank_id = $1 AND lang = 'zh' ORDER BY embedding <=> $2 LIMIT $3)
-UNION ALL
-(SELECT fact_id, ord, lang, 1 - (embedding <=> $2) AS cosine, 1 - (embedding <=> $4) AS axis
-  FROM fact_vectors WHERE bank_id = $1 AND lang <> 'zh' ORDER BY embedding <=> $2 LIMIT $3)
-"""
+  FROM (SELECT fact_id, ord, lang, embedding FROM fact_vectors
+        WHERE bank_id = $1 AND {group}
+          AND EXISTS (SELECT 1 FROM fact_vectors WHERE bank_id = $1 AND {probe})
+        ORDER BY embedding::halfvec(384) <=> $2::vector::halfvec(384) LIMIT $5) pool
+  ORDER BY embedding <=> $2 LIMIT $3)"""
+_DENSE_SQL = (
+    _GROUP_SQL.format(group="lang = 'zh'", probe="lang = 'zh'")
+    + "\nUNION ALL"
+    + _GROUP_SQL.format(group="lang <> 'zh'", probe="lang IN ('en', 'mixed')")
+    + "\n"
+)
 
 
 async def _dense(
@@ -202,9 +218,10 @@ async def _dense(
         await conn.execute(f"SET LOCAL hnsw.ef_search = {HNSW_EF_SEARCH}")
         await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         rows = await conn.fetch(
-            _DENSE_SQL, bank_id, vector, k, axis if axis is not None else vector
+            _DENSE_SQL, bank_id, vector, k, axis if axis is not None else vector,
+            max(k, DENSE_POOL),
         )
-    # relaxed_order may return neighbours slightly out of order: sort them exactly.
+    # Each group comes back in exact order; the two groups are merged here.
     hits = [
         DenseHit(r["fact_id"], r["ord"], r["lang"], float(r["cosine"]),
                  background.en_share(float(r["axis"])) if axis is not None else None)
