@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 # (hnsw.ef_search, vectors each group's graph proposes for the exact re-rank)
-SETTINGS = ((40, 50), (100, 100), (200, 200), (400, 400))
+SETTINGS = ((40, 50), (100, 100), (200, 100), (400, 100), (400, 200), (800, 200))
 
 # The reference: the k nearest of each group by the stored float32 vectors, read whole.
 EXACT_SQL = """
@@ -53,7 +53,7 @@ def _buffers(plan: dict) -> int:
 async def _measure(dsn: str, bank: str, queries: np.ndarray, k: int) -> dict:
     from pgvector.asyncpg import register_vector
 
-    from factbank.read.search import _DENSE_SQL
+    from factbank.read.search import _DENSE_SQL, dense_settings
     from factbank.store import db
 
     conn = await db.connect(dsn)
@@ -88,9 +88,7 @@ async def _measure(dsn: str, bank: str, queries: np.ndarray, k: int) -> dict:
         out = {"exact_p50_ms": exact["p50_ms"], "exact_cpu_ms": exact["cpu_ms"],
                "exact_buffers": exact["buffers"]}
         for ef, pool in SETTINGS:
-            got_all = await timed(_DENSE_SQL, [f"SET LOCAL hnsw.ef_search = {ef}",
-                                               "SET LOCAL hnsw.iterative_scan = relaxed_order"],
-                                  ["q", pool])
+            got_all = await timed(_DENSE_SQL, [dense_settings(ef)], ["q", pool])
             recall, top10 = [], []
             for rows, ex in zip(got_all["rows"], exact["rows"], strict=True):
                 got = {(r["fact_id"], r["ord"]) for r in rows}
