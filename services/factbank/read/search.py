@@ -57,18 +57,26 @@ CANDIDATES = 50  # per leg
 # 0.01: enough to break near-ties, never enough to lift a weaker match over a clear answer.
 TRUST_WEIGHT = 0.02
 PROJECT_BONUS = 0.01
-# Measured against an exact scan of the same SQL (`python -m factbank_evals.ann_recall`,
-# evals/reports/2026-12-02/ann_recall*.md; five vectors a fact, bench-style clustered facts,
-# p50 on a loaded machine). Share of the exact top 10 returned at ef_search 40 / 100 / 200 /
-# 400: 1,000 facts 1.0 at every setting; 10,000 facts 0.886 / 0.914 / 0.962 / 0.978 (19-33
-# ms; exact scan 171 ms); 100,000 facts 0.417 / 0.430 / 0.550 / 0.727 (45 / 54 / 72 / 78 ms;
-# exact scan 797 ms). 400 is the most recall the table offers for 6 ms over 200 at 100k.
-# Still far from exact at 100k on this worst case (template clusters of near-duplicates);
-# the index's build parameters are the next thing to measure.
+# Measured against an exact scan (`python -m factbank_evals.ann_recall`,
+# evals/reports/2026-12-05/ann_recall.md; five vectors a fact, bench-style clustered facts, one
+# partial half-precision graph per language group, migration 0015). Share of the exact top 10
+# returned / backend CPU ms a query (load-independent) at (ef_search, pool):
+#
+#   facts     (100, 100)      (200, 100)      (400, 100)      (800, 200)     exact scan
+#   1,000     1.000 / 1.6     1.000 / 2.0     1.000 / 2.8     1.000 / 5.4    4.6 ms
+#   10,000    0.986 / 4.2     0.996 / 4.4     0.996 / 5.0     0.996 / 7.0    61 ms
+#   100,000   0.552 / 20.6    0.704 / 34.8    0.856 / 48.0    0.952 / 74.2   162 ms
+#
+# Chosen: ef_search 400, pool 100. At 100k it finds 0.856 of the exact top 10 (0.839 of the
+# top 50 a group) where the one shared graph found 0.727 (0.644) at the same ef_search, with
+# fewer buffers (15,179 against 17,712); at 10k and below it is exact but for 0.004. A pool
+# above 100 adds nothing at ef_search 400 (0.856 with 200 too). Closer to exact at 100k costs
+# ef_search 800 (0.952, +55% CPU); this worst case (16 tight template clusters of
+# near-duplicates) is the graph's limit at m 16 / ef_construction 64 (ops/README.md).
 HNSW_EF_SEARCH = 400
 # Vectors each language group's graph proposes (by half-precision distance) before the exact
 # float32 cosine picks the k best of them (_DENSE_SQL).
-DENSE_POOL = 200
+DENSE_POOL = 100
 
 
 @dataclass
