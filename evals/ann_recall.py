@@ -1,13 +1,17 @@
-"""The dense leg's recall against exact search (item 4): pgvector HNSW with the
-product's filters (`search._DENSE_SQL`: bank, language group, iterative scans) against an exact
-scan of the same SQL, at each bank size, five vectors a fact, for several `hnsw.ef_search`.
+"""The dense leg's recall against exact search: pgvector HNSW with the product's filters
+(`search._DENSE_SQL`: bank, language group, its partial half-precision graphs, iterative scans,
+the exact re-rank of a pool of candidates) against an exact scan (every vector of the bank's
+group, float32 cosine, no index), at each bank size, five vectors a fact, for several
+(`hnsw.ef_search`, pool) settings.
 
 The bank is filled as `factbank bench` fills it (`bench._fill`: synthetic mixed zh/en facts,
 each with its own vector and four writer-question vectors, real embeddings of templates plus
 noise, so HNSW sees clusters). Queries are fresh points of the same kind (a template's
 embedding plus noise). Recall@k: the share of the exact top k of each language group that
 the index returned; `top10` is the share of the exact top 10 over both groups (what ranking
-sees first).
+sees first). Besides wall time (load-dependent), each setting's cost is counted where the load
+does not reach it: the buffers one query touches (EXPLAIN (ANALYZE, BUFFERS) of the first
+query) and the backend's CPU time per query (/proc/<pid>/stat, user + system).
 
     python -m factbank_evals.ann_recall [--sizes 1000,10000] [--queries 50] [--out DIR]
 """
@@ -17,57 +21,99 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import time
 from pathlib import Path
 
 import numpy as np
 
-EF_SEARCH = (40, 100, 200, 400)
+# (hnsw.ef_search, vectors each group's graph proposes for the exact re-rank)
+SETTINGS = ((40, 50), (100, 100), (200, 100), (400, 100), (400, 200), (800, 200))
+
+# The reference: the k nearest of each group by the stored float32 vectors, read whole.
+EXACT_SQL = """
+(SELECT fact_id, ord, 1 - (embedding <=> $2) AS cosine FROM fact_vectors
+  WHERE bank_id = $1 AND lang = 'zh' ORDER BY embedding <=> $2 LIMIT $3)
+UNION ALL
+(SELECT fact_id, ord, 1 - (embedding <=> $2) AS cosine FROM fact_vectors
+  WHERE bank_id = $1 AND lang <> 'zh' ORDER BY embedding <=> $2 LIMIT $3)
+"""
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process (a Postgres backend on this machine)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _buffers(plan: dict) -> int:
+    return int(plan.get("Shared Hit Blocks", 0)) + int(plan.get("Shared Read Blocks", 0))
 
 
 async def _measure(dsn: str, bank: str, queries: np.ndarray, k: int) -> dict:
     from pgvector.asyncpg import register_vector
 
-    from factbank.read.search import _DENSE_SQL
+    from factbank.read.search import _DENSE_SQL, dense_settings
     from factbank.store import db
 
     conn = await db.connect(dsn)
     await register_vector(conn)
     try:
         bank_id = await conn.fetchval("SELECT id FROM banks WHERE name = $1", bank)
+        pid = await conn.fetchval("SELECT pg_backend_pid()")
 
-        async def run(settings: list[str], q: np.ndarray) -> tuple[list[tuple], float]:
+        async def timed(sql: str, settings: list[str], args: list) -> dict:
+            rows, lat = [], []
+            cpu = _cpu_s(pid)
+            for q in queries:
+                async with conn.transaction(readonly=True):
+                    for s in settings:
+                        await conn.execute(s)
+                    t = time.perf_counter()
+                    rows.append(await conn.fetch(sql, bank_id, q, k, *[
+                        q if a == "q" else a for a in args]))
+                    lat.append((time.perf_counter() - t) * 1000)
+            cpu_ms = (_cpu_s(pid) - cpu) * 1000 / len(queries)
             async with conn.transaction(readonly=True):
                 for s in settings:
                     await conn.execute(s)
-                t = time.perf_counter()
-                rows = await conn.fetch(_DENSE_SQL, bank_id, q, k, q)
-                return rows, (time.perf_counter() - t) * 1000
+                plan = await conn.fetchval("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql,
+                                           bank_id, queries[0], k,
+                                           *[queries[0] if a == "q" else a for a in args])
+            return {"rows": rows, "p50_ms": round(float(np.median(lat)), 2),
+                    "cpu_ms": round(cpu_ms, 2),
+                    "buffers": _buffers(json.loads(plan)[0]["Plan"])}
 
-        exact = []
-        exact_ms = []
-        for q in queries:
-            rows, ms = await run(["SET LOCAL enable_indexscan = off"], q)
-            exact.append(rows)
-            exact_ms.append(ms)
-        out = {"exact_p50_ms": round(float(np.median(exact_ms)), 2)}
-        for ef in EF_SEARCH:
-            recall, top10, lat = [], [], []
-            for q, ex in zip(queries, exact, strict=True):
-                rows, ms = await run([f"SET LOCAL hnsw.ef_search = {ef}",
-                                      "SET LOCAL hnsw.iterative_scan = relaxed_order"], q)
-                lat.append(ms)
+        exact = await timed(EXACT_SQL, ["SET LOCAL enable_indexscan = off"], [])
+        out = {"exact_p50_ms": exact["p50_ms"], "exact_cpu_ms": exact["cpu_ms"],
+               "exact_buffers": exact["buffers"]}
+        for ef, pool in SETTINGS:
+            got_all = await timed(_DENSE_SQL, [dense_settings(ef)], ["q", pool])
+            recall, top10 = [], []
+            for rows, ex in zip(got_all["rows"], exact["rows"], strict=True):
                 got = {(r["fact_id"], r["ord"]) for r in rows}
                 want = {(r["fact_id"], r["ord"]) for r in ex}
                 recall.append(len(got & want) / max(len(want), 1))
                 best = sorted(ex, key=lambda r: -r["cosine"])[:10]
                 top10.append(sum((r["fact_id"], r["ord"]) in got for r in best) / len(best))
-            out[f"ef{ef}"] = {"recall@k": round(float(np.mean(recall)), 4),
-                              "top10": round(float(np.mean(top10)), 4),
-                              "p50_ms": round(float(np.median(lat)), 2)}
+            out[f"ef{ef}_pool{pool}"] = {
+                "recall@k": round(float(np.mean(recall)), 4),
+                "top10": round(float(np.mean(top10)), 4),
+                **{key: got_all[key] for key in ("p50_ms", "cpu_ms", "buffers")}}
         return out
     finally:
         await conn.close()
+
+
+def make_queries(centres: np.ndarray, n: int) -> np.ndarray:
+    """Fresh points like the bank's: a template's vector plus the bench's noise, unit length."""
+    from factbank_evals import bench
+
+    rng = np.random.default_rng(7)
+    noise = rng.normal(size=(n, centres.shape[1])).astype(np.float32)
+    noise *= bench.NOISE / np.linalg.norm(noise, axis=1, keepdims=True)
+    queries = centres[rng.integers(0, len(centres), n)] + noise
+    return queries / np.linalg.norm(queries, axis=1, keepdims=True)
 
 
 def run(sizes: list[int], n_queries: int, k: int = 50) -> dict:
@@ -77,11 +123,7 @@ def run(sizes: list[int], n_queries: int, k: int = 50) -> dict:
 
     quiet()
     centres = bench.template_vectors()
-    rng = np.random.default_rng(7)
-    noise = rng.normal(size=(n_queries, centres.shape[1])).astype(np.float32)
-    noise *= bench.NOISE / np.linalg.norm(noise, axis=1, keepdims=True)
-    queries = centres[rng.integers(0, len(centres), n_queries)] + noise
-    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+    queries = make_queries(centres, n_queries)
     result: dict = {"k_per_group": k, "queries": n_queries, "vectors_per_fact":
                     bench.VECTORS_PER_FACT, "code": code_state(), "sizes": {}}
     with running_stack() as stack:
@@ -97,13 +139,18 @@ def run(sizes: list[int], n_queries: int, k: int = 50) -> dict:
 
 
 def table(result: dict) -> str:
-    lines = ["| facts (x5 vectors) | exact p50 ms | " + " | ".join(
-        f"ef_search {ef}: recall@{result['k_per_group']} / top-10 / p50 ms" for ef in EF_SEARCH)
-        + " |", "|---|---|" + "---|" * len(EF_SEARCH)]
+    head = "| facts (x5 vectors) | exact: p50 ms / CPU ms / buffers | " + " | ".join(
+        f"ef_search {ef}, pool {pool}: recall@{result['k_per_group']} / top-10 / p50 ms / "
+        "CPU ms / buffers" for ef, pool in SETTINGS) + " |"
+    lines = [head, "|---|---|" + "---|" * len(SETTINGS)]
     for size, row in result["sizes"].items():
-        cells = [f"{row[f'ef{ef}']['recall@k']:.3f} / {row[f'ef{ef}']['top10']:.3f} / "
-                 f"{row[f'ef{ef}']['p50_ms']:.1f}" for ef in EF_SEARCH]
-        lines.append(f"| {int(size):,} | {row['exact_p50_ms']:.1f} | " + " | ".join(cells) + " |")
+        cells = []
+        for ef, pool in SETTINGS:
+            c = row[f"ef{ef}_pool{pool}"]
+            cells.append(f"{c['recall@k']:.3f} / {c['top10']:.3f} / {c['p50_ms']:.1f} / "
+                         f"{c['cpu_ms']:.1f} / {c['buffers']:,}")
+        lines.append(f"| {int(size):,} | {row['exact_p50_ms']:.1f} / {row['exact_cpu_ms']:.1f}"
+                     f" / {row['exact_buffers']:,} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

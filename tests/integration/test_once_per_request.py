@@ -99,7 +99,10 @@ async def test_a_facts_own_vector_is_stored_once_behind_one_index(stack, conn):
     hnsw = await conn.fetch(
         "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
         "JOIN pg_am a ON a.oid = c.relam WHERE a.amname = 'hnsw'")
-    assert [r["relname"] for r in hnsw] == ["fact_vectors_embedding"]
+    # One graph of own vectors (ord 0) for the near-duplicate checks, one per language group
+    # for recall (migration 0015); the vector itself is stored once.
+    assert sorted(r["relname"] for r in hnsw) == [
+        "fact_vectors_own", "fact_vectors_rest", "fact_vectors_zh"]
     # The near-duplicate check reads that one vector: a repeat in other words reinforces.
     r = await stack.ingest.post("/v1/facts", json=fact_body("the API listens on port 8080."),
                                 headers=auth(bank.rw))

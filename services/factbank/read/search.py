@@ -57,15 +57,26 @@ CANDIDATES = 50  # per leg
 # 0.01: enough to break near-ties, never enough to lift a weaker match over a clear answer.
 TRUST_WEIGHT = 0.02
 PROJECT_BONUS = 0.01
-# Measured against an exact scan of the same SQL (`python -m factbank_evals.ann_recall`,
-# evals/reports/2026-12-02/ann_recall*.md; five vectors a fact, bench-style clustered facts,
-# p50 on a loaded machine). Share of the exact top 10 returned at ef_search 40 / 100 / 200 /
-# 400: 1,000 facts 1.0 at every setting; 10,000 facts 0.886 / 0.914 / 0.962 / 0.978 (19-33
-# ms; exact scan 171 ms); 100,000 facts 0.417 / 0.430 / 0.550 / 0.727 (45 / 54 / 72 / 78 ms;
-# exact scan 797 ms). 400 is the most recall the table offers for 6 ms over 200 at 100k.
-# Still far from exact at 100k on this worst case (template clusters of near-duplicates);
-# the index's build parameters are the next thing to measure.
+# Measured against an exact scan (`python -m factbank_evals.ann_recall`,
+# evals/reports/2026-12-05/ann_recall.md; five vectors a fact, bench-style clustered facts, one
+# partial half-precision graph per language group, migration 0015). Share of the exact top 10
+# returned / backend CPU ms a query (load-independent) at (ef_search, pool):
+#
+#   facts     (100, 100)      (200, 100)      (400, 100)      (800, 200)     exact scan
+#   1,000     1.000 / 1.6     1.000 / 2.0     1.000 / 2.8     1.000 / 5.4    4.6 ms
+#   10,000    0.986 / 4.2     0.996 / 4.4     0.996 / 5.0     0.996 / 7.0    61 ms
+#   100,000   0.552 / 20.6    0.704 / 34.8    0.856 / 48.0    0.952 / 74.2   162 ms
+#
+# Chosen: ef_search 400, pool 100. At 100k it finds 0.856 of the exact top 10 (0.839 of the
+# top 50 a group) where the one shared graph found 0.727 (0.644) at the same ef_search, with
+# fewer buffers (15,179 against 17,712); at 10k and below it is exact but for 0.004. A pool
+# above 100 adds nothing at ef_search 400 (0.856 with 200 too). Closer to exact at 100k costs
+# ef_search 800 (0.952, +55% CPU); this worst case (16 tight template clusters of
+# near-duplicates) is the graph's limit at m 16 / ef_construction 64 (ops/README.md).
 HNSW_EF_SEARCH = 400
+# Vectors each language group's graph proposes (by half-precision distance) before the exact
+# float32 cosine picks the k best of them (_DENSE_SQL).
+DENSE_POOL = 100
 
 
 @dataclass
@@ -179,13 +190,38 @@ class DenseHit:
 # reads where the embedder places the vector between Chinese and English (`en_share`): a line
 # such as `ISBN 978-0-520-08670-8.` is "en" by its letters and sits in the rest group, but must
 # not be centred as English text (fusion.LANGUAGE_TAIL_PERCENTILE).
-_DENSE_SQL = """
+# Each group is read from its own partial HNSW graph over half-precision vectors (migration
+# 0015: `WHERE lang = 'zh'` / `lang <> 'zh'`, the scan's own condition, so only the bank is
+# filtered): the graph proposes DENSE_POOL vectors by their half-precision distance, and the
+# k best of those by their exact float32 cosine are returned, so every cosine the ranking sees
+# is the stored vector's own. A group the bank has no vector of is not scanned at all (the
+# EXISTS is a one-time filter, one probe of fact_vectors_bank_lang): a filtered scan for a
+# group that matches nothing walks the graph until hnsw.max_scan_tuples.
+_GROUP_SQL = """
 (SELECT fact_id, ord, lang, 1 - (embedding <=> $2) AS cosine, 1 - (embedding <=> $4) AS axis
-  FROM fact_vectors WHERE bank_id = $1 AND lang = 'zh' ORDER BY embedding <=> $2 LIMIT $3)
-UNION ALL
-(SELECT fact_id, ord, lang, 1 - (embedding <=> $2) AS cosine, 1 - (embedding <=> $4) AS axis
-  FROM fact_vectors WHERE bank_id = $1 AND lang <> 'zh' ORDER BY embedding <=> $2 LIMIT $3)
-"""
+  FROM (SELECT fact_id, ord, lang, embedding FROM fact_vectors
+        WHERE bank_id = $1 AND {group}
+          AND EXISTS (SELECT 1 FROM fact_vectors WHERE bank_id = $1 AND {probe})
+        ORDER BY embedding::halfvec(384) <=> $2::vector::halfvec(384) LIMIT $5) pool
+  ORDER BY embedding <=> $2 LIMIT $3)"""
+_DENSE_SQL = (
+    _GROUP_SQL.format(group="lang = 'zh'", probe="lang = 'zh'")
+    + "\nUNION ALL"
+    + _GROUP_SQL.format(group="lang <> 'zh'", probe="lang IN ('en', 'mixed')")
+    + "\n"
+)
+
+
+def dense_settings(ef_search: int = HNSW_EF_SEARCH) -> str:
+    """The dense leg's planner settings, for one transaction (one round trip). Iterative
+    scans, so a bank that is a small part of a graph still gets its pool. No sequential or
+    bitmap scan: pgvector's cost estimate grows with ef_search, and at ef_search 400 the planner
+    read a 1,000-fact bank whole (8.6 ms CPU a query, every row cast to halfvec) instead of
+    walking its graph (3.8 ms); a bank too small for its graph to pay still gets the exact
+    path through fact_vectors_bank_lang."""
+    return (f"SET LOCAL hnsw.ef_search = {ef_search}; "
+            "SET LOCAL hnsw.iterative_scan = relaxed_order; "
+            "SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off")
 
 
 async def _dense(
@@ -199,12 +235,12 @@ async def _dense(
     with its `en_share` when a background with a language axis is known."""
     axis = background.axis if background is not None and background.has_axis else None
     async with conn.transaction(readonly=True):
-        await conn.execute(f"SET LOCAL hnsw.ef_search = {HNSW_EF_SEARCH}")
-        await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        await conn.execute(dense_settings())
         rows = await conn.fetch(
-            _DENSE_SQL, bank_id, vector, k, axis if axis is not None else vector
+            _DENSE_SQL, bank_id, vector, k, axis if axis is not None else vector,
+            max(k, DENSE_POOL),
         )
-    # relaxed_order may return neighbours slightly out of order: sort them exactly.
+    # Each group comes back in exact order; the two groups are merged here.
     hits = [
         DenseHit(r["fact_id"], r["ord"], r["lang"], float(r["cosine"]),
                  background.en_share(float(r["axis"])) if axis is not None else None)
