@@ -9,8 +9,10 @@ fact) with `vectors=queue` into a fresh embedded stack, then lets the worker(s) 
 a reader searches every 0.25 s; the drain rate is facts whose vectors landed per second (the
 server's `vectors_pending`), from the moment the workers answer `/readyz`. Every run embeds
 texts no earlier run embedded (the embedding cache would otherwise answer). "Embedder alone" is
-the same passages through the embedder in this process, in the worker's batch shape: the
-ceiling any number of workers on these cores can approach.
+the same passages through the embedder, in the worker's round shape and call path (`to_thread`):
+the ceiling any number of workers on these cores can approach. `paired` (what `factbank bench`
+judges) takes it right before and after one drain, on that drain's own passages, in the same
+kind of process.
 """
 
 from __future__ import annotations
