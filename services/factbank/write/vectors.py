@@ -27,12 +27,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import socket
 import time
 import uuid
 from collections import defaultdict
+from collections.abc import Awaitable, Callable
+from typing import ParamSpec, TypeVar
 
 import asyncpg
 
@@ -43,19 +46,26 @@ from factbank.text import lexicon
 from factbank.text.tokenizer import language
 
 log = logging.getLogger(__name__)
-# Imports first, vectors after: while this process is committing import chunks the worker
-# waits (at most MAX_DEFER_S in a row, then one round), since both compete for the same two
-# cores and the embedder is the bottleneck either way (the queue empties no later). Measured on
-# 30,000 facts with the worker running alongside: the commit rate fell from 115 to 79 facts/s.
-QUIET_S = 2.0  # no import chunk for this long: the import is over (chunks come back to back)
+# Imports first, vectors after: while this process runs an import (`deferring`, around
+# `retain.import_many`) the worker waits (at most MAX_DEFER_S in a row, then one round), since
+# both compete for the same two cores and the embedder is the bottleneck either way (the queue
+# empties no later). Measured on 30,000 facts with the worker running alongside: the commit
+# rate fell from 115 to 79 facts/s. QUIET_S covers the client's turn between two chunks of one
+# import (it sends the next as soon as the last answered). It was 2 s counted from the queue
+# insert, before the chunk's commit, when no import in flight was known: every import's
+# vectors then waited ~2 s after its end, 10-15% of a 200-fact drain on a quiet machine.
+QUIET_S = 0.5
 MAX_DEFER_S = 60.0
-_import_seen = 0.0
+_imports = 0  # imports running in this process now
+_import_seen = 0.0  # when the last one ended
 BATCH = 32  # facts a round: ~160 passages with four questions each, ~4 s of engine time here
 MAX_ATTEMPTS = 3  # rounds a fact may fail before the worker leaves it (counted, still pending)
 IDLE_S = 1.0  # how often an idle worker looks at the queue (one index scan)
 
 LEASE_S = 300.0  # a claim's life: a round takes ~4 s here, ~30 s at load 12; a dead worker's
 #                 rows are taken again after this (migration 0010)
+P = ParamSpec("P")
+T = TypeVar("T")
 WORKER = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 # One statement claims a round: rows nobody holds (or whose claim expired), the oldest first,
@@ -195,17 +205,31 @@ async def _store(
     VECTOR_QUEUE.labels(result="skipped").inc(gone)
 
 
-def importing() -> None:
-    """An import chunk was just queued in this process (`retain.import_many`)."""
-    global _import_seen
-    _import_seen = time.monotonic()
+def deferring(fn: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
+    """Marks an import (`retain.import_many`) as running in this process while it runs."""
+
+    @functools.wraps(fn)
+    async def running(*args: P.args, **kwargs: P.kwargs) -> T:
+        global _imports, _import_seen
+        _imports += 1
+        try:
+            return await fn(*args, **kwargs)
+        finally:
+            _imports -= 1
+            _import_seen = time.monotonic()
+
+    return running
 
 
-def defer(now: float, deferred_since: float | None) -> bool:
-    """Whether the worker waits this moment: an import is running and it has not yet waited
-    MAX_DEFER_S for it in a row."""
-    busy = now - _import_seen < QUIET_S
-    return busy and (deferred_since is None or now - deferred_since < MAX_DEFER_S)
+def defer(now: float, deferred_since: float | None) -> float:
+    """How long the worker waits from this moment (0: not at all): an import is running, or
+    ended less than QUIET_S ago, and it has not yet waited MAX_DEFER_S for imports in a row."""
+    limit = MAX_DEFER_S - (now - deferred_since) if deferred_since is not None else MAX_DEFER_S
+    if limit <= 0:
+        return 0.0
+    if _imports:
+        return min(QUIET_S, limit)
+    return max(0.0, min(_import_seen + QUIET_S - now, limit))
 
 
 async def run(
@@ -219,9 +243,9 @@ async def run(
     deferred_since: float | None = None
     while True:
         now = time.monotonic()
-        if defer(now, deferred_since):
+        if wait := defer(now, deferred_since):
             deferred_since = deferred_since or now
-            await asyncio.sleep(idle / 4)
+            await asyncio.sleep(wait)
             continue
         deferred_since = None
         try:
@@ -233,7 +257,6 @@ async def run(
             n = 0
         if n == 0:
             await asyncio.sleep(idle)
-
 
 
 def start(rt) -> None:
