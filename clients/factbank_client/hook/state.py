@@ -10,10 +10,10 @@ than pathlib: the Stop hook imports nothing else, and pathlib alone costs it ~10
 
 from __future__ import annotations
 
-import json
 import os
 import time
 
+from factbank_client import lightjson
 from factbank_client.paths import cache_dir
 
 LOG_MAX_BYTES = 512 * 1024
@@ -62,7 +62,7 @@ def load(session_id: str, kind: str = "") -> dict:
     the two never overwrite each other's keys)."""
     try:
         with open(_state_file(session_id, kind), encoding="utf-8") as fh:
-            data = json.load(fh)
+            data = lightjson.load(fh)
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -71,7 +71,7 @@ def load(session_id: str, kind: str = "") -> dict:
 def save(session_id: str, state: dict, kind: str = "") -> None:
     from factbank_client import safefs
 
-    safefs.write(_state_file(session_id, kind), json.dumps(state), private=True)
+    safefs.write(_state_file(session_id, kind), lightjson.dumps(state), private=True)
 
 
 def prune(max_age: float = STATE_MAX_AGE) -> int:
