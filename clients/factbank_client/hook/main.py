@@ -378,8 +378,8 @@ def on_stop(data: dict, deadline: float) -> dict | None:
     return reminder
 
 
-# Recording work an event leaves for a detached child, started once the output is written
-# (hookentry.detach hands the hook's pipes to /dev/null).
+# Recording work an event leaves for a detached child, started by `entry.main` once `main`
+# has written the output (entry.detach hands the hook's pipes to /dev/null first).
 AFTER: list[tuple[str, bytes]] = []
 
 HANDLERS = {
@@ -454,10 +454,4 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.flush()
         except Exception as exc:  # e.g. the harness closed the pipe
             _log(f"{event}: cannot write output: {exc}")
-    if AFTER:
-        from factbank_client.hook import entry as hookentry
-
-        while AFTER:
-            work, raw = AFTER.pop(0)
-            hookentry.detach(work, raw)
     return 0

@@ -24,7 +24,7 @@ at a time (an flock) sends the whole buffer. What is not accepted stays buffered
 the next event, so a service that is down loses nothing within the bound. A file event's
 answer carries its conflicts (another session touched the file within the window); they are
 left in `sessions/<id>.pending` as the exact PostToolUse output, which the session's next
-hook prints (`hookentry.take_pending`), or its next prompt hook (`take_warnings`).
+hook prints (`pending.take_pending`), or its next prompt hook (`take_warnings`).
 """
 
 from __future__ import annotations
@@ -323,11 +323,11 @@ def _warnings_of(output: bytes) -> list[str]:
 def leave_pending(session: str, warnings: list[str]) -> None:
     """Leave `warnings` (with any not yet shown) for the session's next hook, as the exact
     PostToolUse output (the hook prints it without parsing it)."""
-    from factbank_client.hook import entry as hookentry
+    from factbank_client.hook import pending
 
-    safe = hookentry.safe_name(session)
-    path = hookentry.pending_path(safe)
-    earlier = _warnings_of(hookentry.take_pending(safe))
+    safe = pending.safe_name(session)
+    path = pending.pending_path(safe)
+    earlier = _warnings_of(pending.take_pending(safe))
     merged = list(dict.fromkeys([*warnings, *earlier]))[:MAX_WARNINGS]
     out = {"hookSpecificOutput": {"hookEventName": "PostToolUse",
                                   "additionalContext": conflict_text(merged)}}
@@ -339,9 +339,9 @@ def leave_pending(session: str, warnings: list[str]) -> None:
 def take_warnings(session_id: str) -> str:
     """The conflict warning this session's edits left and no hook has shown yet ("" if
     none), for the prompt hook's output."""
-    from factbank_client.hook import entry as hookentry
+    from factbank_client.hook import pending
 
-    return conflict_text(_warnings_of(hookentry.take_pending(hookentry.safe_name(session_id))))
+    return conflict_text(_warnings_of(pending.take_pending(pending.safe_name(session_id))))
 
 
 # --- the entry points ------------------------------------------------------------------

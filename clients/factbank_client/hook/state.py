@@ -14,6 +14,7 @@ import os
 import time
 
 from factbank_client import lightjson
+from factbank_client.hook.pending import safe_name
 from factbank_client.paths import cache_dir
 
 LOG_MAX_BYTES = 512 * 1024
@@ -43,12 +44,6 @@ def log(message: str) -> None:
             os.close(fd)
     except Exception:  # the log is best effort by design
         pass
-
-
-def safe_name(session_id: str) -> str:
-    """A session id as a file name. Session ids are UUIDs; anything else is made
-    filename-safe (hashlib costs ~10 ms)."""
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in session_id)[:120] or "_"
 
 
 def _state_file(session_id: str, kind: str = "") -> str:

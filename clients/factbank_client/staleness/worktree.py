@@ -30,7 +30,7 @@ Cost. The hooks run this on every prompt, so it is standard library only and loa
 `re` nor `typing` (the hook loads neither: 7.6 and 12.6 ms of CPU in a fresh `python -I -S`;
 so the location and the blob id are read with string tests, and factbank_common.schema,
 which imports typing, is not imported); `_sha1` is the builtin, ~0.3 ms to import, where
-`hashlib` costs ~10 ms), reads each cited file once through `safefs.read` (inside the
+`hashlib` costs ~10 ms), reads each cited file once through `safefs.read_bytes` (inside the
 repository only, never through a link, a FIFO never blocks) with a byte bound (`HOOK_LIMIT`:
 a larger file is refused by its size before any byte is read, so a huge file costs one
 `fstat`), and asks git only when a fact is about to be left out (whether the file is one git
@@ -182,7 +182,7 @@ def check(fact: dict, root: str | Path, *, limit: int = HOOK_LIMIT) -> tuple[str
     where = f"{path}:{line}" if line else path
     root = os.fspath(root)
     try:
-        data = safefs.read(root, path, limit=limit)[1]
+        data = safefs.read_bytes(root, path, limit=limit)
     except FileNotFoundError:
         return UNKNOWN, f"{path} is not in this checkout"
     except (safefs.UnsafePath, OSError) as exc:
@@ -209,7 +209,7 @@ def _check_symbol(fact: dict, root: str, limit: int) -> tuple[str, str]:
     path, name = split_symbol(str((fact.get("source") or {}).get("location") or "")) or ("", "")
     path = str(fp.get("path") or path)
     try:
-        data = safefs.read(root, path, limit=limit)[1]
+        data = safefs.read_bytes(root, path, limit=limit)
     except FileNotFoundError:
         data = None
     except (safefs.UnsafePath, OSError) as exc:
@@ -300,7 +300,7 @@ def _judge_symbol(fact: dict, root: str, limit: int, path: str, name: str,
         listing (a file git ignores is checked below, only before a fact is left out)."""
 
         def read(self, rel: str) -> bytes:
-            return safefs.read(root, rel, limit=limit)[1]
+            return safefs.read_bytes(root, rel, limit=limit)
 
     try:
         v = verify.check_symbol({**fact, "id": int(fact.get("id") or 0)},
