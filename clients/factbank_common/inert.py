@@ -41,19 +41,21 @@ _VISIBLE = {"\n": "\\n", "\r": "\\r", "\t": " "}
 # characters (zero-width, bidi, BOM), line/paragraph separators, surrogates, private use,
 # unassigned.
 _INVISIBLE = frozenset(("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"))
-_MARKDOWN: list = []  # the three patterns below, compiled on the first markdown=True call
+_MARKDOWN: tuple = ()  # the three patterns below, compiled on the first markdown=True call
 
 
-def _markdown() -> list:
+def _markdown() -> tuple:
     """(HTML open, fence, leading block) patterns. Compiled when first needed, with `re`
     imported then: the hooks print every block through `inert` without markdown, and `re`
     (with the `enum`, `functools` and `collections` it brings) costs a fresh `python -I -S`
-    7.6 ms of CPU (median of 21 on the 2-core box, the bare interpreter 11.1 ms)."""
+    7.6 ms of CPU (median of 21 on the 2-core box, the bare interpreter 11.1 ms). One tuple,
+    assigned at once: two threads' first calls at worst compile it twice."""
+    global _MARKDOWN
     if not _MARKDOWN:
         import re
 
-        _MARKDOWN.extend((re.compile(r"<(?=[!/?A-Za-z])"), re.compile(r"`{3,}|~{3,}"),
-                          re.compile(r"^(?:[#>+*|-]|\d+[.)])")))
+        _MARKDOWN = (re.compile(r"<(?=[!/?A-Za-z])"), re.compile(r"`{3,}|~{3,}"),
+                     re.compile(r"^(?:[#>+*|-]|\d+[.)])"))
     return _MARKDOWN
 
 
