@@ -1,6 +1,6 @@
 """Where the client keeps what it may lose (caches, hook state, locks): one answer for every
 module. Ground floor: imports only `os`, so the hooks, staleness and the code graph can all
-stand on it. (`hook/entry.py` keeps its own copy: a recording event's parent process imports
+stand on it. (`hook/pending.py` keeps its own copy: a recording event's parent process imports
 nothing at all, docs/harnesses.md.)"""
 
 from __future__ import annotations

@@ -19,8 +19,9 @@ for it (`sessions/<id>.pending`, already the exact output JSON), hands its stdin
 stderr to /dev/null (so the harness sees EOF the moment it exits), forks, and exits. The
 forked child (its own session, so the harness does not kill it with its process group) turns
 the payload into timeline events, buffers them and sends the buffer. The parent imports
-nothing: `os` is frozen in the interpreter, `sys` loaded at start-up, `_signal` built in
-(`signal` would import `enum`), and not even `json` (it brings `re`).
+nothing but `pending` (what it prints, `os` alone): `os` is frozen in the interpreter, `sys`
+loaded at start-up, `_signal` built in (`signal` would import `enum`), and not even `json`
+(it brings `re`).
 
 Why it is built like this (docs/principles.md#hooks-never-hurt-the-session, "hooks never hurt the
 session"): it always exits 0,
