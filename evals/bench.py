@@ -595,7 +595,8 @@ def targets(result: dict) -> list[dict]:
     if hk and "rows" in hk:
         rows = hk["rows"]
         bare = rows["python -I -S (interpreter only)"]["p50_ms"]
-        for name in ("session-start", "user-prompt-submit", "stop"):
+        for name in ("session-start", "user-prompt-submit", "stop",
+                     "post-tool-use (Edit; what the harness waits for)"):
             if name in rows:
                 x = rows[name]["p50_ms"] / bare
                 out.append(_verdict(f"hook {name} p50 <= {HOOK_TARGET:g}x the bare interpreter",

@@ -20,6 +20,13 @@ working-tree check (verify before inject, staleness/worktree.py) on every run; e
 run by run, with a "working-tree check off" row (FACTBANK_INJECT_CHECK=0) timed in
 turn under the same load: the p50 difference is the check's cost (target: <= 5 ms).
 
+`--against OTHER/factbank_client/hooks.py` times another checkout's hooks (an older commit's,
+`git archive <commit> clients | tar -x -C /tmp/base`) beside these, run by run in turn, each
+of its rows named `... [against]`: a before/after in one sitting, under the same load.
+
+The issue's target for every hook is p50 <= 4x the bare interpreter's (HOOK_TARGET, the
+verdicts of `factbank bench`); the table gives each row's ratio.
+
 `--harness` adds the same rows for Gemini CLI, Qwen Code, Copilot CLI and OpenCode:
 the command those installs register (`hooks.py <event> <harness>`) with that harness's own
 payload shape (as captured in tests/fixtures/harness-payloads), so the translation
@@ -48,6 +55,7 @@ from factbank_evals.metrics import percentile
 from factbank_evals.stack import running_stack
 
 TARGET_P50_MS = 100.0
+HOOK_TARGET = 4.0  # every hook's p50 against `python -I -S -c pass` (bench.HOOK_TARGET)
 RECORD_TARGET_P50_MS = 50.0
 PROJECT = "github.com/acme/bench-api"
 HOOK = [python_exe(), "-I", "-S", hook_script()]
@@ -199,8 +207,17 @@ def timed(argv: list[str], stdin: bytes, env: dict, cwd: Path) -> tuple[float, f
     return ms, (_child_cpu() - cpu) * 1000, proc.stdout
 
 
-def measure(n: int, harnesses: tuple[str, ...] = ()) -> dict:
+def measure(n: int, harnesses: tuple[str, ...] = (), against: str | None = None) -> dict:
     rows: dict[str, dict] = {}
+    ours = hook_script()
+    ours_root = os.path.dirname(os.path.dirname(ours))
+
+    def swap(argv: list[str]) -> list[str]:
+        """`argv` running the `against` checkout's hooks instead of ours."""
+        assert against is not None
+        root = os.path.dirname(os.path.dirname(against))
+        return [against if a == ours else a.replace(repr(ours_root), repr(root))
+                for a in argv]
     with running_stack() as stack, tempfile.TemporaryDirectory() as tmp:
         env, repo = make_home(Path(tmp), stack.recall, stack.ingest, stack.token)
         with httpx.Client(headers=stack.headers(), timeout=120) as http:
@@ -224,6 +241,14 @@ def measure(n: int, harnesses: tuple[str, ...] = ()) -> dict:
             """Time `runs` as row `name`; with `more` (other rows' runs), run by run in turn,
             so every row of the group sees the same load (an A/B in one sitting)."""
             groups = [(name, runs), *more]
+            if against:
+                # Its own session ids: the bank leaves out of a block what it already
+                # showed that session, so a shared id would give the second run nothing.
+                groups += [(f"{g} [against]",
+                            [(swap(a), i.replace(b'"session_id": "', b'"session_id": "a-')
+                              .replace(b'"sessionId": "', b'"sessionId": "a-'), e)
+                             for a, i, e in r])
+                           for g, r in groups if any(swap(a) != a for a, _, _ in r)]
             got: dict[str, tuple[list[float], list[float], list[bool]]] = {
                 g: ([], [], []) for g, _ in groups}
             for i in range(max(len(r) for _, r in groups)):
@@ -308,7 +333,10 @@ def measure(n: int, harnesses: tuple[str, ...] = ()) -> dict:
     hooks = [v for k, v in rows.items() if k.rsplit(": ", 1)[-1] in blocks]
     records = [rows["post-tool-use (Edit; what the harness waits for)"]] + [
         rows[f"{h}: post-tool-use (write)"] for h in harnesses]
-    return {"rows": rows, "target_p50_ms": TARGET_P50_MS,
+    bare = rows["python -I -S (interpreter only)"]["p50_ms"]
+    for r in rows.values():
+        r["x_bare"] = round(r["p50_ms"] / bare, 2)
+    return {"rows": rows, "target_p50_ms": TARGET_P50_MS, "hook_target_x": HOOK_TARGET,
             "meets_target": all(r["p50_ms"] < TARGET_P50_MS for r in hooks),
             "record_target_p50_ms": RECORD_TARGET_P50_MS,
             "record_meets_target": all(r["p50_ms"] <= RECORD_TARGET_P50_MS for r in records),
@@ -316,12 +344,12 @@ def measure(n: int, harnesses: tuple[str, ...] = ()) -> dict:
 
 
 def table(result: dict) -> str:
-    lines = ["| hook (one process per event) | n | p50 ms | p95 ms | max ms | CPU p50 ms "
-             "| printed |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| hook (one process per event) | n | p50 ms | x bare | p95 ms | max ms "
+             "| CPU p50 ms | printed |",
+             "|---|---|---|---|---|---|---|---|"]
     for name, r in result["rows"].items():
-        lines.append(f"| {name} | {r['n']} | {r['p50_ms']} | {r['p95_ms']} | {r['max_ms']} "
-                     f"| {r['cpu_p50_ms']} | {r['printed']} |")
+        lines.append(f"| {name} | {r['n']} | {r['p50_ms']} | {r['x_bare']} | {r['p95_ms']} "
+                     f"| {r['max_ms']} | {r['cpu_p50_ms']} | {r['printed']} |")
     verdict = "meets" if result["meets_target"] else "MISSES"
     lines.append("")
     lines.append(f"target: session-start and user-prompt-submit p50 < "  # every harness
@@ -331,6 +359,13 @@ def table(result: dict) -> str:
     floor = result["rows"]["python -I -S (interpreter only)"]["p50_ms"]
     lines.append(f"target: post-tool-use p50 <= {result['record_target_p50_ms']:.0f} ms: "
                  f"{verdict} (the interpreter alone: {floor} ms)")
+    hooks = {k: r for k, r in result["rows"].items() if k != "python -I -S (interpreter only)"
+             and "[against]" not in k and "service down" not in k and "child" not in k
+             and "`python -m`" not in k}
+    worst = max(hooks.items(), key=lambda kv: kv[1]["x_bare"])
+    verdict = "meets" if worst[1]["x_bare"] <= result["hook_target_x"] else "MISSES"
+    lines.append(f"target: every hook p50 <= {result['hook_target_x']:g}x the interpreter's: "
+                 f"{verdict} (the highest: {worst[0]}, x{worst[1]['x_bare']})")
     return "\n".join(lines)
 
 
@@ -338,6 +373,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=40, help="runs per event")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--against", default=None, metavar="HOOKS_PY",
+                        help="also time this checkout's factbank_client/hooks.py, run by run "
+                             "in turn with ours (rows named '[against]')")
     parser.add_argument("--harness", default="",
                         help=f"also these (comma-separated: {', '.join(NEXT)}, or all)")
     args = parser.parse_args(argv)
@@ -345,7 +383,10 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [h for h in chosen if h not in NEXT]
     if unknown:
         parser.error(f"--harness: unknown {', '.join(unknown)} (choose from {', '.join(NEXT)})")
-    result = measure(args.n, chosen)
+    against = os.path.abspath(args.against) if args.against else None
+    if against and not os.path.isfile(against):
+        parser.error(f"--against: no file {args.against}")
+    result = measure(args.n, chosen, against)
     print(json.dumps(result, indent=2) if args.json else table(result))
     return 0
 

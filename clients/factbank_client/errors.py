@@ -4,7 +4,9 @@ HTTP call could not go on. The CLI prints each as one line (`factbank_client.cli
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+TYPE_CHECKING = False  # not `typing`'s, and Sequence only for the checker: the hooks import
+if TYPE_CHECKING:  # this module, and `collections.abc` loads `collections` (~1.5 ms)
+    from collections.abc import Sequence
 
 
 class FactbankError(Exception):

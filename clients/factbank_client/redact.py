@@ -71,6 +71,8 @@ _TOKEN = re.compile(r"[A-Za-z0-9_+/=.~-]{16,}")
 def config_tokens() -> tuple[str, ...]:
     """The tokens of the client's config and environment (longest first). Read again when the
     environment's tokens or the config file change (a `login` in a long-lived dashboard)."""
+    # config imports this module back, lazily, for its URL errors (a circle kept on purpose:
+    # config.normalize_url says what it saves every hook, 20 ms of CPU).
     from factbank_client import config
 
     path = config.config_path()

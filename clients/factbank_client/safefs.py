@@ -78,6 +78,12 @@ def inside(root: str | Path, path: str | Path, *, base: str | Path | None = None
     it is inside `root`'s real path and not in its `.git`. UnsafePath otherwise."""
     from pathlib import Path
 
+    return Path(_inside(root, path, base))
+
+
+def _inside(root: str | Path, path: str | Path, base: str | Path | None) -> str:
+    """`inside` as a string: the hooks' working-tree check reads files through `read_bytes`
+    and never loads pathlib (14.5 ms of CPU in a fresh `python -I -S`, config.py)."""
     text = os.fspath(path)
     _check_text(text)
     real_root = os.path.realpath(root)
@@ -88,7 +94,7 @@ def inside(root: str | Path, path: str | Path, *, base: str | Path | None = None
         raise UnsafePath(f"{_shown(text)} is outside the repository ({real_root})")
     if any(p.casefold() == ".git" for p in rel.split(os.sep)):
         raise UnsafePath(f"{_shown(text)} leads into git's own directory")
-    return Path(real)
+    return real
 
 
 def _open_inside(real_root: str, rel_parts: tuple[str, ...]) -> int:
@@ -109,7 +115,21 @@ def read(root: str | Path, path: str | Path, *, base: str | Path | None = None,
          limit: int = MAX_READ) -> tuple[Path, bytes]:
     """(the real path, its bytes) of a regular file inside `root` (see `inside`).
     FileNotFoundError when it is not there; UnsafePath when it may not be read."""
-    real = inside(root, path, base=base)
+    from pathlib import Path
+
+    real, data = _read(root, path, base, limit)
+    return Path(real), data
+
+
+def read_bytes(root: str | Path, path: str | Path, *, base: str | Path | None = None,
+               limit: int = MAX_READ) -> bytes:
+    """`read(...)[1]`, without pathlib (the hooks', `_inside`)."""
+    return _read(root, path, base, limit)[1]
+
+
+def _read(root: str | Path, path: str | Path, base: str | Path | None,
+          limit: int) -> tuple[str, bytes]:
+    real = _inside(root, path, base)
     real_root = os.path.realpath(root)
     rel = os.path.relpath(real, real_root)
     parts = tuple(rel.split(os.sep))

@@ -13,10 +13,9 @@ Without a replica the header costs nothing: recall ignores it when it reads the 
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 
+from factbank_client import lightjson
 from factbank_client.paths import cache_dir
 
 HEADER = "X-Factbank-Min-Version"
@@ -33,7 +32,7 @@ def _key(url: str, bank: str) -> str:
 def _load() -> dict[str, int]:
     try:
         with open(path(), encoding="utf-8") as fh:
-            data = json.load(fh)
+            data = lightjson.load(fh)
     except (OSError, ValueError):
         return {}
     if not isinstance(data, dict):
@@ -70,23 +69,30 @@ def remember(url: str, bank: str, version: str | int | None) -> None:
             data[key] = value
             from factbank_client import safefs
 
-            safefs.write(path(), json.dumps(data), private=True)
+            safefs.write(path(), lightjson.dumps(data), private=True)
     except (OSError, ValueError):  # UnsafePath is a ValueError: a link is not followed
         pass
 
 
-@contextlib.contextmanager
 def _locked():
     """Writers (CLI, MCP server, hooks' recording child) take turns on a lock file, so two
-    writes at once cannot put an older version back."""
-    try:
-        import fcntl
-    except ImportError:  # not POSIX: last writer wins
-        yield
-        return
-    fd = os.open(path() + ".lock", os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
+    writes at once cannot put an older version back. `contextlib` is imported here, not at
+    the top: the prompt hook reads this module, and contextlib brings functools and
+    collections (part of the 10 ms `json` cost lightjson.py measures)."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def held():  # type: ignore[no-untyped-def]
+        try:
+            import fcntl
+        except ImportError:  # not POSIX: last writer wins
+            yield
+            return
+        fd = os.open(path() + ".lock", os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    return held()

@@ -31,9 +31,6 @@ blocks hooks print), like factbank_common.schema.
 
 from __future__ import annotations
 
-import re
-import unicodedata
-
 # Long enough for any single field a writer shows whole (a fact's content is at most a few
 # thousand characters; the session block cuts it at 600 before this), short enough that a
 # hostile 1 MB string cannot flood a terminal, a hook's JSON or a rule file.
@@ -44,15 +41,34 @@ _VISIBLE = {"\n": "\\n", "\r": "\\r", "\t": " "}
 # characters (zero-width, bidi, BOM), line/paragraph separators, surrogates, private use,
 # unassigned.
 _INVISIBLE = frozenset(("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"))
-_HTML_OPEN = re.compile(r"<(?=[!/?A-Za-z])")
-_FENCE = re.compile(r"`{3,}|~{3,}")
-_LEADING_BLOCK = re.compile(r"^(?:[#>+*|-]|\d+[.)])")
+_MARKDOWN: tuple = ()  # the three patterns below, compiled on the first markdown=True call
+
+
+def _markdown() -> tuple:
+    """(HTML open, fence, leading block) patterns. Compiled when first needed, with `re`
+    imported then: the hooks print every block through `inert` without markdown, and `re`
+    (with the `enum`, `functools` and `collections` it brings) costs a fresh `python -I -S`
+    7.6 ms of CPU (median of 21 on the 2-core box, the bare interpreter 11.1 ms). One tuple,
+    assigned at once: two threads' first calls at worst compile it twice."""
+    global _MARKDOWN
+    if not _MARKDOWN:
+        import re
+
+        _MARKDOWN = (re.compile(r"<(?=[!/?A-Za-z])"), re.compile(r"`{3,}|~{3,}"),
+                     re.compile(r"^(?:[#>+*|-]|\d+[.)])"))
+    return _MARKDOWN
+
+
+def _category(ch: str) -> str:
+    import unicodedata  # only for non-ASCII text (a C module, but one more load)
+
+    return unicodedata.category(ch)
 
 
 def _escape(ch: str) -> str:
     if ch in _VISIBLE:
         return _VISIBLE[ch]
-    if unicodedata.category(ch) not in _INVISIBLE:
+    if _category(ch) not in _INVISIBLE:
         return ch
     code = ord(ch)
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 \
@@ -66,9 +82,10 @@ def inert(text: object, limit: int = LIMIT, *, markdown: bool = False) -> str:
     if not s.isascii() or any(ord(c) < 0x20 or ord(c) == 0x7F for c in s):
         s = "".join(map(_escape, s))
     if markdown:
-        s = _HTML_OPEN.sub("&lt;", s)
-        s = _FENCE.sub(lambda m: "".join("\\" + c for c in m.group()), s)
-        s = _LEADING_BLOCK.sub(lambda m: "\\" + m.group(), s.lstrip())
+        html_open, fence, leading_block = _markdown()
+        s = html_open.sub("&lt;", s)
+        s = fence.sub(lambda m: "".join("\\" + c for c in m.group()), s)
+        s = leading_block.sub(lambda m: "\\" + m.group(), s.lstrip())
     if len(s) > limit:
         s = s[: max(0, limit - 1)] + "…"
     return s
@@ -88,7 +105,7 @@ def json_inert(text: str) -> str:
     document means the same; a terminal showing it obeys none of them."""
     if text.isascii() and "\x7f" not in text:  # json.dumps escaped C0 (LF is indentation)
         return text
-    return "".join(ch if ch == "\n" or unicodedata.category(ch) not in _INVISIBLE else
+    return "".join(ch if ch == "\n" or _category(ch) not in _INVISIBLE else
                    "".join(f"\\u{u:04x}" for u in _utf16(ch)) for ch in text)
 
 

@@ -497,8 +497,8 @@ async def test_hooks_record_and_tell_the_second_session_of_the_conflict(
     import asyncio
     import time
 
-    from factbank_client.hook import entry as hookentry
     from factbank_client.hook import main as hookmain
+    from factbank_client.hook import pending
     from factbank_client.hook import record as hookrecord
 
     login(capsys, cli_env)
@@ -524,10 +524,10 @@ async def test_hooks_record_and_tell_the_second_session_of_the_conflict(
         "session_id": "claude-1", "cwd": str(cli_env.repo), "hook_event_name": "PostToolUse",
         "tool_name": "Write", "tool_input": {"file_path": target, "content": "x"},
         "tool_response": {}, "tool_use_id": "toolu_1"})
-    context = json.loads(hookentry.take_pending("claude-1"))["hookSpecificOutput"][
+    context = json.loads(pending.take_pending("claude-1"))["hookSpecificOutput"][
         "additionalContext"]
     assert "src/app.py was also touched by alice with codex" in context
-    assert hookentry.take_pending("claude-1") == b""  # told once
+    assert pending.take_pending("claude-1") == b""  # told once
     secret = "ghp_R7mK2xQ9vL4pT8wN3jH6sD1fG5aZ0cB4yE2u"
     await asyncio.to_thread(record, "PostToolUse", {
         "session_id": "claude-1", "cwd": str(cli_env.repo), "hook_event_name": "PostToolUse",

@@ -71,9 +71,9 @@ def _propose(repo, home):
 
 def _pending(home):
     os.environ["XDG_CACHE_HOME"] = str(home / ".cache")
-    from factbank_client.hook import entry as hookentry
+    from factbank_client.hook import pending
 
-    return Path(hookentry.pending_path(hookentry.safe_name("s1")))
+    return Path(pending.pending_path(pending.safe_name("s1")))
 
 
 WRITERS = {

@@ -19,8 +19,9 @@ for it (`sessions/<id>.pending`, already the exact output JSON), hands its stdin
 stderr to /dev/null (so the harness sees EOF the moment it exits), forks, and exits. The
 forked child (its own session, so the harness does not kill it with its process group) turns
 the payload into timeline events, buffers them and sends the buffer. The parent imports
-nothing: `os` is frozen in the interpreter, `sys` loaded at start-up, `_signal` built in
-(`signal` would import `enum`), and not even `json` (it brings `re`).
+nothing but `pending` (what it prints, `os` alone): `os` is frozen in the interpreter, `sys`
+loaded at start-up, `_signal` built in (`signal` would import `enum`), and not even `json`
+(it brings `re`).
 
 Why it is built like this (docs/principles.md#hooks-never-hurt-the-session, "hooks never hurt the
 session"): it always exits 0,
@@ -35,13 +36,14 @@ parent directory on sys.path itself. `python -m factbank_client.hooks <event>` w
 import os  # no `from __future__ import annotations`: even that is a module to load
 import sys
 
-# The hook family imports in a circle on purpose: this module imports `main`, `record`,
-# `verify`, `adapt` and `state` only inside the functions that need them, and they import
-# this module back for the few path helpers it must hold itself (`cache_dir`,
-# `pending_path`, `safe_name`, `take_pending`, `detach`). A recording event then loads this
-# module alone (tests/unit/test_timeline_hooks.py holds it to that); helpers in a module of
-# their own would be one more load on every hook run, and importing the rest at the top
-# would cost the 53-77 ms compile and import time measured above.
+from factbank_client.hook.pending import safe_name, take_pending
+
+# This module imports `main`, `record`, `verify`, `adapt` and `state` only inside the functions
+# that need them (importing them at the top would cost the 53-77 ms compile and import time
+# measured above), and none of them imports it back: what a recording child leaves for the
+# next hook is in `pending` (which the parent here needs too), and the work an answering event
+# leaves for later (`hookmain.AFTER`) is detached here, after `hookmain.main` returns. A
+# recording event loads this module and `pending` alone (tests/unit/test_timeline_hooks.py).
 
 RECORDING = {"post-tool-use": "PostToolUse", "post-tool-use-failure": "PostToolUseFailure",
              "session-end": "SessionEnd"}
@@ -55,11 +57,6 @@ def event_of(arg: str) -> str:
     if key in RECORDING:
         return RECORDING[key]
     return arg.strip()
-
-
-def cache_dir() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "factbank")
 
 
 def session_of(raw: bytes) -> str:
@@ -77,43 +74,6 @@ def session_of(raw: bytes) -> str:
                     sid = raw[start:end].decode("ascii", "replace")
                 break
     return safe_name(sid) if sid else ""
-
-
-def safe_name(session_id: str) -> str:
-    """As hookstate.safe_name (not imported here: it brings json)."""
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in session_id)[:120] or "_"
-
-
-def pending_path(session: str) -> str:
-    """Where an earlier event leaves the output for session `session` (a safe name)."""
-    return os.path.join(cache_dir(), "sessions", f"{session}.pending")
-
-
-def take_pending(session: str) -> bytes:
-    """The output an earlier event of `session` left for it ("" if none); taken once (a
-    rename, so two hooks never both print it)."""
-    if not session:
-        return b""
-    path = pending_path(session)
-    taken = f"{path}.{os.getpid()}"
-    try:
-        os.rename(path, taken)
-    except OSError:
-        return b""
-    try:  # O_NOFOLLOW: a link planted at the name is consumed, never read through
-        fd = os.open(taken, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
-                     | getattr(os, "O_NONBLOCK", 0))
-        try:
-            return os.read(fd, 1 << 20)
-        finally:
-            os.close(fd)
-    except OSError:
-        return b""
-    finally:
-        try:
-            os.unlink(taken)
-        except OSError:
-            pass
 
 
 def detach(event: str, raw: bytes, harness: str = "") -> None:
@@ -190,7 +150,13 @@ def main(argv: list[str] | None = None) -> int:
     if event not in RECORDING.values():
         from factbank_client.hook import main as hookmain
 
-        return hookmain.main(argv)
+        code = hookmain.main(argv)
+        # The recording work the event left, once its output is written (detach hands the
+        # hook's pipes to /dev/null first).
+        while hookmain.AFTER:
+            work, raw = hookmain.AFTER.pop(0)
+            detach(work, raw)
+        return code
     try:
         import _signal
 

@@ -24,14 +24,15 @@ at a time (an flock) sends the whole buffer. What is not accepted stays buffered
 the next event, so a service that is down loses nothing within the bound. A file event's
 answer carries its conflicts (another session touched the file within the window); they are
 left in `sessions/<id>.pending` as the exact PostToolUse output, which the session's next
-hook prints (`hookentry.take_pending`), or its next prompt hook (`take_warnings`).
+hook prints (`pending.take_pending`), or its next prompt hook (`take_warnings`).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import time
+
+from factbank_client import lightjson
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # a link planted in the cache is never followed
 
@@ -192,7 +193,7 @@ def timeline_bank(cfg: Any) -> str | None:
 
 def append(path: str, events: list[dict]) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    data = "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in events).encode("utf-8")
+    data = "".join(lightjson.dumps(e, ensure_ascii=False) + "\n" for e in events).encode("utf-8")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | _NOFOLLOW, 0o600)
     try:
         os.write(fd, data)  # one write: appends of concurrent hooks do not interleave
@@ -264,7 +265,7 @@ def _send(cfg: Any, bank: str, path: str, deadline: float, minihttp: Any,
     events = []
     for ln in lines:
         try:
-            events.append(json.loads(ln))
+            events.append(lightjson.loads(ln))
         except ValueError:
             _log("timeline buffer: dropped a line that is not JSON")
     url = cfg.url + "/v1/timeline/events"
@@ -291,7 +292,7 @@ def _send(cfg: Any, bank: str, path: str, deadline: float, minihttp: Any,
     if rest:
         from factbank_client import safefs
 
-        safefs.write(sending, "".join(json.dumps(e, ensure_ascii=False) + "\n"
+        safefs.write(sending, "".join(lightjson.dumps(e, ensure_ascii=False) + "\n"
                                       for e in rest), private=True)
         return False
     os.remove(sending)
@@ -310,8 +311,10 @@ def conflict_text(warnings: list[str]) -> str:
 
 
 def _warnings_of(output: bytes) -> list[str]:
+    if not output:  # the usual case, answered without lightjson's slow (json) error path
+        return []
     try:
-        text = json.loads(output)["hookSpecificOutput"]["additionalContext"]
+        text = lightjson.loads(output)["hookSpecificOutput"]["additionalContext"]
     except (ValueError, KeyError, TypeError):
         return []
     return [ln[2:] for ln in str(text).splitlines() if ln.startswith("- ")]
@@ -320,25 +323,25 @@ def _warnings_of(output: bytes) -> list[str]:
 def leave_pending(session: str, warnings: list[str]) -> None:
     """Leave `warnings` (with any not yet shown) for the session's next hook, as the exact
     PostToolUse output (the hook prints it without parsing it)."""
-    from factbank_client.hook import entry as hookentry
+    from factbank_client.hook import pending
 
-    safe = hookentry.safe_name(session)
-    path = hookentry.pending_path(safe)
-    earlier = _warnings_of(hookentry.take_pending(safe))
+    safe = pending.safe_name(session)
+    path = pending.pending_path(safe)
+    earlier = _warnings_of(pending.take_pending(safe))
     merged = list(dict.fromkeys([*warnings, *earlier]))[:MAX_WARNINGS]
     out = {"hookSpecificOutput": {"hookEventName": "PostToolUse",
                                   "additionalContext": conflict_text(merged)}}
     from factbank_client import safefs
 
-    safefs.write(path, json.dumps(out, ensure_ascii=True), private=True)
+    safefs.write(path, lightjson.dumps(out, ensure_ascii=True), private=True)
 
 
 def take_warnings(session_id: str) -> str:
     """The conflict warning this session's edits left and no hook has shown yet ("" if
     none), for the prompt hook's output."""
-    from factbank_client.hook import entry as hookentry
+    from factbank_client.hook import pending
 
-    return conflict_text(_warnings_of(hookentry.take_pending(hookentry.safe_name(session_id))))
+    return conflict_text(_warnings_of(pending.take_pending(pending.safe_name(session_id))))
 
 
 # --- the entry points ------------------------------------------------------------------
@@ -355,7 +358,7 @@ def process(event: str, raw: bytes, at: float | None = None) -> None:
 
     signal.alarm(CHILD_DEADLINE)  # SIGALRM's default action ends the process
     try:
-        data = json.loads(raw.decode("utf-8")) if raw.strip() else {}
+        data = lightjson.loads(raw.decode("utf-8")) if raw.strip() else {}
         if not isinstance(data, dict):
             raise ValueError(f"hook input is {type(data).__name__}, not an object")
         from factbank_client import config

@@ -10,10 +10,11 @@ than pathlib: the Stop hook imports nothing else, and pathlib alone costs it ~10
 
 from __future__ import annotations
 
-import json
 import os
 import time
 
+from factbank_client import lightjson
+from factbank_client.hook.pending import safe_name
 from factbank_client.paths import cache_dir
 
 LOG_MAX_BYTES = 512 * 1024
@@ -45,12 +46,6 @@ def log(message: str) -> None:
         pass
 
 
-def safe_name(session_id: str) -> str:
-    """A session id as a file name. Session ids are UUIDs; anything else is made
-    filename-safe (hashlib costs ~10 ms)."""
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in session_id)[:120] or "_"
-
-
 def _state_file(session_id: str, kind: str = "") -> str:
     name = safe_name(session_id) + (f".{kind}" if kind else "")
     return os.path.join(cache_dir(), "sessions", f"{name}.json")
@@ -62,7 +57,7 @@ def load(session_id: str, kind: str = "") -> dict:
     the two never overwrite each other's keys)."""
     try:
         with open(_state_file(session_id, kind), encoding="utf-8") as fh:
-            data = json.load(fh)
+            data = lightjson.load(fh)
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -71,7 +66,7 @@ def load(session_id: str, kind: str = "") -> dict:
 def save(session_id: str, state: dict, kind: str = "") -> None:
     from factbank_client import safefs
 
-    safefs.write(_state_file(session_id, kind), json.dumps(state), private=True)
+    safefs.write(_state_file(session_id, kind), lightjson.dumps(state), private=True)
 
 
 def prune(max_age: float = STATE_MAX_AGE) -> int:

@@ -27,13 +27,10 @@ MIN_INTERVAL = 300.0  # seconds between two session-start verifies of one reposi
 
 
 def repo_root(cwd: str) -> str | None:
-    """The repository holding `cwd` (project.repo_root), as a string for the stamp's name."""
-    from pathlib import Path
+    """The repository holding `cwd` (project.root_dir), as a string for the stamp's name."""
+    from factbank_client.project import root_dir
 
-    from factbank_client.project import repo_root as root_of
-
-    root = root_of(Path(cwd))
-    return str(root) if root is not None else None
+    return root_dir(cwd)
 
 
 def due(root: str, now: float | None = None) -> bool:

@@ -26,9 +26,11 @@ file or to a changed file) holds; its body changed or its quote gone is not hold
 symbol this checkout cannot find or parse is unknown. That path loads the grammars and
 parses the file (tens of milliseconds on a cold process), so only a changed file pays it.
 
-Cost. The hooks run this on every prompt, so it is standard library only (`re`, `json` and
-`pathlib` are loaded by the hook already; `_sha1` is the builtin, ~0.3 ms to import, where
-`hashlib` costs ~10 ms), reads each cited file once through `safefs.read` (inside the
+Cost. The hooks run this on every prompt, so it is standard library only and loads neither
+`re` nor `typing` (the hook loads neither: 7.6 and 12.6 ms of CPU in a fresh `python -I -S`;
+so the location and the blob id are read with string tests, and factbank_common.schema,
+which imports typing, is not imported); `_sha1` is the builtin, ~0.3 ms to import, where
+`hashlib` costs ~10 ms), reads each cited file once through `safefs.read_bytes` (inside the
 repository only, never through a link, a FIFO never blocks) with a byte bound (`HOOK_LIMIT`:
 a larger file is refused by its size before any byte is read, so a huge file costs one
 `fstat`), and asks git only when a fact is about to be left out (whether the file is one git
@@ -43,10 +45,8 @@ are unchanged (blob fast path), 2.2 ms when lines were inserted above the quotes
 from __future__ import annotations
 
 import os
-import re
 
 from factbank_client import safefs
-from factbank_common.schema import split_symbol
 
 TYPE_CHECKING = False  # not `typing`'s: the hooks import this module
 if TYPE_CHECKING:
@@ -63,8 +63,33 @@ MAX_WHY = 160
 # more is unknown (a big refactor's checkout is judged by the post-commit verify instead).
 SYMBOL_SEARCH = 20
 IGNORE_WAIT = 0.5  # seconds git gets to say whether a file is ignored
-_LOCATION = re.compile(r"^(?P<path>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")
-_HEX40 = re.compile(r"^[0-9a-f]{40}$")
+SYMBOL_SEPARATOR = "::"  # factbank_common.schema.SYMBOL_SEPARATOR (a test holds them equal)
+
+
+def split_symbol(location: str) -> tuple[str, str] | None:
+    """factbank_common.schema.split_symbol, without importing schema (it imports typing)."""
+    path, sep, name = location.strip().partition(SYMBOL_SEPARATOR)
+    return (path.strip(), name.strip()) if sep else None
+
+
+def _location(loc: str) -> tuple[str, str | None] | None:
+    r"""(path, start line) as `^(?P<path>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$` reads
+    `loc`, None where it does not match."""
+    loc = loc[:-1] if loc.endswith("\n") else loc  # `$` passes a final LF
+    if not loc or "\n" in loc:
+        return None
+    for at in range(1, len(loc)):
+        if loc[at] == ":":
+            start, dash, end = loc[at + 1:].partition("-")
+            if start.isdecimal() and (not dash or end.isdecimal()):
+                return loc[:at], start
+    return loc, None
+
+
+def _hex40(text: str) -> bool:
+    """`^[0-9a-f]{40}$` (whose `$` also passes a final LF)."""
+    return text[40:] in ("", "\n") and len(text) >= 40 and all(
+        c in "0123456789abcdef" for c in text[:40])
 
 
 def quote_in(text: str, quote: str) -> bool:
@@ -82,7 +107,7 @@ def _blob(data: bytes, like: str) -> str:
 
         return "sha256:" + _sha256.sha256(data).hexdigest()
     header = b"blob %d\0" % len(data)
-    if _HEX40.match(like):
+    if _hex40(like):
         import _sha1
 
         h = _sha1.sha1(header)
@@ -162,15 +187,15 @@ def check(fact: dict, root: str | Path, *, limit: int = HOOK_LIMIT) -> tuple[str
         return UNKNOWN, "no quote this checkout can look for"
     if split_symbol(loc) is not None:
         return _check_symbol(fact, os.fspath(root), limit)
-    m = _LOCATION.match(loc)
+    m = _location(loc)
     if not m:
         return UNKNOWN, "no file in its location"
-    path = str(fp.get("path") or m.group("path"))
-    line = fp.get("line") or m.group("start")
+    path = str(fp.get("path") or m[0])
+    line = fp.get("line") or m[1]
     where = f"{path}:{line}" if line else path
     root = os.fspath(root)
     try:
-        data = safefs.read(root, path, limit=limit)[1]
+        data = safefs.read_bytes(root, path, limit=limit)
     except FileNotFoundError:
         return UNKNOWN, f"{path} is not in this checkout"
     except (safefs.UnsafePath, OSError) as exc:
@@ -194,7 +219,7 @@ def _check_symbol(fact: dict, root: str, limit: int) -> tuple[str, str]:
     path, name = split_symbol(str((fact.get("source") or {}).get("location") or "")) or ("", "")
     path = str(fp.get("path") or path)
     try:
-        data = safefs.read(root, path, limit=limit)[1]
+        data = safefs.read_bytes(root, path, limit=limit)
     except FileNotFoundError:
         data = None
     except (safefs.UnsafePath, OSError) as exc:
@@ -285,7 +310,7 @@ def _judge_symbol(fact: dict, root: str, limit: int, path: str, name: str,
         listing (a file git ignores is checked below, only before a fact is left out)."""
 
         def read(self, rel: str) -> bytes:
-            return safefs.read(root, rel, limit=limit)[1]
+            return safefs.read_bytes(root, rel, limit=limit)
 
     try:
         v = verify.check_symbol({**fact, "id": int(fact.get("id") or 0)},
