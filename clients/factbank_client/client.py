@@ -13,7 +13,6 @@ This module talks HTTP only; it never imports the server packages.
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -27,6 +26,7 @@ from factbank_client import safefs, written
 from factbank_client.config import ClientConfig
 from factbank_client.errors import FactbankError, QuoteNotFound, UnsafePath
 from factbank_client.project import repo_root
+from factbank_client.settings import settings
 from factbank_client.staleness import fingerprint
 from factbank_client.staleness.quotes import quote_spans
 from factbank_common import schema
@@ -88,7 +88,7 @@ class Client:
                  timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
                  http: httpx.Client | None = None, session: str | None = None) -> None:
         self.config = config
-        self.agent = agent or os.environ.get("FACTBANK_AGENT") or "cli"
+        self.agent = agent or settings.agent
         # The harness session this runs in (sessionid.py), looked up at each call: an MCP
         # server starts before the hook that marks its session. Sent so the services can
         # count repeats and what each session was shown (docs/misses.md).

@@ -35,6 +35,7 @@ import sys
 import time
 
 from factbank_client.hook.record import agent_name
+from factbank_client.settings import settings
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs ~5 ms at every prompt
 if TYPE_CHECKING:
@@ -114,7 +115,7 @@ def process_age() -> float:
 
 def budget() -> float:
     try:
-        return max(0.05, float(os.environ.get("FACTBANK_HOOK_TIMEOUT", DEFAULT_BUDGET)))
+        return settings.hook_timeout
     except ValueError:
         return DEFAULT_BUDGET
 
@@ -231,7 +232,7 @@ def _ids(value: object) -> list[int]:
 def root_of(data: dict) -> str | None:
     """The repository the session works in, for the working-tree check (None outside one,
     or with FACTBANK_INJECT_CHECK=0)."""
-    if os.environ.get("FACTBANK_INJECT_CHECK", "1") == "0":
+    if not settings.inject_check:
         return None
     from pathlib import Path
 
@@ -279,7 +280,7 @@ def on_session_start(data: dict, deadline: float) -> dict | None:
         state = _state().load(session_id)
         state["started"] = True
         _state().save(session_id, state)
-    if os.environ.get("FACTBANK_TIMELINE", "1") != "0":
+    if settings.timeline:
         from factbank_client.hook import record as hookrecord
 
         hookrecord.record_session_start(data, deadline)
