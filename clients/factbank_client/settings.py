@@ -8,11 +8,11 @@ environment at run time, and one long-lived dashboard or MCP server must see a n
 `ClientSettings(env)` reads another mapping (a harness's environment) the same way.
 
 The prompt hook imports this module on every prompt, so it is standard library only and
-loads nothing itself (`os` is loaded at interpreter start-up): no dataclasses (~2 ms with
-its `inspect` and `re`), no typing (~5 ms), no enum. Descriptors on a plain class give typed
-attributes for the price of a few small classes: `python -X importtime -I -S -c 'import
-factbank_client.settings'` measures its own line in tens of microseconds (the report of the
-change records the figures).
+loads nothing itself (`os` is every hook's first import anyway): no dataclasses, typing or
+enum, whose imports cost 20.9, 12.3 and 4.9 ms of CPU here against this module's 0.42 ms
+(an empty module: 0.17 ms), medians of 15 fresh `python -I -S` processes on the shared 2-core
+box at load 18. Descriptors on a plain class give typed attributes; each class costs ~18 us
+cold, so there are only as many as there are kinds of value.
 """
 
 import os  # no `from __future__ import annotations`: even that is a module to load

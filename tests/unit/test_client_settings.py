@@ -93,6 +93,10 @@ def test_the_pi_extension_and_the_git_hooks_read_only_declared_variables():
         re.findall(r"\$\{\{?(FACTBANK_\w+)", shell))
     assert {"FACTBANK_HOOK_TIMEOUT", "FACTBANK_PRE_PUSH", "FACTBANK_VERIFY"} <= read
     assert read - names == set()
+    pi = {v.name for v in declared() if "Pi extension" in v.used_by}
+    git = {v.name for v in declared() if "git" in v.used_by}
+    assert pi == set(re.findall(r"env\.(FACTBANK_\w+)", ts))  # the table says who reads what
+    assert git == set(re.findall(r"\$\{\{?(FACTBANK_\w+)", shell))
 
 
 def test_each_variable_is_declared_once_with_its_meaning_and_readers():
