@@ -99,6 +99,14 @@ def test_the_pi_extension_and_the_git_hooks_read_only_declared_variables():
     assert git == set(re.findall(r"\$\{\{?(FACTBANK_\w+)", shell))
 
 
+def test_codex_passes_every_connection_variable_to_its_mcp_server():
+    """Codex passes its MCP server the variables `env_vars` names (install/harnesses.py)."""
+    from factbank_client.install import common
+
+    connection = {v.name for v in declared() if v.used_by.startswith(settings_mod.CONNECTION)}
+    assert set(common.CODEX_ENV_VARS) == connection and "FACTBANK_TOKEN" in connection
+
+
 def test_each_variable_is_declared_once_with_its_meaning_and_readers():
     variables = list(declared())
     assert len({v.name for v in variables}) == len(variables) >= 17
