@@ -13,7 +13,6 @@ This module talks HTTP only; it never imports the server packages.
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -27,6 +26,7 @@ from factbank_client import safefs, written
 from factbank_client.config import ClientConfig
 from factbank_client.errors import FactbankError, QuoteNotFound, UnsafePath
 from factbank_client.project import repo_root
+from factbank_client.settings import settings
 from factbank_client.staleness import fingerprint
 from factbank_client.staleness.quotes import quote_spans
 from factbank_common import schema
@@ -88,7 +88,7 @@ class Client:
                  timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
                  http: httpx.Client | None = None, session: str | None = None) -> None:
         self.config = config
-        self.agent = agent or os.environ.get("FACTBANK_AGENT") or "cli"
+        self.agent = agent or settings.agent
         # The harness session this runs in (sessionid.py), looked up at each call: an MCP
         # server starts before the hook that marks its session. Sent so the services can
         # count repeats and what each session was shown (docs/misses.md).
@@ -98,6 +98,7 @@ class Client:
         self.http = http or httpx.Client(timeout=timeout)
 
     def close(self) -> None:
+        """Close the connection pool, unless it was passed in (then its owner closes it)."""
         if self._owns_http:
             self.http.close()
 
@@ -471,6 +472,7 @@ class Client:
             json_body={"edits": edits or None}))
 
     def queue_reject(self, cand_id: int, reason: str = "", *, bank: str | None = None) -> dict:
+        """Reject a queued candidate, with the reason (POST /v1/queue/{id}/reject)."""
         label = self._candidate_owner(cand_id, bank)
         return self._labelled(label, self._json(
             "POST", INGEST, f"/v1/queue/{int(cand_id)}/reject", label,
@@ -482,8 +484,16 @@ class Client:
         return self._labelled(label, self._json(
             "DELETE", INGEST, f"/v1/facts/{int(fact_id)}", label, params={"reason": reason}))
 
+    def purge(self, fact_id: int, *, bank: str | None = None) -> dict:
+        """Hard delete (admin scope): the fact, its history, postings and cached embedding
+        (DELETE /v1/facts/{id}/purge)."""
+        label = self._owner(fact_id, bank)
+        return self._labelled(label, self._json("DELETE", INGEST,
+                                                f"/v1/facts/{int(fact_id)}/purge", label))
+
     def add_category(self, name: str, description: str = "", *, auto_inject: bool = False,
                      decays: bool = True, bank: str | None = None) -> dict:
+        """Add a category to one bank's registry (POST /v1/categories)."""
         label = self._write_bank(None, bank)
         return self._labelled(label, self._json(
             "POST", INGEST, "/v1/categories", label,
@@ -570,6 +580,7 @@ class Client:
                 for label in (banks or self.banks)}
 
     def stats(self, *, banks: Sequence[str] | None = None) -> dict[str, dict]:
+        """Each bank's counts (GET /v1/stats): {bank label: stats}."""
         return {label: self._json("GET", RECALL, "/v1/stats", label)
                 for label in (banks or self.banks)}
 
@@ -581,6 +592,20 @@ class Client:
         return {label: self._json("GET", RECALL, "/v1/stats/misses", label, params=params)
                 for label in (banks or self.banks)}
 
+    def facts_page(self, bank: str, *, after: int = 0, limit: int = 100,
+                   order: str = "asc", status: str | None = None,
+                   statuses: Sequence[str] | None = None, category: str | None = None,
+                   project: str | None = None, tag: str | None = None,
+                   source_kinds: Sequence[str] | None = None) -> dict:
+        """One page of one bank's facts (GET /v1/facts): `facts` after the id `after` in id
+        order (`order="desc"`: newest first) and `next_cursor`, the next page's `after` (None
+        on the last page). Unset filters are not sent."""
+        return self._json("GET", RECALL, "/v1/facts", bank, params={
+            "after": after, "limit": limit, "order": order, "status": status,
+            "statuses": ",".join(statuses) if statuses else None, "category": category,
+            "project": project, "tag": tag,
+            "source_kind": ",".join(source_kinds) if source_kinds else None})
+
     def list_facts(self, *, bank: str | None = None, status: str | None = None,
                    category: str | None = None, project: str | None = None,
                    statuses: Sequence[str] | None = None,
@@ -590,35 +615,87 @@ class Client:
         label = self._write_bank(None, bank)
         after = 0
         while True:
-            page = self._json("GET", RECALL, "/v1/facts", label,
-                              params={"status": status, "category": category, "project": project,
-                                      "statuses": ",".join(statuses) if statuses else None,
-                                      "source_kind": ",".join(source_kinds) if source_kinds
-                                      else None,
-                                      "after": after, "limit": page_size})
+            page = self.facts_page(label, after=after, limit=page_size, status=status,
+                                   statuses=statuses, category=category, project=project,
+                                   source_kinds=source_kinds)
             yield from page["facts"]
             if page.get("next_cursor") is None:
                 return
             after = page["next_cursor"]
 
+    def duplicates(self, fact_id: int, *, bank: str | None = None) -> list[dict]:
+        """The facts `fact_id` may duplicate, by the write gate's near-duplicate rule on the
+        stored embeddings (GET /v1/facts/{id}/duplicates)."""
+        label = self._owner(fact_id, bank)
+        return self._json("GET", RECALL, f"/v1/facts/{int(fact_id)}/duplicates",
+                          label)["duplicates"]
+
+    def growth(self, bank: str, *, days: int = 30) -> list[dict]:
+        """Facts written per day over the last `days` days, oldest first (GET
+        /v1/stats/growth)."""
+        return self._json("GET", RECALL, "/v1/stats/growth", bank, params={"days": days})["days"]
+
+    def whoami(self, bank: str) -> dict:
+        """Who the bank's token belongs to: member, bank and scopes (GET /v1/whoami)."""
+        return self._json("GET", RECALL, "/v1/whoami", bank)
+
     def export(self, *, bank: str | None = None) -> Iterator[str]:
         """One bank's facts as JSONL lines (Fact objects), streamed."""
         label = self._write_bank(None, bank)
-        url = self.config.recall_url + "/v1/export"
+        for line in self._streamed(RECALL, "/v1/export", label, lines=True):
+            if line.strip():
+                yield line
+
+    # --- banks and members (admin scope) -------------------------------------------------
+
+    def members(self, bank: str) -> dict:
+        """The bank's members (live tokens, last use) and every token it issued, each by id
+        and prefix, never in full (GET /v1/admin/members)."""
+        return self._json("GET", INGEST, "/v1/admin/members", bank)
+
+    def issue_token(self, member: str, scopes: Sequence[str], label: str = "", *,
+                    bank: str) -> dict:
+        """A new token for a member of the bank; the token itself is in this answer only
+        (POST /v1/admin/tokens)."""
+        return self._json("POST", INGEST, "/v1/admin/tokens", bank,
+                          json_body={"member": member, "scopes": list(scopes), "label": label})
+
+    def rotate_token(self, token_id: int, *, bank: str) -> dict:
+        """Revoke a token of the bank and issue its replacement (shown once), in one step
+        (POST /v1/admin/tokens/{id}/rotate)."""
+        return self._json("POST", INGEST, f"/v1/admin/tokens/{int(token_id)}/rotate", bank)
+
+    def revoke_token(self, token_id: int, *, bank: str) -> dict:
+        """Revoke a token of the bank (POST /v1/admin/tokens/{id}/revoke)."""
+        return self._json("POST", INGEST, f"/v1/admin/tokens/{int(token_id)}/revoke", bank)
+
+    def verify_audit(self, bank: str) -> dict:
+        """Walk the bank's audit chain: `ok`, the rows verified and each row whose link or
+        hash does not hold (GET /v1/admin/audit/verify)."""
+        return self._json("GET", INGEST, "/v1/admin/audit/verify", bank)
+
+    def audit_export(self, bank: str) -> Iterator[bytes]:
+        """The bank's audit chain as JSONL bytes in chain order, streamed as they come; the
+        last line is the chain's head kept outside the database (GET /v1/admin/audit/export).
+        """
+        return self._streamed(INGEST, "/v1/admin/audit/export", bank, lines=False)
+
+    # --- helpers -------------------------------------------------------------------------
+
+    def _streamed(self, service: Service, path: str, bank: str, *, lines: bool
+                  ) -> Iterator[Any]:
+        """A GET whose answer is read as it arrives: text lines, or raw bytes."""
+        url = self._base(service) + path
         try:
-            with self.http.stream("GET", url, headers=self._headers(label),
+            with self.http.stream("GET", url, headers=self._headers(bank),
                                   timeout=IMPORT_TIMEOUT) as response:
                 if response.is_error:
                     response.read()
-                    raise _error_from(response, label)
-                for line in response.iter_lines():
-                    if line.strip():
-                        yield line
+                    raise _error_from(response, bank)
+                yield from response.iter_lines() if lines else response.iter_bytes()
         except httpx.HTTPError as exc:
-            raise FactbankError(f"cannot reach recall at {self.config.recall_url}: "
-                                f"{exc or type(exc).__name__}", bank=label) from exc
-
-    # --- helpers -------------------------------------------------------------------------
+            raise FactbankError(f"cannot reach {service.name} at {self._base(service)}: "
+                                f"{exc or type(exc).__name__}", bank=bank) from exc
 
     def _write_bank(self, category: str | None, bank: str | None) -> str:
         self.banks  # noqa: B018 - raises the "not logged in" error first
@@ -700,6 +777,7 @@ class Client:
 
     def handoffs(self, *, project: str | None = None, open_only: bool = False,
                  bank: str | None = None) -> list[dict]:
+        """The handoffs of the timeline's bank, optionally one project's or the open ones."""
         label = self.timeline_bank(bank)
         params = {"project": project, "open": "true" if open_only else None}
         return self._json("GET", RECALL, "/v1/handoffs", label, params=params

@@ -28,6 +28,8 @@ TYPE_CHECKING = False  # not `typing`'s (5 ms): the annotations only
 if TYPE_CHECKING:
     from pathlib import Path
 
+from factbank_client.settings import settings
+
 DEFAULT_URL = "http://127.0.0.1:8701"
 PERSONAL = "personal"
 TEAM = "team"
@@ -41,7 +43,7 @@ def config_path() -> Path:
 
 def _config_file() -> str:
     """config_path() as a string, without pathlib (the hooks'); Path(it) is config_path()."""
-    explicit = os.environ.get("FACTBANK_CONFIG")
+    explicit = settings.config
     if explicit:
         path = os.path.expanduser(explicit)
         return path.rstrip("/") or path  # Path drops a trailing slash
@@ -223,13 +225,13 @@ def load(path: Path | None = None) -> ClientConfig:
             data = simpletoml.load(fh)
     tokens = {name: str(b.get("token", "")) for name, b in (data.get("banks") or {}).items()
               if isinstance(b, dict) and b.get("token")}
-    if os.environ.get("FACTBANK_TOKEN"):
-        tokens[PERSONAL] = os.environ["FACTBANK_TOKEN"]
-    if os.environ.get("FACTBANK_TEAM_TOKEN"):
-        tokens[TEAM] = os.environ["FACTBANK_TEAM_TOKEN"]
-    recall_url = os.environ.get("FACTBANK_RECALL_URL") or data.get("recall_url") or ""
+    if settings.token:
+        tokens[PERSONAL] = settings.token
+    if settings.team_token:
+        tokens[TEAM] = settings.team_token
+    recall_url = settings.recall_url or data.get("recall_url") or ""
     return ClientConfig(
-        url=_lenient(os.environ.get("FACTBANK_URL") or data.get("url") or DEFAULT_URL),
+        url=_lenient(settings.url or data.get("url") or DEFAULT_URL),
         recall_url=_lenient(recall_url) if recall_url else "",
         tokens=tokens,
         team_categories=list(data.get("team_categories") or []),

@@ -38,6 +38,7 @@ from factbank_client import history, render, tools
 from factbank_client.client import AGENT_HEADER, DEFAULT_TIMEOUT, Client, new_fact
 from factbank_client.errors import FactbankError
 from factbank_client.project import project_key
+from factbank_client.settings import settings
 from factbank_common.schema import MAX_QUESTIONS, SEARCH_LIMIT, SEARCH_LIMIT_MAX, Origin, SourceKind
 
 log = logging.getLogger("factbank.mcp")
@@ -108,7 +109,7 @@ def build_server(client_for: ClientFor, *, local_files: bool,
     """The MCP server with every tool; `client_for(ctx)` gives the Client for a call (the
     stdio one, or one made from the request's bearer token). With `local_files`, a file
     source's quote is checked against the file on this machine before anything is sent."""
-    level = os.environ.get("FACTBANK_LOG_LEVEL", "WARNING").upper()
+    level = settings.log_level.upper()
     server = MCPServer(name, instructions=TEXTS.instructions, version="1",
                        log_level=level if level in _LEVELS else "WARNING")
 
@@ -478,6 +479,6 @@ def http_app(cfg: client_config.ClientConfig | None = None, *, host: str = "127.
 def run_http(host: str, port: int, path: str = "/mcp") -> None:
     import uvicorn
 
-    level = os.environ.get("FACTBANK_LOG_LEVEL", "warning").lower()
+    level = settings.log_level.lower()
     uvicorn.run(http_app(host=host, path=path), host=host, port=port, log_level=level,
                 lifespan="on")

@@ -27,11 +27,12 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 import re
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+
+from factbank_client.settings import settings
 
 MARK = "[REDACTED:{}]"
 
@@ -80,8 +81,7 @@ def config_tokens() -> tuple[str, ...]:
         stamp = path.stat().st_mtime_ns
     except OSError:
         stamp = None
-    return _tokens(os.environ.get("FACTBANK_TOKEN"), os.environ.get("FACTBANK_TEAM_TOKEN"),
-                   str(path), stamp)
+    return _tokens(settings.token, settings.team_token, str(path), stamp)
 
 
 @functools.lru_cache(maxsize=8)
@@ -100,7 +100,7 @@ def _tokens(env: str | None, team: str | None, path: str, stamp: int | None) -> 
 @functools.cache
 def server_redaction() -> Callable[[str], str] | None:
     """The server's `redact_text` when its extra is installed, else None (the fallback)."""
-    if os.environ.get("FACTBANK_CLIENT_REDACTION") == "fallback":
+    if settings.client_redaction == "fallback":
         return None  # forced, to measure and test the fallback on a full install
     try:
         from factbank.redact.redaction import redact_text

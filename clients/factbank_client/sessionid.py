@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import os
 
+from factbank_client.settings import settings
+
 ENV = "FACTBANK_SESSION_ID"
 HEADER = "X-Factbank-Session"
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "fish", "ksh", "busybox", "env", "timeout",
@@ -88,7 +90,7 @@ def current() -> str:
     """The session this process runs in: $FACTBANK_SESSION_ID, else the marker of the nearest
     ancestor that has one (and the same start time), else ""."""
     # Claude Code exports its session id to what it runs (hookentry.session_of reads it too).
-    explicit = (os.environ.get(ENV) or os.environ.get("CLAUDE_CODE_SESSION_ID") or "").strip()
+    explicit = (settings.session_id or os.environ.get("CLAUDE_CODE_SESSION_ID") or "").strip()
     if explicit:
         return explicit[:200]
     try:

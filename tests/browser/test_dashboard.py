@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from factbank_client.client import RECALL, Client
+from factbank_client.client import Client
 from factbank_client.config import ClientConfig
 from factbank_client.dashboard import security
 from tests.browser.stack import PROJECT, _fact, shots_dir
@@ -304,7 +304,7 @@ def test_banks_and_members_issue_rotate_revoke_verify_export(page, live):
     bob = ClientConfig(url=live.config.url, recall_url=live.config.recall_url,
                        tokens={"personal": token})
     with Client(bob) as c:
-        assert c._json("GET", RECALL, "/v1/whoami", "personal")["member"] == "bob"
+        assert c.whoami("personal")["member"] == "bob"
     page.goto(live.url + "/admin")
     assert token not in page.content()  # shown once
     row = page.locator("table.tokens tr", has_text="bob's laptop")

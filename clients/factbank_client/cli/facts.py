@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
 import uuid
@@ -24,6 +23,7 @@ from factbank_client.client import (
 )
 from factbank_client.errors import FactbankError
 from factbank_client.project import repo_root
+from factbank_client.settings import settings
 from factbank_common.commands import CommandError
 from factbank_common.inert import inert_lines
 from factbank_common.output import print_json, print_table
@@ -604,7 +604,7 @@ def cmd_inject_preview(args) -> int:
         data = call(client.inject, kind, session, project=common.project(args),
                     prompt=args.prompt, preview=True)
     root = repo_root(Path.cwd())
-    if root is not None and os.environ.get("FACTBANK_INJECT_CHECK", "1") != "0":
+    if root is not None and settings.inject_check:
         # As the hooks print it: checked against this working tree first (worktree.py).
         from factbank_client.staleness.worktree import check_answers
 

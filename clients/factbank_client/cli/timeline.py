@@ -4,7 +4,6 @@ writes a fact."""
 
 from __future__ import annotations
 
-import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,6 +12,7 @@ from factbank_client import render
 from factbank_client.cli import common
 from factbank_client.cli.common import call, command, show
 from factbank_client.project import repo_root
+from factbank_client.settings import settings
 from factbank_common.commands import CommandError
 from factbank_common.output import print_json, print_table
 
@@ -91,5 +91,5 @@ def cmd_handoff(args) -> int:
     with common.client() as client:
         out = call(client.handoff, args.text, project=project, to_agent=args.to_agent,
                    to_member=args.to_member, files=files, fact_ids=args.facts, bank=args.bank,
-                   session_id=os.environ.get("FACTBANK_SESSION_ID") or None)
+                   session_id=settings.session_id or None)
     return show(args, out, lambda: [render.handoff_line(out, project)])

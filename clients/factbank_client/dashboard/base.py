@@ -20,7 +20,7 @@ from litestar.exceptions import HTTPException, NotFoundException
 from litestar.response import Redirect, Template
 
 from factbank_client import render
-from factbank_client.client import RECALL, Client
+from factbank_client.client import Client
 from factbank_client.config import ClientConfig
 from factbank_client.dashboard import security
 from factbank_client.errors import FactbankError
@@ -105,7 +105,7 @@ class Dash:
         """The bank token's scopes (GET /v1/whoami); [] when the bank cannot be reached."""
         def ask() -> list[str]:
             try:
-                return list(self.client._json("GET", RECALL, "/v1/whoami", bank)["scopes"])
+                return list(self.client.whoami(bank)["scopes"])
             except FactbankError:
                 return []
         return self.cached(("scopes", bank), SCOPES_TTL, ask)

@@ -11,7 +11,7 @@ from litestar import Request, get, post
 from litestar.exceptions import HTTPException, NotFoundException
 from litestar.response import Redirect, Template
 
-from factbank_client.client import INGEST, RECALL, new_fact
+from factbank_client.client import new_fact
 from factbank_client.dashboard.base import (
     PAGE_SIZE,
     Dash,
@@ -53,10 +53,10 @@ def facts_page(request: Request) -> Template:
                     and (not f["tag"] or f["tag"] in h["fact"].get("tags", []))]
             degraded = (found.get("degraded") or {}).get(bank)
         else:
-            params = {"order": "desc", "limit": PAGE_SIZE, "after": f["after"] or 0,
-                      "category": f["category"] or None, "project": f["project"] or None,
-                      "status": f["status"] or None, "tag": f["tag"] or None}
-            data = dash.client._json("GET", RECALL, "/v1/facts", bank, params=params)
+            data = dash.client.facts_page(
+                bank, order="desc", limit=PAGE_SIZE, after=f["after"] or 0,
+                category=f["category"] or None, project=f["project"] or None,
+                status=f["status"] or None, tag=f["tag"] or None)
             rows, cursor = data["facts"], data.get("next_cursor")
     except FactbankError as exc:
         error = str(exc)
@@ -73,10 +73,9 @@ def _duplicates(dash: Dash, bank: str, fact: dict) -> tuple[list[dict], str | No
     """The facts this one may duplicate (GET /v1/facts/{id}/duplicates: the write gate's
     near-duplicate rule on the stored embeddings), in one call."""
     try:
-        out = dash.client._json("GET", RECALL, f"/v1/facts/{int(fact['id'])}/duplicates", bank)
+        return dash.client.duplicates(int(fact["id"]), bank=bank), None
     except FactbankError as exc:
         return [], str(exc)
-    return out["duplicates"], None
 
 
 @get("/facts/{bank:str}/{fact_id:int}", sync_to_thread=True)
@@ -133,7 +132,7 @@ def _act(dash: Dash, bank: str, fact_id: int, action: str, form: Mapping[str, st
         c.delete(fact_id, reason, bank=bank)
         return "deleted"
     if action == "purge":
-        c._json("DELETE", INGEST, f"/v1/facts/{int(fact_id)}/purge", bank)
+        c.purge(fact_id, bank=bank)
         return "purged"
     raise NotFoundException(f"no action {action!r}")
 

@@ -10,7 +10,6 @@ import httpx
 from litestar import Request, get
 from litestar.response import Template
 
-from factbank_client.client import RECALL
 from factbank_client.dashboard.base import dash_of, page
 from factbank_client.errors import FactbankError
 
@@ -59,8 +58,7 @@ def health_page(request: Request) -> Template:
         entry: dict[str, Any] = {"label": bank}
         try:
             entry["stats"] = dash.client.stats(banks=[bank])[bank]
-            entry["growth"] = dash.client._json("GET", RECALL, "/v1/stats/growth", bank,
-                                                params={"days": 30})["days"]
+            entry["growth"] = dash.client.growth(bank, days=30)
         except FactbankError as exc:
             entry["error"] = str(exc)
         return entry

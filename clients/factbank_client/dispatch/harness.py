@@ -24,6 +24,7 @@ import shutil
 from collections.abc import Mapping, Sequence
 
 from factbank_client.errors import DispatchError
+from factbank_client.settings import settings
 
 AGENTS: tuple[str, ...] = ("claude", "codex", "pi")
 LABELS = {"claude": "Claude Code", "codex": "Codex", "pi": "Pi"}
@@ -33,7 +34,7 @@ PERMISSIONS = ("default", "full")
 def find_binary(agent: str, binaries: Mapping[str, str] | None = None,
                 path: str | None = None) -> str:
     check_agent(agent)
-    explicit = (binaries or {}).get(agent) or os.environ.get(f"FACTBANK_DISPATCH_{agent.upper()}")
+    explicit = (binaries or {}).get(agent) or settings.dispatch_bin(agent)
     found = explicit or shutil.which(agent, path=path)
     if not found or (explicit and not os.access(explicit, os.X_OK)):
         raise DispatchError(

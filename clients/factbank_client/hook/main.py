@@ -34,6 +34,7 @@ import time
 
 from factbank_client import lightjson
 from factbank_client.hook.record import agent_name
+from factbank_client.settings import settings
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs ~5 ms at every prompt
 if TYPE_CHECKING:
@@ -113,7 +114,7 @@ def process_age() -> float:
 
 def budget() -> float:
     try:
-        return max(0.05, float(os.environ.get("FACTBANK_HOOK_TIMEOUT", DEFAULT_BUDGET)))
+        return settings.hook_timeout
     except ValueError:
         return DEFAULT_BUDGET
 
@@ -230,7 +231,7 @@ def _ids(value: object) -> list[int]:
 def root_of(data: dict) -> str | None:
     """The repository the session works in, for the working-tree check (None outside one,
     or with FACTBANK_INJECT_CHECK=0)."""
-    if os.environ.get("FACTBANK_INJECT_CHECK", "1") == "0":
+    if not settings.inject_check:
         return None
     from factbank_client.project import root_dir
 
@@ -275,7 +276,7 @@ def on_session_start(data: dict, deadline: float) -> dict | None:
         state = _state().load(session_id)
         state["started"] = True
         _state().save(session_id, state)
-    if os.environ.get("FACTBANK_TIMELINE", "1") != "0":
+    if settings.timeline:
         from factbank_client.hook import record as hookrecord
 
         hookrecord.record_session_start(data, deadline)

@@ -22,6 +22,8 @@ commit still verifies at once (the post-commit hook runs `factbank verify` itsel
 import os
 import sys
 
+from factbank_client.settings import settings
+
 VERIFY_ARGS = ("-m", "factbank_client.cli.main", "verify", "--quiet")
 MIN_INTERVAL = 300.0  # seconds between two session-start verifies of one repository
 
@@ -61,7 +63,7 @@ def due(root: str, now: float | None = None) -> bool:
 
 def wanted(cwd: str) -> bool:
     """A repository here (a `.git` in cwd or a parent) and the check not turned off."""
-    if os.environ.get("FACTBANK_VERIFY", "1") == "0" or not cwd:
+    if not settings.verify or not cwd:
         return False
     return repo_root(cwd) is not None
 

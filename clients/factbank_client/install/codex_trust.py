@@ -26,6 +26,7 @@ from factbank_client.install import common
 from factbank_client.install import harnesses as installer
 from factbank_client.install import toml_table as toml
 from factbank_client.install.files import is_our_handler
+from factbank_client.settings import settings
 
 
 class TrustError(InstallError):
@@ -33,7 +34,7 @@ class TrustError(InstallError):
 
 
 def find_codex(explicit: str | None = None) -> str:
-    found = explicit or os.environ.get("FACTBANK_CODEX_BIN") or shutil.which("codex")
+    found = explicit or settings.codex_bin or shutil.which("codex")
     if not found:
         raise TrustError("`codex` is not on PATH: trust factbank's hooks in Codex itself "
                          "(type /hooks and trust the three factbank hooks), or pass --codex-bin")

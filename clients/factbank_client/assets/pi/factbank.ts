@@ -17,6 +17,8 @@
 // read minimally, with the same environment overrides as the Python client (FACTBANK_URL,
 // FACTBANK_RECALL_URL, FACTBANK_TOKEN, FACTBANK_TEAM_TOKEN). The project key is computed
 // exactly like factbank_client/project.py, so Pi, Claude Code and Codex agree on it.
+// Every FACTBANK_* variable read here is declared in factbank_client/settings.py, whose table
+// (docs/cli.md, "Configuration (client side)") says it is read here too; a unit test compares.
 
 import * as fs from "node:fs";
 import * as os from "node:os";

@@ -108,6 +108,7 @@ def bound_restores(
     return out, errors
 
 
+@vector_queue.deferring
 async def import_many(
     deps: Deps,
     principal: Principal,
@@ -425,6 +426,5 @@ async def _insert_bulk(
             "vector_queue", columns=["fact_id", "bank_id"], records=queued
         )
         VECTOR_QUEUE.labels(result="queued").inc(len(queued))
-        vector_queue.importing()
     await w.events(events)
     return ids
