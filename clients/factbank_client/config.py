@@ -23,12 +23,11 @@ from __future__ import annotations
 import os
 
 from factbank_client import simpletoml
+from factbank_client.settings import settings
 
 TYPE_CHECKING = False  # not `typing`'s (5 ms): the annotations only
 if TYPE_CHECKING:
     from pathlib import Path
-
-from factbank_client.settings import settings
 
 DEFAULT_URL = "http://127.0.0.1:8701"
 PERSONAL = "personal"
