@@ -1,5 +1,5 @@
 """Cite what the reader has: the repository's code, tests and docs never send the reader to an
-issue by its number ("issue 16", "issue #21 A4"). The tracker is not in the repository, so
+issue by its number (the word followed by a number, with or without "#"). The tracker is not in the repository, so
 such a reference tells a reader of the code nothing; where it carried a reason, the text says
 the reason, or cites docs/principles.md by heading.
 
