@@ -1,7 +1,7 @@
 """Cite what the reader has: the repository's code, tests and docs never send the reader to an
-issue by its number (the word followed by a number, with or without "#"). The tracker is not in the repository, so
-such a reference tells a reader of the code nothing; where it carried a reason, the text says
-the reason, or cites docs/principles.md by heading.
+issue by its number (the word followed by a number, with or without "#"). The tracker is not
+in the repository, so such a reference tells a reader of the code nothing; where it carried a
+reason, the text says the reason, or cites docs/principles.md by heading.
 
 What is scanned: every file git tracks (or, outside a checkout, every file under the
 repository), as text. The exceptions record the past and are kept as written:
