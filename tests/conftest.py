@@ -8,6 +8,7 @@ gets its own database cloned from a migrated template, so tests never see each o
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import subprocess
@@ -108,6 +109,34 @@ def git_identity(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
 def with_database(dsn: str, name: str) -> str:
     parts = urlsplit(dsn)
     return urlunsplit(parts._replace(path="/" + name))
+
+
+@contextlib.asynccontextmanager
+async def database_before(pg_server: str, name: str, version: int) -> AsyncIterator[str]:
+    """A database of its own with the migrations below `version` applied and recorded, as a
+    deployment that has not yet run `version` has it; dropped afterwards. For upgrade tests."""
+    admin = await asyncpg.connect(pg_server)
+    await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    await admin.execute(f"CREATE DATABASE {name}")
+    await admin.close()
+    dsn = with_database(pg_server, name)
+    c = await asyncpg.connect(dsn)
+    try:
+        await c.execute(migrations._CREATE_TABLE)
+        for m in migrations.available():
+            if m.version >= version:
+                break
+            await c.execute(m.sql)
+            await c.execute("INSERT INTO schema_migrations (version, name, checksum) "
+                            "VALUES ($1, $2, $3)", m.version, m.name, m.checksum)
+    finally:
+        await c.close()
+    try:
+        yield dsn
+    finally:
+        admin = await asyncpg.connect(pg_server)
+        await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        await admin.close()
 
 
 def _docker_pg() -> Iterator[str]:

@@ -21,29 +21,10 @@ DIM = 384
 @pytest.fixture
 async def dsn_at_0014(pg_server):
     """A database migrated up to 0014 (one HNSW graph of every vector), ready to upgrade."""
-    from tests.conftest import with_database
+    from tests.conftest import database_before
 
-    name = "factbank_mig_0015"
-    admin = await asyncpg.connect(pg_server)
-    await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-    await admin.execute(f"CREATE DATABASE {name}")
-    await admin.close()
-    dsn = with_database(pg_server, name)
-    c = await asyncpg.connect(dsn)
-    try:
-        await c.execute(migrations._CREATE_TABLE)
-        for m in migrations.available():
-            if m.version >= 15:
-                break
-            await c.execute(m.sql)
-            await c.execute("INSERT INTO schema_migrations (version, name, checksum) "
-                            "VALUES ($1, $2, $3)", m.version, m.name, m.checksum)
-    finally:
-        await c.close()
-    yield dsn
-    admin = await asyncpg.connect(pg_server)
-    await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-    await admin.close()
+    async with database_before(pg_server, "factbank_mig_0015", 15) as dsn:
+        yield dsn
 
 
 async def _fill(c: asyncpg.Connection, bank_name: str, langs: list[str],

@@ -111,29 +111,10 @@ async def test_a_facts_own_vector_is_stored_once_behind_one_index(stack, conn):
 
 @pytest.fixture
 async def dsn_at_0011(pg_server):
-    from tests.conftest import with_database
+    from tests.conftest import database_before
 
-    name = "factbank_mig_0012"
-    admin = await asyncpg.connect(pg_server)
-    await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-    await admin.execute(f"CREATE DATABASE {name}")
-    await admin.close()
-    dsn = with_database(pg_server, name)
-    c = await asyncpg.connect(dsn)
-    try:
-        await c.execute(migrations._CREATE_TABLE)
-        for m in migrations.available():
-            if m.version >= 12:
-                break
-            await c.execute(m.sql)
-            await c.execute("INSERT INTO schema_migrations (version, name, checksum) "
-                            "VALUES ($1, $2, $3)", m.version, m.name, m.checksum)
-    finally:
-        await c.close()
-    yield dsn
-    admin = await asyncpg.connect(pg_server)
-    await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-    await admin.close()
+    async with database_before(pg_server, "factbank_mig_0012", 12) as dsn:
+        yield dsn
 
 
 async def test_migration_0012_keeps_every_own_vector_in_fact_vectors(dsn_at_0011):
