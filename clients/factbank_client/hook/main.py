@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 STARTED = time.monotonic()
-DEFAULT_BUDGET = 0.9
 REMIND_EVERY = 5
 MAX_PROMPT_CHARS = 8000
 MAX_TRANSCRIPT_SCAN = 4 * 1024 * 1024
@@ -110,13 +109,6 @@ def process_age() -> float:
         return min(max(age, 0.0), 0.5)
     except (OSError, ValueError, IndexError):
         return 0.0
-
-
-def budget() -> float:
-    try:
-        return settings.hook_timeout
-    except ValueError:
-        return DEFAULT_BUDGET
 
 
 def event_name(arg: str) -> str | None:
@@ -425,7 +417,7 @@ def main(argv: list[str] | None = None) -> int:
         from factbank_client.hook.adapt import harness_of
 
         harness = harness_of(argv)
-    limit = budget()
+    limit = settings.hook_timeout  # a bad value reads as the default (settings._Seconds)
     deadline = STARTED - process_age() + limit
     # `threading` is not imported for this: a hook always runs on its main thread.
     # `_signal`, not `signal`: signal wraps the same calls in IntEnums (`enum`, 5 ms CPU).
