@@ -22,10 +22,8 @@ import os
 import re
 import subprocess
 import sys
-import threading
 import tomllib
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -34,6 +32,7 @@ import pytest
 
 from factbank_client import config, lightjson, minihttp, project, simpletoml
 from factbank_client.staleness import worktree
+from tests.unit.hook_standins import LoopbackService
 
 CLIENTS = str(Path(__file__).resolve().parents[2] / "clients")
 
@@ -49,41 +48,16 @@ QUOTED = "justfile"
 BLOCK = "[factbank] Remembered facts\n- [#1] bench-api 用 `just build` 构建"
 
 
-class StandIn:
+class StandIn(LoopbackService):
     """Recall's `/v1/inject` (a block with one fact quoting the repository's justfile) and
     ingest's `/v1/timeline/events`, on one loopback port."""
 
-    def __init__(self) -> None:
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
-                if self.path == "/v1/inject":
-                    out: dict[str, Any] = {"text": BLOCK, "facts": [1], "sources": [
-                        {"id": 1, "source": {"kind": "file", "location": f"{QUOTED}:1"},
-                         "quote": "build:", "fingerprint": {}}]}
-                else:
-                    out = {"accepted": len(body.get("events") or ()), "conflicts": []}
-                data = json.dumps(out).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    def answer(self, path: str, body: dict, token: str) -> tuple[int, dict]:
+        if path == "/v1/inject":
+            return 200, {"text": BLOCK, "facts": [1], "sources": [
+                {"id": 1, "source": {"kind": "file", "location": f"{QUOTED}:1"},
+                 "quote": "build:", "fingerprint": {}}]}
+        return 200, {"accepted": len(body.get("events") or ()), "conflicts": []}
 
 
 @pytest.fixture
