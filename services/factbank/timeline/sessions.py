@@ -89,7 +89,6 @@ async def handoff_session(conn: asyncpg.Connection, user: Principal, f: dict[str
     return (await upsert_sessions(conn, user, folded))[f["session_id"]]["id"]
 
 
-
 async def recent_sessions(
     conn: asyncpg.Connection,
     bank_id: int,
