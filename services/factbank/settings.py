@@ -53,6 +53,13 @@ class Settings:
         default_factory=_default_home,
         metadata={"env": "FACTBANK_HOME", "doc": "Data dir of the embedded default."},
     )
+    pg_shared_buffers: str = field(
+        default="auto",
+        metadata={"env": "FACTBANK_PG_SHARED_BUFFERS",
+                  "doc": "shared_buffers of the embedded Postgres: `auto` (an eighth of the "
+                         "memory, 128 MB to 1 GB: the vector graphs stay in Postgres's own "
+                         "cache), `default` (the cluster's setting) or a size like `512MB`."},
+    )
     host: str = field(
         default="127.0.0.1",
         metadata={"env": "FACTBANK_HOST", "doc": "Address the services bind to."},

@@ -109,7 +109,7 @@ async def _connection():
     embedded = None
     dsn = settings.database_url
     if not dsn:
-        embedded = EmbeddedPostgres(settings.home)
+        embedded = EmbeddedPostgres(settings.home, settings.pg_shared_buffers)
         dsn = embedded.start()
     conn = await db.connect(dsn)
     try:

@@ -262,7 +262,7 @@ def cmd_up(args) -> int:
             where = "DATABASE_URL"
             lifecycle.write_state(settings.home, database="DATABASE_URL", pgdata=None)
         else:
-            embedded = EmbeddedPostgres(settings.home)
+            embedded = EmbeddedPostgres(settings.home, settings.pg_shared_buffers)
             _say(f"starting embedded PostgreSQL in {embedded.pgdata} ...")
             dsn = embedded.start()
             if embedded.adopted:

