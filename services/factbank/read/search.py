@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
@@ -285,23 +285,50 @@ class Legs:
 
 
 async def _legs(
-    r: Recall, conn: asyncpg.Connection, bank_id: int, query: str, tokens: list[str], mode: str
+    r: Recall, pool: asyncpg.Pool, bank_id: int, query: str, tokens: list[str], mode: str
 ) -> Legs:
-    """The lexical leg (BM25, `lexicon.bm25`) and the dense leg (`_dense`, with the query's
-    background means) as `mode` asks and the embedder allows, the top CANDIDATES of each, and
-    what fusion must know of the query and of each fact (language, tags)."""
+    """The lexical leg (BM25, `lexicon.bm25`) and the dense leg (the query embedding, then
+    `_dense`, with the query's background means) as `mode` asks and the embedder allows, the
+    top CANDIDATES of each, and what fusion must know of the query and of each fact (language,
+    tags).
+
+    The two legs run at once, each on its own connection: BM25 runs in Postgres while the
+    query is embedded (a thread) and the graphs are walked by a second backend. Before, the
+    three ran one after another, so a cold recall cost their sum. Each leg holds one
+    connection and waits for nothing while holding it, so a full pool delays a recall but
+    cannot deadlock it."""
     lexical: list[tuple[int, float, int]] = []
     dense: list[DenseHit] = []
     background = None
-    if mode in ("hybrid", "lexical"):
-        lexical = await lexicon.bm25(conn, bank_id, tokens, CANDIDATES)
-    if mode in ("hybrid", "dense") and r.embedder is not None:
+
+    async def lexical_leg() -> None:
+        nonlocal lexical
+        async with pool.acquire() as conn:
+            lexical = await lexicon.bm25(conn, bank_id, tokens, CANDIDATES)
+
+    async def dense_leg() -> None:
+        nonlocal dense, background
         qvec = await query_vector(r, bank_id, query)
-        dense = await _dense(conn, bank_id, qvec, CANDIDATES, r.background)
+        async with pool.acquire() as conn:
+            dense = await _dense(conn, bank_id, qvec, CANDIDATES, r.background)
         if r.background is not None:
             background = fusion.Background.for_query(qvec, r.background)
-    rows = await _rows(conn, bank_id, list(dict.fromkeys([f for f, _, _ in lexical]
-                                                         + [h.fact_id for h in dense])))
+
+    legs: list[Coroutine[None, None, None]] = []
+    if mode in ("hybrid", "lexical"):
+        legs.append(lexical_leg())
+    if mode in ("hybrid", "dense") and r.embedder is not None:
+        legs.append(dense_leg())
+    tasks = [asyncio.ensure_future(leg) for leg in legs]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:  # one leg failed: the other does not run on for nobody
+            task.cancel()
+        raise
+    async with pool.acquire() as conn:
+        rows = await _rows(conn, bank_id, list(dict.fromkeys([f for f, _, _ in lexical]
+                                                             + [h.fact_id for h in dense])))
     candidates = fusion.Candidates(
         lexical=[fusion.LegHit(f, s, m) for f, s, m in lexical],
         dense=[
@@ -431,12 +458,13 @@ async def search(
         key = await _cache_key(
             conn, bank_id, query, project, limit, mode, category, use_floor, companions
         )
-        cached = await r.cache.get("result", key)
-        if cached is not None:
-            result = msgspec.json.decode(cached, type=SearchResult)
-            result.cached = True
-            return result
-        legs = await _legs(r, conn, bank_id, query, tokens, mode)
+    cached = await r.cache.get("result", key)
+    if cached is not None:
+        result = msgspec.json.decode(cached, type=SearchResult)
+        result.cached = True
+        return result
+    legs = await _legs(r, pool, bank_id, query, tokens, mode)
+    async with pool.acquire() as conn:
         eligible = await _eligible(conn, bank_id, legs.rows, category)
     gated = fusion.apply_floor(
         fusion.fuse(legs.candidates),
