@@ -40,13 +40,13 @@ UNION ALL
 """
 
 
-def _cpu_s(pid: int) -> float:
+def cpu_s(pid: int) -> float:
     """User + system CPU seconds of a process (a Postgres backend on this machine)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _buffers(plan: dict) -> int:
+def buffers(plan: dict) -> int:
     return int(plan.get("Shared Hit Blocks", 0)) + int(plan.get("Shared Read Blocks", 0))
 
 
@@ -64,7 +64,7 @@ async def _measure(dsn: str, bank: str, queries: np.ndarray, k: int) -> dict:
 
         async def timed(sql: str, settings: list[str], args: list) -> dict:
             rows, lat = [], []
-            cpu = _cpu_s(pid)
+            cpu = cpu_s(pid)
             for q in queries:
                 async with conn.transaction(readonly=True):
                     for s in settings:
@@ -73,7 +73,7 @@ async def _measure(dsn: str, bank: str, queries: np.ndarray, k: int) -> dict:
                     rows.append(await conn.fetch(sql, bank_id, q, k, *[
                         q if a == "q" else a for a in args]))
                     lat.append((time.perf_counter() - t) * 1000)
-            cpu_ms = (_cpu_s(pid) - cpu) * 1000 / len(queries)
+            cpu_ms = (cpu_s(pid) - cpu) * 1000 / len(queries)
             async with conn.transaction(readonly=True):
                 for s in settings:
                     await conn.execute(s)
@@ -82,7 +82,7 @@ async def _measure(dsn: str, bank: str, queries: np.ndarray, k: int) -> dict:
                                            *[queries[0] if a == "q" else a for a in args])
             return {"rows": rows, "p50_ms": round(float(np.median(lat)), 2),
                     "cpu_ms": round(cpu_ms, 2),
-                    "buffers": _buffers(json.loads(plan)[0]["Plan"])}
+                    "buffers": buffers(json.loads(plan)[0]["Plan"])}
 
         exact = await timed(EXACT_SQL, ["SET LOCAL enable_indexscan = off"], [])
         out = {"exact_p50_ms": exact["p50_ms"], "exact_cpu_ms": exact["cpu_ms"],
