@@ -4,21 +4,25 @@ near-duplicate checks of the write gate, `check`, `duplicates_of` and the misses
 
 Why not one join ordered by distance: the planner chose between walking the matching facts
 (facts first, a distance each, a sort) and walking the graph (vectors first, each checked
-against its fact) by its estimate of how many facts match, and that estimate is wrong the
-wrong way: `project IS NOT DISTINCT FROM NULL` is estimated at one row when every fact of the
-bank has no project, so every add walked every fact of its category (126 ms of backend time
-per add at 10k facts, 1,030 ms at 100k; evals/reports/2026-12-05/near.md). So the choice is
-made here, from a count the planner cannot get wrong:
+against its fact) by its estimate of how many facts match, and that estimate is wrong both
+ways: `project IS NOT DISTINCT FROM NULL` is estimated at one row when every fact of the bank
+has no project, so an add walked every fact of its category (30k buffers at 10k facts, 390k at
+100k), while asyncpg's generic plan, once chosen, walked the graph for a category of 100 facts
+among 100k until hnsw.max_scan_tuples and still missed half of them
+(evals/reports/2026-12-05/near.md). So the road is chosen here, from a count that cannot be
+wrong:
 
-- at most FEW facts match: the exact scan over them (facts first; a distance per fact);
+- at most FEW facts match: the exact scan over them (facts first; a distance per fact), in
+  the same statement that counts them (`few`);
 - more: the graph drives (the filter is a scalar subquery on each vector the scan yields, which
-  the planner cannot turn into a join and reorder), with iterative scans reading on until
-  POOL vectors pass, re-ranked by exact distance; should the scan stop early
+  the planner cannot turn into a join and reorder), iterative scans reading on until POOL
+  vectors pass, re-ranked by exact distance; should the scan stop early
   (hnsw.max_scan_tuples) with fewer than `limit`, the exact scan answers instead.
 
-Either way the answer is the `limit` nearest matching facts, as the exact scan gives them
-(tests/integration/test_nearest.py compares the two in a bank whose nearest vectors belong to
-other categories and projects).
+The exact road answers what an exact scan answers; the graph road what the graph finds
+(tests/integration/test_nearest.py compares both with an exact scan in a bank whose nearest
+vectors belong to other categories, projects and statuses; evals/bench_near.py counts how
+often they agree at 10k and 100k facts).
 """
 
 from __future__ import annotations
@@ -27,14 +31,18 @@ from collections.abc import Sequence
 
 import asyncpg
 
-# Up to this many matching facts the exact scan is cheaper than the graph: FEW distances and
-# primary-key lookups against a graph walk of a few hundred nodes (measured in
-# evals/bench_near.py); and counting up to FEW is one index range read.
+# Up to this many matching facts the exact scan is the cheaper road: about 4.5 buffers a
+# matching fact against a graph walk of 900-5,000 buffers (evals/bench_near.py); past it the
+# count stops reading (FEW + 1 fact rows, about 15 buffers).
 FEW = 200
 # Vectors the graph proposes before the exact re-rank: iterative scans in relaxed order return
-# candidates only roughly by distance, so more than `limit` are read and sorted.
+# candidates only roughly by distance, so more than `limit` are read and sorted (20 cost 55%
+# more buffers than 10 for a project of 4% of 10k facts, with the same answers).
 POOL = 10
-EF_SEARCH = 100
+# The graph's candidate list (hnsw.ef_search). On the bench's clustered synthetic bank at 100k
+# facts the top 5 equalled the exact scan's for 37% of adds at 100, 80% at 400 (2,500 against
+# 5,200 buffers); at 10k, 100% from 100 (75% at pgvector's default 40).
+EF_SEARCH = 400
 
 
 def _filter(place: bool, statuses: bool, exclude: bool, first: int) -> str:
