@@ -23,12 +23,12 @@ logged and counted, never costs the block or the search it records.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 from collections.abc import Sequence
 
 import asyncpg
 
+from factbank.observability import digest_of
 from factbank.store import nearest
 from factbank.store.ceremony import Write
 
@@ -51,7 +51,7 @@ def session_key(session: str) -> str:
     (inject's body `session_id`, the X-Factbank-Session header of writes and searches)."""
     if not session:
         return ""
-    return hashlib.sha256(session.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return digest_of(session)
 
 
 async def shown(conn: asyncpg.Connection, bank_id: int, session: str, fact_id: int) -> str:
