@@ -105,7 +105,8 @@ def test_event_shapes_are_strict():
 
 
 def test_settings_default_to_30_days_and_30_minutes(monkeypatch):
-    from factbank.settings import Settings, table as settings_table
+    from factbank.settings import Settings
+    from factbank.settings import table as settings_table
 
     s = Settings()
     assert s.timeline_retention_days == 30 and s.conflict_window_minutes == 30
