@@ -116,25 +116,37 @@ def make_queries(centres: np.ndarray, n: int) -> np.ndarray:
     return queries / np.linalg.norm(queries, axis=1, keepdims=True)
 
 
-def run(sizes: list[int], n_queries: int, k: int = 50) -> dict:
+def each_size(sizes: list[int], n_queries: int, measure) -> dict[int, dict]:
+    """One throwaway bank filled as the bench fills it (`bench._fill`), to each size in turn,
+    measured there by `await measure(dsn, bank, queries)` (queries: `make_queries`): the rows
+    by size, each with the time its fill took."""
     from factbank_evals import bench
-    from factbank_evals.run_all import code_state, quiet
+    from factbank_evals.run_all import quiet
     from factbank_evals.stack import running_stack
 
     quiet()
     centres = bench.template_vectors()
     queries = make_queries(centres, n_queries)
-    result: dict = {"k_per_group": k, "queries": n_queries, "vectors_per_fact":
-                    bench.VECTORS_PER_FACT, "code": code_state(), "sizes": {}}
+    rows: dict[int, dict] = {}
     with running_stack() as stack:
         have = 0
         for size in sorted(sizes):
             t = time.perf_counter()
             asyncio.run(bench._fill(stack, have, size, centres, True, lambda n: None))
             have = size
-            row = asyncio.run(_measure(stack.dsn, stack.bank, queries, k))
-            row["fill_s"] = round(time.perf_counter() - t, 1)
-            result["sizes"][size] = row
+            row = asyncio.run(measure(stack.dsn, stack.bank, queries))
+            rows[size] = {**row, "fill_s": round(time.perf_counter() - t, 1)}
+    return rows
+
+
+def run(sizes: list[int], n_queries: int, k: int = 50) -> dict:
+    from factbank_evals import bench
+    from factbank_evals.run_all import code_state
+
+    result: dict = {"k_per_group": k, "queries": n_queries, "vectors_per_fact":
+                    bench.VECTORS_PER_FACT, "code": code_state()}
+    result["sizes"] = each_size(sizes, n_queries,
+                                lambda dsn, bank, queries: _measure(dsn, bank, queries, k))
     return result
 
 

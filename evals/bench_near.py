@@ -19,9 +19,7 @@ exact scan's five (and whose facts at cosine >= NEAR are, which is what the gate
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
-import time
 from pathlib import Path
 
 import numpy as np
@@ -131,23 +129,10 @@ async def _measure(dsn: str, bank: str, queries: np.ndarray) -> dict:
 
 
 def run(sizes: list[int], adds: int) -> dict:
-    from factbank_evals import ann_recall, bench
-    from factbank_evals.run_all import code_state, quiet
-    from factbank_evals.stack import running_stack
+    from factbank_evals.ann_recall import each_size
+    from factbank_evals.run_all import code_state
 
-    quiet()
-    centres = bench.template_vectors()
-    queries = ann_recall.make_queries(centres, adds)
-    result: dict = {"adds": adds, "code": code_state(), "sizes": {}}
-    with running_stack() as stack:
-        have = 0
-        for size in sorted(sizes):
-            t = time.perf_counter()
-            asyncio.run(bench._fill(stack, have, size, centres, True, lambda n: None))
-            have = size
-            result["sizes"][size] = {"fill_s": round(time.perf_counter() - t, 1),
-                                     **asyncio.run(_measure(stack.dsn, stack.bank, queries))}
-    return result
+    return {"adds": adds, "code": code_state(), "sizes": each_size(sizes, adds, _measure)}
 
 
 def table(result: dict) -> str:
