@@ -4,15 +4,10 @@ the docs or fails here."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from dataclasses import fields
-from pathlib import Path
 
 from factbank import settings as settings_mod
-
-ROOT = Path(__file__).resolve().parents[2]
-START, END = "<!-- server-settings:start -->\n", "<!-- server-settings:end -->"
+from tests.unit.generated_tables import assert_current
 
 
 def test_every_field_names_its_variable_and_meaning():
@@ -25,9 +20,5 @@ def test_every_field_names_its_variable_and_meaning():
 def test_the_docs_table_is_current():
     """docs/operations.md shows `python -m factbank.settings`' output between the markers;
     after changing a field, paste that output there."""
-    text = (ROOT / "docs" / "operations.md").read_text("utf-8")
-    shown = text.split(START, 1)[1].split(END, 1)[0]
-    assert shown == settings_mod.table()
-    printed = subprocess.run([sys.executable, "-m", "factbank.settings"],
-                             capture_output=True, text=True, check=True).stdout
-    assert printed == shown
+    assert_current("docs/operations.md", "server-settings", "factbank.settings",
+                   settings_mod.table)
