@@ -40,13 +40,13 @@ UNION ALL
 """
 
 
-def _cpu_s(pid: int) -> float:
+def cpu_s(pid: int) -> float:
     """User + system CPU seconds of a process (a Postgres backend on this machine)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _buffers(plan: dict) -> int:
+def buffers(plan: dict) -> int:
     return int(plan.get("Shared Hit Blocks", 0)) + int(plan.get("Shared Read Blocks", 0))
 
 
@@ -64,7 +64,7 @@ async def _measure(dsn: str, bank: str, queries: np.ndarray, k: int) -> dict:
 
         async def timed(sql: str, settings: list[str], args: list) -> dict:
             rows, lat = [], []
-            cpu = _cpu_s(pid)
+            cpu = cpu_s(pid)
             for q in queries:
                 async with conn.transaction(readonly=True):
                     for s in settings:
@@ -73,7 +73,7 @@ async def _measure(dsn: str, bank: str, queries: np.ndarray, k: int) -> dict:
                     rows.append(await conn.fetch(sql, bank_id, q, k, *[
                         q if a == "q" else a for a in args]))
                     lat.append((time.perf_counter() - t) * 1000)
-            cpu_ms = (_cpu_s(pid) - cpu) * 1000 / len(queries)
+            cpu_ms = (cpu_s(pid) - cpu) * 1000 / len(queries)
             async with conn.transaction(readonly=True):
                 for s in settings:
                     await conn.execute(s)
@@ -82,7 +82,7 @@ async def _measure(dsn: str, bank: str, queries: np.ndarray, k: int) -> dict:
                                            *[queries[0] if a == "q" else a for a in args])
             return {"rows": rows, "p50_ms": round(float(np.median(lat)), 2),
                     "cpu_ms": round(cpu_ms, 2),
-                    "buffers": _buffers(json.loads(plan)[0]["Plan"])}
+                    "buffers": buffers(json.loads(plan)[0]["Plan"])}
 
         exact = await timed(EXACT_SQL, ["SET LOCAL enable_indexscan = off"], [])
         out = {"exact_p50_ms": exact["p50_ms"], "exact_cpu_ms": exact["cpu_ms"],
@@ -116,25 +116,37 @@ def make_queries(centres: np.ndarray, n: int) -> np.ndarray:
     return queries / np.linalg.norm(queries, axis=1, keepdims=True)
 
 
-def run(sizes: list[int], n_queries: int, k: int = 50) -> dict:
+def each_size(sizes: list[int], n_queries: int, measure) -> dict[int, dict]:
+    """One throwaway bank filled as the bench fills it (`bench._fill`), to each size in turn,
+    measured there by `await measure(dsn, bank, queries)` (queries: `make_queries`): the rows
+    by size, each with the time its fill took."""
     from factbank_evals import bench
-    from factbank_evals.run_all import code_state, quiet
+    from factbank_evals.run_all import quiet
     from factbank_evals.stack import running_stack
 
     quiet()
     centres = bench.template_vectors()
     queries = make_queries(centres, n_queries)
-    result: dict = {"k_per_group": k, "queries": n_queries, "vectors_per_fact":
-                    bench.VECTORS_PER_FACT, "code": code_state(), "sizes": {}}
+    rows: dict[int, dict] = {}
     with running_stack() as stack:
         have = 0
         for size in sorted(sizes):
             t = time.perf_counter()
             asyncio.run(bench._fill(stack, have, size, centres, True, lambda n: None))
             have = size
-            row = asyncio.run(_measure(stack.dsn, stack.bank, queries, k))
-            row["fill_s"] = round(time.perf_counter() - t, 1)
-            result["sizes"][size] = row
+            row = asyncio.run(measure(stack.dsn, stack.bank, queries))
+            rows[size] = {**row, "fill_s": round(time.perf_counter() - t, 1)}
+    return rows
+
+
+def run(sizes: list[int], n_queries: int, k: int = 50) -> dict:
+    from factbank_evals import bench
+    from factbank_evals.run_all import code_state
+
+    result: dict = {"k_per_group": k, "queries": n_queries, "vectors_per_fact":
+                    bench.VECTORS_PER_FACT, "code": code_state()}
+    result["sizes"] = each_size(sizes, n_queries,
+                                lambda dsn, bank, queries: _measure(dsn, bank, queries, k))
     return result
 
 

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from factbank_common import output
 from factbank_common.inert import inert
 
 # A tool's name as the agent sees it, by the tool's key (`supersede` -> `factbank_supersede`
@@ -406,14 +407,7 @@ def ago(at: str | None, now: datetime) -> str:
         then = datetime.fromisoformat(at)
     except ValueError:
         return at
-    seconds = int((now - then).total_seconds())
-    if seconds < 60:
-        return f"{max(seconds, 0)}s ago"
-    if seconds < 3600:
-        return f"{seconds // 60}m ago"
-    if seconds < 86400:
-        return f"{seconds // 3600}h ago"
-    return f"{seconds // 86400}d ago"
+    return output.ago((now - then).total_seconds())
 
 
 def timeline_what(e: Mapping) -> str:

@@ -11,6 +11,17 @@ from typing import Any
 from factbank_common.inert import inert, json_inert
 
 
+def ago(seconds: float, units: Sequence[str] = ("s", "m", "h", "d")) -> str:
+    """How long ago, in the largest whole unit: "42s ago", "5m ago", "3h ago", "2d ago" (a
+    future time reads as 0s). `units` spells seconds, minutes, hours and days: the client's
+    tables write "5m", the server's conflict lines "5 min"."""
+    seconds = max(0, int(seconds))
+    for size, unit in ((86400, units[3]), (3600, units[2]), (60, units[1])):
+        if seconds >= size:
+            return f"{seconds // size}{unit} ago"
+    return f"{seconds}{units[0]} ago"
+
+
 def _default(value: Any) -> Any:
     if isinstance(value, datetime):
         return value.isoformat()

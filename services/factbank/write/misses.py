@@ -23,12 +23,13 @@ logged and counted, never costs the block or the search it records.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 from collections.abc import Sequence
 
 import asyncpg
 
+from factbank.observability import digest_of
+from factbank.store import nearest
 from factbank.store.ceremony import Write
 
 log = logging.getLogger(__name__)
@@ -50,7 +51,7 @@ def session_key(session: str) -> str:
     (inject's body `session_id`, the X-Factbank-Session header of writes and searches)."""
     if not session:
         return ""
-    return hashlib.sha256(session.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return digest_of(session)
 
 
 async def shown(conn: asyncpg.Connection, bank_id: int, session: str, fact_id: int) -> str:
@@ -155,16 +156,8 @@ async def equivalents(conn: asyncpg.Connection, bank_id: int, fact_id: int) -> l
         fact_id)]
     if row["embedding"] is None:
         return same
-    async with conn.transaction():
-        await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        near = await conn.fetch(
-            """SELECT f.id, f.content, 1 - (v.embedding <=> $2) AS similarity
-               FROM fact_vectors v JOIN facts f ON f.id = v.fact_id
-               WHERE v.bank_id = $1 AND v.ord = 0 AND f.status IN ('active', 'disputed')
-                 AND f.id <> $3
-               ORDER BY v.embedding <=> $2 LIMIT 5""",
-            bank_id, row["embedding"], fact_id,
-        )
+    near = await nearest.nearest_own(conn, bank_id, row["embedding"],
+                                     statuses=("active", "disputed"), exclude=fact_id)
     for r in near:
         if r["id"] not in same and r["similarity"] >= NEAR and (
             await asyncio.to_thread(claims.compare, row["content"], r["content"])

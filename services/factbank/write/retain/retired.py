@@ -8,12 +8,11 @@ import asyncio
 import asyncpg
 
 from factbank.models import Fact, Via
-from factbank.store import facts
+from factbank.store import facts, nearest
 from factbank.text import claims
 from factbank.text.claims import NEAR
 from factbank.write.gate import Prepared
 from factbank.write.retain.gating import Vectors
-from factbank.write.retain.near import NEAREST_OWN
 
 RETIRED = ("superseded", "deleted")
 
@@ -34,14 +33,9 @@ async def retired_match(
     )
     if exact is not None or vectors.fact is None:
         return exact
-    async with conn.transaction():
-        await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        # The nearest facts in any status, the retired kept: the same scan as the active
-        # near-duplicates'. Filtering on a retired status inside the scan instead walked up to
-        # hnsw.max_scan_tuples in a bank with few retired facts.
-        near = await conn.fetch(
-            NEAREST_OWN.format(statuses=""), bank_id, p.category, p.project, vectors.fact
-        )
+    # The nearest facts in any status, the retired kept: the same lookup as the active
+    # near-duplicates'.
+    near = await nearest.nearest_own(conn, bank_id, vectors.fact, place=(p.category, p.project))
     for row in near:
         if row["status"] in RETIRED and row["similarity"] >= NEAR and (
             await asyncio.to_thread(claims.compare, p.content, row["content"])
