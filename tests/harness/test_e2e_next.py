@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,7 @@ from factbank.runtime.runner import free_port
 from .e2e import Services, assert_ok, hook_log, install, login, make_repo, seed_facts
 from .fake_model import FakeModel, Text, ToolCall
 from .npm import HarnessUnavailable, NextHarnesses, ensure_next_harnesses
+from .runners import RunResult
 from .runners_next import RUNNERS, seed_opencode_dir
 
 pytestmark = pytest.mark.harness
@@ -52,29 +54,77 @@ def model_saw(fake: FakeModel, since: int, marker: str) -> bool:
     return any(marker in r.dumps() for r in fake.requests[since:] if r.api is not None)
 
 
-@pytest.mark.parametrize("harness", ["gemini", "qwen", "copilot", "opencode"])
-def test_session_and_prompt_facts_reach_the_model(
-    harness: str, next_harnesses: NextHarnesses, fake_model: FakeModel, harness_home: Path,
-    tmp_path: Path, services: Services,
-) -> None:
+# (tool, arguments) of a file write and a shell command, as each harness's model calls them.
+WRITES = {
+    "gemini": lambda p: [ToolCall("write_file", {"file_path": p, "content": "x = 1\n"}),
+                         ToolCall("run_shell_command", {"command": "ls src"})],
+    "qwen": lambda p: [ToolCall("write_file", {"file_path": p, "content": "x = 1\n"}),
+                       ToolCall("run_shell_command", {"command": "ls src"})],
+    "copilot": lambda p: [ToolCall("create", {"path": p, "file_text": "x = 1\n"}),
+                          ToolCall("bash", {"command": "ls src", "description": "list"})],
+    "opencode": lambda p: [ToolCall("write", {"filePath": p, "content": "x = 1\n"}),
+                           ToolCall("bash", {"command": "ls src", "description": "list"})],
+}
+
+
+@dataclass
+class FirstRun:
+    """One harness's first session in a repository with a project fact and a prompt-matched
+    fact seeded, its model scripted to write a file and run a command."""
+
+    harness: str
+    home: Path
+    repo: Path
+    project: str
+    fake: FakeModel
+    result: RunResult
+    marks: tuple[str, str]
+    target: Path
+
+
+@pytest.fixture(scope="module", params=["gemini", "qwen", "copilot", "opencode"])
+def first_run(request: pytest.FixtureRequest, next_harnesses: NextHarnesses,
+              services: Services, tmp_path_factory: pytest.TempPathFactory
+              ) -> Iterator[FirstRun]:
+    """The run both the facts test and the timeline test read: they were a run each, and one
+    Copilot or OpenCode start plus `factbank install` costs seconds to tens of seconds here.
+    What each asserts needs nothing the other's scenario lacks: the facts reach the model at
+    session start and with the prompt whatever the model answers, and the hooks record the
+    file write and the command whatever was injected."""
+    harness = request.param
+    tmp = tmp_path_factory.mktemp(f"first-{harness}")
+    home = tmp / "home"
+    home.mkdir()
+    project = f"github.com/acme/{harness}-e2e"
+    repo = make_repo(tmp, "repo", f"git@github.com:acme/{harness}-e2e.git")
+    (repo / "src").mkdir()
+    s_mark, p_mark, prompt = seed_facts(services, harness.upper() + "26", project)
+    login(home, services)
+    install_for(home, harness)
+    target = repo / "src" / f"new_{harness}.py"
+    with FakeModel() as fake:
+        fake.script(*WRITES[harness](str(target)), Text("Done."))
+        result = RUNNERS[harness](home, repo, prompt, fake, harnesses=next_harnesses)
+        (tmp / "requests.json").write_text(
+            json.dumps([r.body for r in fake.requests if r.api is not None], indent=1))
+        yield FirstRun(harness, home, repo, project, fake, result, (s_mark, p_mark), target)
+
+
+def test_session_and_prompt_facts_reach_the_model(first_run: FirstRun,
+                                                  services: Services) -> None:
     services.require_inject()
-    tag = harness.upper() + "26"
-    repo = make_repo(tmp_path, "repo", f"git@github.com:acme/{harness}-e2e.git")
-    s_mark, p_mark, prompt = seed_facts(services, tag, f"github.com/acme/{harness}-e2e")
-    login(harness_home, services)
-    install_for(harness_home, harness)
-    result = RUNNERS[harness](harness_home, repo, prompt, fake_model, harnesses=next_harnesses)
-    assert_ok(result, harness_home)
-    gen = [r for r in fake_model.requests if r.api is not None]
+    harness, fake, result, home = (first_run.harness, first_run.fake, first_run.result,
+                                   first_run.home)
+    assert_ok(result, home)
+    gen = [r for r in fake.requests if r.api is not None]
     assert gen, result.describe()
-    (tmp_path / "requests.json").write_text(json.dumps([r.body for r in gen], indent=1))
-    for marker in (s_mark, p_mark):
-        assert model_saw(fake_model, 0, marker), (
+    for marker in first_run.marks:
+        assert model_saw(fake, 0, marker), (
             f"{marker} never reached {harness}'s model\n{result.describe()}\n"
-            + hook_log(harness_home))
+            + hook_log(home))
     # The instruction block (the user-level context file) and the MCP tools reached it too.
-    assert model_saw(fake_model, 0, "factbank:begin"), result.describe()
-    assert model_saw(fake_model, 0, MCP_ADD[harness]), result.describe()
+    assert model_saw(fake, 0, "factbank:begin"), result.describe()
+    assert model_saw(fake, 0, MCP_ADD[harness]), result.describe()
 
 
 # factbank's `add` as each harness names MCP tools (Qwen lists them by name only, deferred).
@@ -155,43 +205,21 @@ def test_a_handoff_crosses_harnesses(
 
 
 # --- the timeline: each harness's file edits and commands ---------------------------------------
-# (tool, arguments) of a file write and a shell command, as each harness's model calls them.
-WRITES = {
-    "gemini": lambda p: [ToolCall("write_file", {"file_path": p, "content": "x = 1\n"}),
-                         ToolCall("run_shell_command", {"command": "ls src"})],
-    "qwen": lambda p: [ToolCall("write_file", {"file_path": p, "content": "x = 1\n"}),
-                       ToolCall("run_shell_command", {"command": "ls src"})],
-    "copilot": lambda p: [ToolCall("create", {"path": p, "file_text": "x = 1\n"}),
-                          ToolCall("bash", {"command": "ls src", "description": "list"})],
-    "opencode": lambda p: [ToolCall("write", {"filePath": p, "content": "x = 1\n"}),
-                           ToolCall("bash", {"command": "ls src", "description": "list"})],
-}
 
 
-@pytest.mark.parametrize("harness", ["gemini", "qwen", "copilot", "opencode"])
-def test_file_edits_and_commands_reach_the_timeline(
-    harness: str, next_harnesses: NextHarnesses, fake_model: FakeModel, harness_home: Path,
-    tmp_path: Path, services: Services,
-) -> None:
-    project = f"github.com/acme/tl26-{harness}"
-    repo = make_repo(tmp_path, "repo", f"git@github.com:acme/tl26-{harness}.git")
-    (repo / "src").mkdir()
-    login(harness_home, services)
-    install_for(harness_home, harness)
-    target = str(repo / "src" / f"new_{harness}.py")
-    fake_model.script(*WRITES[harness](target), Text("Done."))
-    result = RUNNERS[harness](harness_home, repo, "create the module and list src",
-                              fake_model, harnesses=next_harnesses)
-    assert_ok(result, harness_home)
-    assert Path(target).exists(), result.describe()
+def test_file_edits_and_commands_reach_the_timeline(first_run: FirstRun,
+                                                    services: Services) -> None:
+    harness, result, home = first_run.harness, first_run.result, first_run.home
+    assert_ok(result, home)
+    assert first_run.target.exists(), result.describe()
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        events = [e for e in services.timeline(project) if e.get("agent") == harness]
+        events = [e for e in services.timeline(first_run.project) if e.get("agent") == harness]
         kinds = {e["kind"] for e in events}
         if {"file", "command"} <= kinds:
             break
         time.sleep(0.5)
-    assert {"file", "command"} <= kinds, (events, hook_log(harness_home))
+    assert {"file", "command"} <= kinds, (events, hook_log(home))
     assert any(f"new_{harness}.py" in json.dumps(e) for e in events if e["kind"] == "file")
     assert any("ls src" in json.dumps(e) for e in events if e["kind"] == "command")
 

@@ -15,10 +15,15 @@ PAGES = ("README.md", "CONTRIBUTING.md", "docs/evals.md")
 
 
 def test_ci_finds_the_test_command_where_it_looks():
-    """`.ci/run`'s own awk: the second line after the marker is the whole suite."""
+    """`.ci/run`'s own awk: the second line after the marker is the whole suite: `tests/run`,
+    whose two pytest processes are `tests` less some directories and those directories."""
     cmd = subprocess.run(["awk", "/<!-- test-command -->/{getline; getline; print; exit}",
                           "README.md"], cwd=ROOT, capture_output=True, text=True).stdout
-    assert cmd.startswith("python3 -m venv .venv && ") and ".venv/bin/pytest -q" in cmd
+    assert cmd.startswith("python3 -m venv .venv && ") and " tests/run && " in cmd
+    script = (ROOT / "tests" / "run").read_text("utf-8")
+    assert '.venv/bin/pytest -q -p no:cacheprovider "${SECOND[@]}" "$@"' in script
+    assert '.venv/bin/pytest -q tests "${ignore[@]}" "$@"' in script
+    assert 'ignore+=("--ignore=$dir")' in script
 
 
 def test_the_users_path_comes_first_and_contributors_last():
