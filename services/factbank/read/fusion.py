@@ -15,7 +15,9 @@ the reason for each constant (`FusionParams`).
 2. Lexical evidence on top, weighted by the leg's own evidence, never by its rank: in one
    language (or either side mixed) 0.04 x (0.5 coverage + 0.5 BM25 / best BM25 of the query);
    across languages 0.02 x coverage (BM25 magnitude there is confident noise). Coverage is
-   distinct query terms matched / distinct query terms.
+   distinct query terms matched / distinct query terms. In the ranking only, BM25's top hit
+   in the query's language earns the weight once more when it stands apart from BM25's own
+   next hits (`decisive_lexical`, `FusionParams.apart_weight`).
 3. Background centring: minus mean_bg(q, lang(f), form(f)), the query's mean cosine to the
    shipped background corpus (`data/background.jsonl`: 257 generic sentences written for
    this project, everyday text, encyclopaedia-style lines, technical notes and questions
