@@ -430,6 +430,50 @@ def test_the_cohort_keeps_same_language_answers_above_the_other_languages_neighb
     assert dict(plain)[1] == pytest.approx(0.89 - 0.80 + DEFAULT.offset_en_en)
 
 
+def _decisive_case(top_bm25: float) -> tuple[list[LegHit], list[LegHit], dict[int, str]]:
+    """A Chinese bank: 12 dense neighbours near 0.88-0.86, fact 99 (every query term) at
+    cosine 0.845, far down; BM25 puts 99 first with `top_bm25`, then a flat pack near 10."""
+    hits = [LegHit(i, 0.880 - 0.002 * i, lang="zh") for i in range(12)]
+    hits.append(LegHit(99, 0.845, lang="zh"))
+    lex = [LegHit(99, top_bm25, 9)] + [LegHit(i, 10.3 - 0.3 * i, 4) for i in range(9)]
+    return lex, hits, {h.fact_id: "zh" for h in hits}
+
+
+def test_a_bm25_top_hit_standing_apart_ranks_in_the_top_five():
+    """BM25's top hit far ahead of its own next hits (32 against a pack near 10, as the
+    cmrc2018 sentence every term of `2012年5月获得教育局同意增设什么？` finds) is worth more
+    than the ~0.04 cosine units of ordinary lexical evidence in the ranking; the gate's
+    confidence does not move."""
+    from factbank.read.fusion import cohort_means, decisive_lexical
+
+    lex, hits, langs = _decisive_case(32.0)
+    assert decisive_lexical(lex) == 99
+    ranked = score_legs(lex, hits, 9, "zh", langs, background=ZH_Q, cohort=cohort_means(hits))
+    assert ids(ranked).index(99) < 5
+    off = dataclasses.replace(DEFAULT, apart_weight=0.0)
+    without = raw_scores(Candidates(lex, hits, 9, "zh", langs, background=ZH_Q), off,
+                         cohort=cohort_means(hits))
+    assert ids(without).index(99) >= 5
+    # the gate's scale (no cohort) is the same with and without the rule
+    assert score_legs(lex, hits, 9, "zh", langs, background=ZH_Q) == raw_scores(
+        Candidates(lex, hits, 9, "zh", langs, background=ZH_Q), off)
+
+
+def test_a_bm25_top_hit_inside_the_pack_or_across_languages_earns_nothing_more():
+    from factbank.read.fusion import cohort_means, decisive_lexical
+
+    lex, hits, langs = _decisive_case(11.0)  # first, but not apart from 10.3, 10.0, ...
+    assert decisive_lexical(lex) is None
+    assert decisive_lexical(lex[:2]) is None  # two hits: no distribution to stand out of
+    lex, hits, langs = _decisive_case(32.0)
+    en = {f: "en" for f in langs}  # a Chinese query on English facts: BM25 there is noise
+    assert decisive_lexical(lex) == 99
+    off = dataclasses.replace(DEFAULT, apart_weight=0.0)
+    cohort = cohort_means(hits, en)
+    assert score_legs(lex, hits, 9, "zh", en, background=ZH_Q, cohort=cohort) == raw_scores(
+        Candidates(lex, hits, 9, "zh", en, background=ZH_Q), off, cohort=cohort)
+
+
 # --- where the embedder places a vector's language ---------------------------------
 
 

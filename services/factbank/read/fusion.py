@@ -15,7 +15,9 @@ the reason for each constant (`FusionParams`).
 2. Lexical evidence on top, weighted by the leg's own evidence, never by its rank: in one
    language (or either side mixed) 0.04 x (0.5 coverage + 0.5 BM25 / best BM25 of the query);
    across languages 0.02 x coverage (BM25 magnitude there is confident noise). Coverage is
-   distinct query terms matched / distinct query terms.
+   distinct query terms matched / distinct query terms. In the ranking only, BM25's top hit
+   in the query's language earns 0.02 more when it stands far apart from BM25's own next
+   hits (`decisive_lexical`, `FusionParams.apart_weight`, `apart_ratio`).
 3. Background centring: minus mean_bg(q, lang(f), form(f)), the query's mean cosine to the
    shipped background corpus (`data/background.jsonl`: 257 generic sentences written for
    this project, everyday text, encyclopaedia-style lines, technical notes and questions
@@ -321,6 +323,26 @@ class FusionParams:
     # With no dense leg at all (embedder down), a lexical hit needs at least this much lexical
     # evidence (0-1) to clear the floor: only near-complete, strongest matches survive.
     lexical_only_min_evidence: float = 0.75
+    # Ranking only: BM25's top hit, in the query's language, earns apart_weight more when it
+    # stands apart from BM25's own next hits (`decisive_lexical`: its lead over the second is
+    # at least apart_ratio x the second's lead over the median of ranks 2-10). Why: RRF gives
+    # a rank-1 lexical hit as much as a rank-1 dense hit, this fusion ~0.04 cosine units, so a
+    # sentence every query term finds far above the rest lost to dense neighbours (cmrc2018
+    # `2012年5月获得教育局同意增设什么？`: BM25 32.0 against 10.3, its lead 13.6x the
+    # runner-up's, cosine rank 71, hybrid rank 16, 0.007 short of the top 5). Measured in
+    # memory on every dev set and bank (evals/reports/2026-12-05/hybrid-floor.md): R@5
+    # cmrc2018-trial hybrid 0.995 -> 0.996, every other set and split unchanged, at any weight
+    # 0.02-0.06 and ratio 2.5-8. The ratio is 8, not 3, for MRR@10: at 3 (weight 0.04) a wrong
+    # but apart BM25 top hit moved above golds inside the top 5 (agent-memory questions 0.825
+    # -> 0.820, the mixed bank 0.757 -> 0.753); at 8 with 0.02, agent-memory is unchanged,
+    # the mixed bank -0.05 point, cmrc2018-trial and xquad-r-zh2zh +0.1. Measured against
+    # it: a flat lexical_weight 0.05 (xquad-r-zh2zh R@5 0.948 -> 0.946, agent-memory
+    # questions 0.916 -> 0.904) and a rank-aware term 0.02 x 3 / (2 + rank) for ranks 1-3
+    # (xquad-r-zh2zh +1 query, mlqa-r-zh-dev 0.831 -> 0.823, mixed zh>en 0.808 -> 0.795).
+    # The gate keeps the calibrated confidence (a stray rare term standing apart must not
+    # open it for a question the bank cannot answer).
+    apart_weight: float = 0.02
+    apart_ratio: float = 8.0
     # Background means used when the caller passes no Background (not wired, or failed):
     # the medians measured on the dev and agent-memory queries, by (query > fact) language
     # and form. A fallback only: a fixed mean cannot remove the query's own hubness (the
@@ -416,6 +438,19 @@ def lexical_evidence(hit: LegHit, best_bm25: float, query_terms: int, pair: str,
     return params.lexical_weight * (share * coverage + (1.0 - share) * relative)
 
 
+def decisive_lexical(lexical: Sequence[LegHit], params: FusionParams = DEFAULT) -> int | None:
+    """BM25's top hit when it stands apart from BM25's own next hits (`apart_ratio`), else
+    None. Needs three hits: with fewer, BM25 has no distribution of its own to stand out of."""
+    ranked = sorted(lexical, key=lambda h: (-h.score, h.fact_id))
+    if len(ranked) < 3:
+        return None
+    s1, s2 = ranked[0].score, ranked[1].score
+    median = float(np.median([h.score for h in ranked[1:10]]))
+    if s1 > s2 and s1 - s2 >= params.apart_ratio * (s2 - median):
+        return ranked[0].fact_id
+    return None
+
+
 def cohort_means(dense: Sequence[LegHit], doc_lang: Mapping[int, str] | None = None,
                  params: FusionParams = DEFAULT) -> dict[bool, float]:
     """The mean raw cosine of the query's `bank_cohort` nearest vectors in each language group
@@ -454,6 +489,9 @@ def raw_scores(c: Candidates, params: FusionParams = DEFAULT, *,
         pair = language_pair(query_lang, langs.get(hit.fact_id)) if cos else "same"
         ev = lexical_evidence(hit, best_bm25, query_terms, pair, params)
         bonus[hit.fact_id] = max(bonus.get(hit.fact_id, 0.0), ev)
+    if cohort is not None and cos and (top := decisive_lexical(lexical, params)) is not None:
+        if language_pair(query_lang, langs.get(top)) not in ("zh>en", "en>zh"):
+            bonus[top] += params.apart_weight
 
     def base_level(lang: str | None, tagged: bool) -> float:
         mean = (background.mean(lang, tagged) if background is not None
