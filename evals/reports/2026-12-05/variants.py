@@ -20,7 +20,13 @@ share, the quotas) on two more banks built from XQuAD-R (every article in both l
 same subjects; one article in four in both, the rest split as in the mixed bank) and prints
 each bank's overlap figure (`overlap`) first.
 
+`--lexical-auc` prints instead whether the lexical leg tells which language holds a query's
+answer (AUC of three lexical signals, own language group minus other, for the queries whose
+gold is in their own group against those whose gold is in the other) on the bare agent bank
+and the mixed XQuAD-R bank.
+
     python evals/reports/2026-12-05/variants.py [--data ../shared/evaldata] [--round 3]
+    python evals/reports/2026-12-05/variants.py --lexical-auc
 
 Embeddings come from /tmp/factbank-fusion-cache (7+ minutes cold under load).
 """
@@ -264,11 +270,56 @@ def r5(case, ranked_of) -> dict[str, float]:
     return {k: float(np.mean(x)) for k, x in acc.items()}
 
 
+def _auc(pos, neg) -> float:
+    pos, neg = np.asarray(pos, dtype=float), np.asarray(neg, dtype=float)
+    if not len(pos) or not len(neg):
+        return float("nan")
+    return float((pos[:, None] > neg[None, :]).mean() + 0.5 * (pos[:, None] == neg[None, :]).mean())
+
+
+def lexical_auc(data: Path) -> None:
+    """Per query: the best lexical coverage in its own language group, that minus the other
+    group's, and the same for BM25; AUC for gold-in-own-group against gold-in-the-other."""
+    bg = fs.background_vectors()
+    bank, queries, _ = ds.agent_memory_bank("bare")
+    mixed = _xquad_both(data, lambda a: False)
+    built = {"agent-memory (bare)": {"rows": _rows(bank, queries, bg), "bank": bank},
+             "mixed XQuAD-R": {"rows": _rows(mixed[0], mixed[1], bg), "bank": mixed[0]}}
+    print("| bank | query | gold own / other | own coverage | own - other coverage |"
+          " own - other BM25 |")
+    print("|---|---|---|---|---|---|")
+    for name, case in built.items():
+        fact_en = _fact_en(case)
+        sig: dict[tuple[bool, bool], list[tuple[float, float, float]]] = {}
+        for row in case["rows"]:
+            own = row["q_en"]
+            gold = {bool(fact_en[a] == own) for a in row["q"].answers}
+            if len(gold) != 1:
+                continue
+            best = {}
+            for h in row["lexical"]:
+                g = bool(fact_en[h.fact_id] == own)
+                cov = h.matched_terms / max(row["qterms"], 1)
+                c, b = best.get(g, (0.0, 0.0))
+                best[g] = (max(c, cov), max(b, h.score))
+            (co, bo), (ct, bt) = best.get(True, (0.0, 0.0)), best.get(False, (0.0, 0.0))
+            sig.setdefault((own, gold.pop()), []).append((co, co - ct, bo - bt))
+        for own in (True, False):
+            pos, neg = sig.get((own, True), []), sig.get((own, False), [])
+            cells = " | ".join(f"{_auc([x[i] for x in pos], [x[i] for x in neg]):.3f}"
+                               for i in range(3))
+            print(f"| {name} | {'en' if own else 'zh'} | {len(pos)} / {len(neg)} | {cells} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", type=Path, default=Path("../shared/evaldata"))
     ap.add_argument("--round", type=int, default=2, choices=(2, 3))
+    ap.add_argument("--lexical-auc", action="store_true")
     args = ap.parse_args()
+    if args.lexical_auc:
+        lexical_auc(args.data)
+        return
     variants = VARIANTS3 if args.round == 3 else VARIANTS
     built = cases(args.data, round3=args.round == 3)
     if args.round == 3:
