@@ -1,6 +1,7 @@
-"""The embedded cluster gets the shared_buffers it is asked for, on a new data dir at once (the
-wheel starts the server inside initdb's call, so this restarts it once) and on later starts
-from what ALTER SYSTEM kept; `default` leaves a cluster's setting alone."""
+"""The embedded cluster gets the shared_buffers it is asked for at its first start (written into
+the new data dir before the postmaster starts, never by a restart) and at later starts of a
+stopped cluster; `default` leaves a cluster's setting alone; a running cluster that another
+process holds keeps its size, the new one recorded for its next start."""
 
 from __future__ import annotations
 
@@ -53,3 +54,18 @@ def test_shared_buffers_new_cluster_then_restarts() -> None:
     finally:
         assert pg.stop()[1]
     assert pg.pid() is None
+
+
+def test_a_new_cluster_starts_once_with_its_size() -> None:
+    """One postmaster from initdb to ready: the pid the start reports is the one serving."""
+    home = Path(tempfile.mkdtemp(prefix="factbank-sb-"))
+    os.chmod(home, 0o755)
+    pg = EmbeddedPostgres(home, "176MB")
+    pg.start()
+    try:
+        assert _buffers(pg) == "176MB"
+        assert pg._server.get_pid() == pg.pid()
+        log = (home / "pgdata" / "log").read_text()
+        assert log.count("database system is ready to accept connections") == 1
+    finally:
+        assert pg.stop()[1]

