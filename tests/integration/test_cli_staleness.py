@@ -350,3 +350,35 @@ def test_verify_never_sends_a_teammates_location_outside_the_repository(env, cap
     assert at < 0, out[max(0, at - 300):at + 100]
     assert "the private note" not in out
     assert "9090" in out  # the inside fact's stale context did go to the bank
+
+
+def test_a_commit_made_while_a_quiet_verify_reads_is_still_checked(env, capsys, monkeypatch):
+    """The hooks' race: a session-start `verify --quiet` is reading the repository when the
+    user commits; the post-commit `verify --quiet` finds the lock taken and leaves. The
+    running one must then run once more, or the fact the commit broke stays fresh."""
+    from factbank_client.cli import staleness as cli_staleness
+    from factbank_client.cli.main import main
+
+    port = add_file_fact(capsys, "The API listens on port 8080", "deploy/api.yaml:4",
+                         "port: 8080")
+    real = cli_staleness.run_verify
+    calls: list[str] = []
+
+    def session_start_verify(*args, **kwargs):
+        report = real(*args, **kwargs)  # read before the commit: fresh
+        calls.append(next(v["verdict"] for v in report["verdicts"] if v["id"] == port["id"]))
+        if len(calls) == 1:
+            (env.repo / "deploy" / "api.yaml").write_text(API_YAML.replace("8080", "9090"),
+                                                          "utf-8")
+            git(env.repo, "commit", "-q", "-am", "port 9090")
+            assert main(["verify", "--quiet"]) == 0  # the post-commit hook's run, in between
+        return report
+
+    monkeypatch.setattr(cli_staleness, "run_verify", session_start_verify)
+    code, out, _ = run(capsys, "verify", "--quiet")
+    assert code == 0
+    assert calls == ["fresh", "stale"]
+    lines = out.strip().splitlines()
+    assert len(lines) == 2 and f"(stale: #{port['id']})" in lines[1], out
+    fact = ok_json(capsys, "get", str(port["id"]))
+    assert fact["status"] == "stale", fact

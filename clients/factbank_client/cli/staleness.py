@@ -5,8 +5,6 @@ these are the commands' skins."""
 
 from __future__ import annotations
 
-import hashlib
-import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -42,8 +40,9 @@ def register(sub) -> None:
                             "tell the bank (default: as HEAD holds them: only a commit is "
                             "evidence for the team)")
         p.add_argument("--quiet", action="store_true",
-                       help="print only the summary line, and do nothing when another verify "
-                            "of this repository is running (what the hooks run)")
+                       help="print only the summary line; when another verify of this "
+                            "repository is running, ask it to run once more and leave "
+                            "(what the hooks run)")
         change = p.add_mutually_exclusive_group()
         change.add_argument("--diff", metavar="BASE..HEAD",
                             help="report only (the bank is not changed): the facts whose "
@@ -109,30 +108,6 @@ def register(sub) -> None:
 
 
 # --- verify ----------------------------------------------------------------------------------
-
-
-def _lock(root: Path):
-    """A non-blocking lock per repository, so the session-start and post-commit runs never
-    overlap; None when another verify holds it."""
-    import fcntl
-
-    from factbank_client.paths import cache_dir
-
-    os.makedirs(cache_dir(), exist_ok=True)
-    name = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
-    path = os.path.join(cache_dir(), f"verify-{name}.lock")
-    try:  # O_NOFOLLOW, no truncation: a link planted at the name is refused, never emptied
-        fh = os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0),
-                               0o600), "r+")
-    except OSError as exc:
-        raise CommandError(f"cannot take the verify lock {path}: {exc.strerror or exc}") \
-            from None
-    try:
-        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        fh.close()
-        return None
-    return fh
 
 
 def run_verify(client, root: Path, project: str, *, include_stale: bool = False,
@@ -246,26 +221,41 @@ def cmd_verify(args) -> int:
         return cmd_verify_diff(args, root, project)
     if args.markdown or args.fail_on != "stale":
         raise CommandError("--markdown and --fail-on go with --diff or --staged")
-    lock = _lock(root) if args.quiet else None
-    if args.quiet and lock is None:
-        return 0  # another verify of this repository is running: it covers this one
-    try:
+    if not args.quiet:
         with common.client() as client:
-            report = call(run_verify, client, root, project, include_stale=args.all,
-                          banks=[args.bank] if args.bank else None,
-                          working_tree=args.working_tree)
-    finally:
-        if lock is not None:
-            lock.close()
-    if args.quiet and not args.json:  # one line for the hooks' log: when, what, which
+            report = _verify(client, root, project, args)
+        return show(args, report, lambda: render.verify_lines(report))
+    return _verify_quietly(root, project, args)
+
+
+def _verify(client, root: Path, project: str, args) -> dict:
+    return call(run_verify, client, root, project, include_stale=args.all,
+                banks=[args.bank] if args.bank else None, working_tree=args.working_tree)
+
+
+def _verify_quietly(root: Path, project: str, args) -> int:
+    """The hooks' run: one verify of this repository at a time, once more when a hook asked
+    while it ran (staleness/runlock.py), one line (or one JSON report) per run for the log."""
+    from factbank_client.staleness.runlock import run_once_more_if_asked
+
+    def once() -> None:
+        with common.client() as client:
+            report = _verify(client, root, project, args)
+        if args.json:
+            show(args, report, lambda: [])
+            return
         from datetime import UTC, datetime
 
         stale = [v["id"] for v in report["verdicts"] if v["verdict"] == "stale"]
         print(f"{datetime.now(UTC).strftime('%Y-%m-%dT%H:%M:%SZ')} {root}: "
               f"{render.verify_lines(report)[-1]}"
-              + (f" (stale: {render.id_list(stale)})" if stale else ""))
-        return 0
-    return show(args, report, lambda: render.verify_lines(report))
+              + (f" (stale: {render.id_list(stale)})" if stale else ""), flush=True)
+
+    try:
+        run_once_more_if_asked(root, once)
+    except OSError as exc:
+        raise CommandError(f"cannot take the verify lock: {exc.strerror or exc}") from None
+    return 0
 
 
 # --- rules -----------------------------------------------------------------------------------

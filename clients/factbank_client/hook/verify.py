@@ -9,8 +9,10 @@ verify --quiet` in the session's directory, stdout and stderr appended to
 `~/.cache/factbank/verify.log`. A new interpreter, with `site`, because the hook runs under
 `-I -S` and the CLI needs httpx; exec, not a child of a child, so nothing waits on it.
 
-`verify --quiet` takes a per-repository lock and does nothing when another verify (this
-session's twin, or the post-commit hook's) holds it. FACTBANK_VERIFY=0 turns it off.
+`verify --quiet` takes a per-repository lock; when another verify (this session's twin, or
+the post-commit hook's) holds it, it asks that one to run once more and leaves
+(staleness/runlock.py), so a commit made during a run is still checked.
+FACTBANK_VERIFY=0 turns it off.
 
 At most one background verify per repository every `MIN_INTERVAL` seconds, decided here, before
 the exec: the CLI's imports alone cost about 0.4 s of CPU, and on a 2-core machine a burst of
