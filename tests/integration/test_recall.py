@@ -399,3 +399,26 @@ async def test_stray_non_chinese_lines_are_not_lifted_over_chinese_answers(
     res = await search(stack, beta.ro, query, mode="dense", limit=5, floor=False)
     got = [h["fact"]["id"] for h in res["results"]]
     assert set(got[:2]) == {ids[i] for i in top_two}, [NATIVE_ZH[ids.index(g)] for g in got]
+
+
+async def test_one_connection_serves_a_recall_whose_steps_run_at_once(
+    dsn, settings, two_banks, stack
+):
+    """The legs and the two language groups' graph walks each take a connection of their own;
+    with a pool of one they take turns (none holds one while waiting for another), and the
+    answer is the one the full pool gives."""
+    from dataclasses import replace
+
+    alpha, _ = two_banks
+    await fill(stack, alpha.rw)
+    query = {"query": "部署用什么工具 deploy tool", "limit": 5, "floor": False}
+    want = await search(stack, alpha.ro, query["query"], limit=5, floor=False)
+    assert want["results"]
+    async with AsyncTestClient(
+        app=recall_app.create(replace(settings, pool_size=1), dsn=dsn)
+    ) as recall:
+        r = await asyncio.wait_for(
+            recall.post("/v1/search", json=query, headers=auth(alpha.ro)), timeout=60)
+    got = r.json()
+    assert [h["fact"]["id"] for h in got["results"]] == \
+        [h["fact"]["id"] for h in want["results"]]

@@ -28,6 +28,7 @@ from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
+from typing import TypeVar
 
 import asyncpg
 import msgspec
@@ -48,6 +49,7 @@ from factbank.text import lexicon
 from factbank.text.tokenizer import language, tokenize
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 CANDIDATES = 50  # per leg
 # The ranking is the fused confidence (cosine units) plus small trust and project terms. It
 # used to be relevance x (0.5 + trust) x 1.5, but relevance is a logistic of width 0.01 that
@@ -204,12 +206,13 @@ _GROUP_SQL = """
           AND EXISTS (SELECT 1 FROM fact_vectors WHERE bank_id = $1 AND {probe})
         ORDER BY embedding::halfvec(384) <=> $2::vector::halfvec(384) LIMIT $5) pool
   ORDER BY embedding <=> $2 LIMIT $3)"""
-_DENSE_SQL = (
-    _GROUP_SQL.format(group="lang = 'zh'", probe="lang = 'zh'")
-    + "\nUNION ALL"
-    + _GROUP_SQL.format(group="lang <> 'zh'", probe="lang IN ('en', 'mixed')")
-    + "\n"
+_GROUPS = (
+    _GROUP_SQL.format(group="lang = 'zh'", probe="lang = 'zh'"),
+    _GROUP_SQL.format(group="lang <> 'zh'", probe="lang IN ('en', 'mixed')"),
 )
+# Both groups in one statement, for the evals and tests that read the leg in one round trip;
+# recall runs the two at once (`_dense`), same rows.
+_DENSE_SQL = "\nUNION ALL".join(_GROUPS) + "\n"
 
 
 def dense_settings(ef_search: int = HNSW_EF_SEARCH) -> str:
@@ -224,26 +227,45 @@ def dense_settings(ef_search: int = HNSW_EF_SEARCH) -> str:
             "SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off")
 
 
+async def together(coros: Sequence[Coroutine[None, None, T]]) -> list[T]:
+    """Run `coros` at once and return their results in order; when one fails the others are
+    cancelled (nothing runs on for nobody) and the failure is raised."""
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        raise
+
+
 async def _dense(
-    conn: asyncpg.Connection,
+    pool: asyncpg.Pool,
     bank_id: int,
     vector: np.ndarray,
     k: int,
     background: fusion.BackgroundVectors | None = None,
 ) -> list[DenseHit]:
     """The k nearest vectors of each language group (deleted facts have no vectors), each
-    with its `en_share` when a background with a language axis is known."""
+    with its `en_share` when a background with a language axis is known.
+
+    The two groups' graph walks run at once, each on its own connection (its own backend, so
+    its own core): at 100k facts the walks are most of a recall whose query embedding is
+    cached, and one statement ran them one after the other. Each walk holds one connection
+    and waits for nothing while it holds it (as `_legs`)."""
     axis = background.axis if background is not None and background.has_axis else None
-    async with conn.transaction(readonly=True):
-        await conn.execute(dense_settings())
-        rows = await conn.fetch(
-            _DENSE_SQL, bank_id, vector, k, axis if axis is not None else vector,
-            max(k, DENSE_POOL),
-        )
+
+    async def group(sql: str) -> list[asyncpg.Record]:
+        async with pool.acquire() as conn, conn.transaction(readonly=True):
+            await conn.execute(dense_settings())
+            return await conn.fetch(sql, bank_id, vector, k,
+                                    axis if axis is not None else vector, max(k, DENSE_POOL))
+
     # Each group comes back in exact order; the two groups are merged here.
     hits = [
         DenseHit(r["fact_id"], r["ord"], r["lang"], float(r["cosine"]),
                  background.en_share(float(r["axis"])) if axis is not None else None)
+        for rows in await together([group(sql) for sql in _GROUPS])
         for r in rows
     ]
     return sorted(hits, key=lambda h: (-h.cosine, h.fact_id, h.ord))
@@ -292,9 +314,9 @@ async def _legs(
     top CANDIDATES of each, and what fusion must know of the query and of each fact (language,
     tags).
 
-    The two legs run at once, each on its own connection: BM25 runs in Postgres while the
-    query is embedded (a thread) and the graphs are walked by a second backend. Before, the
-    three ran one after another, so a cold recall cost their sum. Each leg holds one
+    The two legs run at once: BM25 runs in Postgres while the query is embedded (a thread),
+    then the two language groups' graphs are walked by two more backends (`_dense`). Before,
+    these ran one after another, so a cold recall cost their sum. Each step holds at most one
     connection and waits for nothing while holding it, so a full pool delays a recall but
     cannot deadlock it."""
     lexical: list[tuple[int, float, int]] = []
@@ -309,8 +331,7 @@ async def _legs(
     async def dense_leg() -> None:
         nonlocal dense, background
         qvec = await query_vector(r, bank_id, query)
-        async with pool.acquire() as conn:
-            dense = await _dense(conn, bank_id, qvec, CANDIDATES, r.background)
+        dense = await _dense(pool, bank_id, qvec, CANDIDATES, r.background)
         if r.background is not None:
             background = fusion.Background.for_query(qvec, r.background)
 
@@ -319,13 +340,7 @@ async def _legs(
         legs.append(lexical_leg())
     if mode in ("hybrid", "dense") and r.embedder is not None:
         legs.append(dense_leg())
-    tasks = [asyncio.ensure_future(leg) for leg in legs]
-    try:
-        await asyncio.gather(*tasks)
-    except BaseException:
-        for task in tasks:  # one leg failed: the other does not run on for nobody
-            task.cancel()
-        raise
+    await together(legs)
     async with pool.acquire() as conn:
         rows = await _rows(conn, bank_id, list(dict.fromkeys([f for f, _, _ in lexical]
                                                              + [h.fact_id for h in dense])))
