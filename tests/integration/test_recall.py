@@ -422,3 +422,31 @@ async def test_one_connection_serves_a_recall_whose_steps_run_at_once(
     got = r.json()
     assert [h["fact"]["id"] for h in got["results"]] == \
         [h["fact"]["id"] for h in want["results"]]
+
+
+STOPWORD_FACTS = [
+    ("I can wait for you.", "reference", [], None),
+    ("Where are you? I am here, by the door.", "reference", [], None),
+    ("The deploy pipeline uses argo rollouts with a 10% canary.", "project", [], None),
+    ("我想出国留学。", "reference", [], None),
+]
+
+
+@pytest.mark.parametrize("query, answer", [
+    ("我可以等你。", 0),  # every word a stopword, zh -> en
+    ("where are you?", 1),  # every word a stopword, en -> en
+    ("你在哪里？", 1),  # every word a stopword, zh -> en
+])
+async def test_a_question_made_of_stopwords_is_still_searched_by_meaning(
+    stack, two_banks, query, answer
+):
+    """BM25 has no term for these, the embedder has their meaning: dense and hybrid find the
+    answer (lexical cannot, and says nothing); text with no word at all matches nothing."""
+    alpha, _ = two_banks
+    ids = await fill(stack, alpha.rw, STOPWORD_FACTS)
+    for mode in ("dense", "hybrid"):
+        res = await search(stack, alpha.ro, query, mode=mode, floor=False)
+        assert res["results"] and res["results"][0]["fact"]["id"] == ids[answer], (mode, res)
+    assert (await search(stack, alpha.ro, query, mode="lexical", floor=False))["results"] == []
+    for nothing in ("。？！", "?? ...", "   "):
+        assert (await search(stack, alpha.ro, nothing, floor=False))["results"] == []

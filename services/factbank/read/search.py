@@ -16,7 +16,8 @@
    project terms; each fact once.
 5. Cache: the whole answer, keyed by the bank's version (`_cache_key`), so a write is
    visible to the next recall.
-A query with no usable term returns nothing; user text never reaches any query syntax.
+A query with nothing to match returns nothing (`_searchable`); user text never reaches any query
+syntax.
 """
 
 from __future__ import annotations
@@ -445,6 +446,17 @@ def _rank(
     return sorted(best.values(), key=lambda h: (-h.score, h.fact.id))[:limit]
 
 
+def _searchable(query: str, tokens: list[str], *, dense: bool) -> bool:
+    """Whether a query can match anything. BM25 needs a term that is not a stopword; the
+    embedder needs only words. A question made of stopwords alone ("我可以等你。", "who are
+    you?", "what is it?") has no BM25 term but a clear meaning, and returning nothing for it
+    lost tatoeba-zh2en its one dense miss through the API (the gate still decides what is
+    injected). Text with no letter or digit at all (punctuation, spaces) matches nothing."""
+    if tokens:
+        return True
+    return dense and any(ch.isalnum() for ch in query)
+
+
 async def search(
     r: Recall,
     bank_id: int,
@@ -466,7 +478,7 @@ async def search(
     if mode != "lexical" and r.embedder is None:
         degraded = f"{r.embedder_error or 'no embedder'}; lexical results only"
         EMBEDDER_FALLBACKS.inc()
-    if not tokens:
+    if not _searchable(query, tokens, dense=mode != "lexical" and r.embedder is not None):
         return SearchResult(results=[], degraded=degraded)
     pool = await r.pool_for(bank_id, min_version)
     async with pool.acquire() as conn:
