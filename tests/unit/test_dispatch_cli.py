@@ -49,15 +49,27 @@ def test_the_live_log_and_the_harness_s_exit_code(env, tmp_path):
 
 
 def test_detach_then_follow_and_list(env, tmp_path):
+    # The run ends when the test says so (REPLAY_UNTIL), not after a delay a loaded machine's
+    # interpreter start-up can outlast: `show --follow` must find it running.
+    release = tmp_path / "release"
     proc = factbank(env, "dispatch", "claude", "Build and greet.", "--repo", str(tmp_path),
-                    "--detach", "--json", REPLAY_DELAY="0.1")
+                    "--detach", "--json", REPLAY_UNTIL=str(release))
     assert proc.returncode == 0, proc.stderr
     run = json.loads(proc.stdout)
     assert run["status"] == "running"
-    follow = factbank(env, "dispatch", "show", run["id"], "--follow")
-    assert follow.returncode == 0
-    assert follow.stdout.startswith(f"run {run['id']}: claude running")
-    assert follow.stdout.rstrip().endswith("# done: claude exited with code 0")
+    follower = subprocess.Popen([*CLI, "dispatch", "show", run["id"], "--follow"], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert follower.stdout is not None
+        first = follower.stdout.readline()
+        release.touch()
+        rest, _ = follower.communicate(timeout=120)
+    finally:
+        release.touch()
+        follower.kill()
+    assert follower.returncode == 0
+    assert first.startswith(f"run {run['id']}: claude running"), first
+    assert (first + rest).rstrip().endswith("# done: claude exited with code 0")
     listed = factbank(env, "dispatch", "list")
     assert listed.stdout.splitlines()[0].split() == [
         "ID", "AGENT", "STATUS", "EXIT", "STARTED", "TOOK", "REPO", "TASK"]
