@@ -318,15 +318,17 @@ def _verify_lock(repo: Path, home: Path) -> Path:
 
 
 def _take_verify_lock(repo: Path, home: Path):
-    from factbank_client.cli import staleness
-    from factbank_common.commands import CommandError
+    from factbank_client.staleness import runlock
 
-    try:
-        lock = staleness._lock(repo)
-    except CommandError:
-        return
+    lock = runlock.take(repo)  # OSError (ELOOP) through a link: the CLI says it in one line
     if lock is not None:
         lock.close()
+
+
+def _ask_verify_again(repo: Path, home: Path):
+    from factbank_client.staleness import runlock
+
+    runlock._flag(str(_verify_lock(repo, home).with_suffix(".again")))
 
 
 APPENDERS = {  # files opened in place (logs, queues, locks), not replaced
@@ -336,6 +338,7 @@ APPENDERS = {  # files opened in place (logs, queues, locks), not replaced
     "timeline_lock": (lambda r, h: h / "q" / "buffer.jsonl.lock",
                       lambda r, h: hookrecord._lock(str(h / "q" / "buffer.jsonl"), False)),
     "verify_lock": (_verify_lock, _take_verify_lock),
+    "verify_again": (lambda r, h: _verify_lock(r, h).with_suffix(".again"), _ask_verify_again),
 }
 
 
