@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from factbank.read import fusion as F
-from factbank.text.tokenizer import language, tokenize
+from factbank.text.tokenizer import language
 from factbank_evals import beir
 from factbank_evals import dev_sets as ds
 from factbank_evals import fusion_sweep as fs
@@ -43,39 +43,11 @@ AM = ("bare", "tags", "questions", "tags+questions", "half-questions")
 
 def _rows(bank, queries, bg):
     """Per query: both legs, the plain cosine order, the background (dev_sets' rankings)."""
-    from rank_bm25 import BM25Okapi
-
-    shares = bg.en_shares(bank.vecs)
-    toks = [tokenize(t) for t in bank.lexical_texts]
-    bm25 = BM25Okapi([t if t else [""] for t in toks])
-    token_sets = [set(t) for t in toks]
     qvecs = fs.embed_cached([q.text for q in queries], "query")
-    langs = np.array(bank.vec_lang)
-    groups = [g for g in (np.where(langs == "zh")[0], np.where(langs != "zh")[0]) if g.size]
-    out = []
-    for qi, q in enumerate(queries):
-        qtoks = tokenize(q.text)
-        lexical = []
-        if qtoks:
-            scores = np.asarray(bm25.get_scores(qtoks))
-            for d in np.argsort(-scores, kind="stable"):
-                if len(lexical) >= ds.CANDIDATES:
-                    break
-                if m := len(set(qtoks) & token_sets[d]):
-                    lexical.append(F.LegHit(int(d), float(scores[d]), m))
-        cos = bank.vecs @ qvecs[qi]
-        best: dict[int, float] = {}
-        for v in np.argsort(-cos, kind="stable"):
-            best.setdefault(int(bank.vec_fact[v]), float(cos[v]))
-        top = sorted(np.concatenate([g[np.argsort(-cos[g], kind="stable")[: ds.CANDIDATES]]
-                                     for g in groups]).tolist(), key=lambda v: (-cos[v], v))
-        dense = [F.LegHit(int(bank.vec_fact[v]), float(cos[v]), lang=bank.vec_lang[v],
-                          form="question" if bank.vec_question[v] else None,
-                          en_share=float(shares[v])) for v in top]
-        out.append({"q": q, "lexical": lexical, "dense": dense, "plain": list(best),
-                    "qterms": len(set(qtoks)), "qlang": language(q.text),
-                    "background": F.Background.for_query(qvecs[qi], bg)})
-    return out
+    return [{"q": q, "lexical": leg.lexical, "dense": leg.dense, "plain": leg.plain,
+             "qterms": len(set(leg.qtoks)), "qlang": language(q.text),
+             "background": leg.background}
+            for q, leg in zip(queries, ds.query_legs(bank, queries, qvecs, bg), strict=True)]
 
 
 def _loaders(data: Path) -> dict:

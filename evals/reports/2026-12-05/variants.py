@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from factbank.read import fusion as F
-from factbank.text.tokenizer import language, tokenize
+from factbank.text.tokenizer import language
 from factbank_evals import beir
 from factbank_evals import dev_sets as ds
 from factbank_evals import fusion_sweep as fs
@@ -97,40 +97,18 @@ def _query_vectors(texts: list[str]) -> np.ndarray:
 
 
 def _rows(bank, queries, bg):
-    """Per query: both legs, the plain cosine order, the background (dev_sets' rankings)."""
-    from rank_bm25 import BM25Okapi
-
-    shares = bg.en_shares(bank.vecs)
-    toks = [tokenize(t) for t in bank.lexical_texts]
-    bm25 = BM25Okapi([t if t else [""] for t in toks])
-    token_sets = [set(t) for t in toks]
+    """Per query: both legs, the plain cosine order, the background (dev_sets' rankings; the
+    lexical leg looks at BM25's first 5 x CANDIDATES hits only, as this report always did)."""
     qvecs = _query_vectors([q.text for q in queries])
-    langs = np.array(bank.vec_lang)
-    groups = [g for g in (np.where(langs == "zh")[0], np.where(langs != "zh")[0]) if g.size]
+    legs = ds.query_legs(bank, queries, qvecs, bg, scan=5 * ds.CANDIDATES)
     out = []
-    for qi, q in enumerate(queries):
-        qtoks = tokenize(q.text)
-        lexical = []
-        if qtoks:
-            scores = np.asarray(bm25.get_scores(qtoks))
-            for d in np.argsort(-scores, kind="stable")[: 5 * ds.CANDIDATES]:
-                if len(lexical) < ds.CANDIDATES and (m := len(set(qtoks) & token_sets[d])):
-                    lexical.append(F.LegHit(int(d), float(scores[d]), m))
-        cos = bank.vecs @ qvecs[qi]
-        best: dict[int, float] = {}
-        for v in np.argsort(-cos, kind="stable"):
-            best.setdefault(int(bank.vec_fact[v]), float(cos[v]))
-        top = sorted(np.concatenate([g[np.argsort(-cos[g], kind="stable")[: ds.CANDIDATES]]
-                                     for g in groups]).tolist(), key=lambda v: (-cos[v], v))
-        dense = [F.LegHit(int(bank.vec_fact[v]), float(cos[v]), lang=bank.vec_lang[v],
-                          form="question" if bank.vec_question[v] else None,
-                          en_share=float(shares[v])) for v in top]
+    for qi, (q, leg) in enumerate(zip(queries, legs, strict=True)):
         q_unit = qvecs[qi] / np.linalg.norm(qvecs[qi])
         plain_bg = np.concatenate([bg.groups[("zh", False)], bg.groups[("en", False)]])
-        out.append({"q": q, "lexical": lexical, "dense": dense, "plain": list(best),
-                    "qterms": len(set(qtoks)), "qlang": language(q.text),
+        out.append({"q": q, "lexical": leg.lexical, "dense": leg.dense, "plain": leg.plain,
+                    "qterms": len(set(leg.qtoks)), "qlang": language(q.text),
                     "q_en": float(bg.en_shares(qvecs[qi : qi + 1])[0]) >= 0.5,
-                    "background": F.Background.for_query(qvecs[qi], bg),
+                    "background": leg.background,
                     "spread": float((bg.matrix[plain_bg] @ q_unit).std())})
     return out
 
