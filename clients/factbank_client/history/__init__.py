@@ -180,6 +180,16 @@ def lines(path: str, start: int = 0) -> tuple[list[tuple[int, dict]], int]:
     return out, start + end
 
 
+def content_text(content: object) -> str:
+    """A tool result's content (a string, or a list of blocks with "text") as text. Why here:
+    Claude Code and Pi write results in this same form, and an exit code is read from it."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
+    return ""
+
+
 def is_live(path: str, now: float | None = None) -> bool:
     import time
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import re
 
-from factbank_client.history import Session, is_live, lines, parse_time
+from factbank_client.history import Session, content_text, is_live, lines, parse_time
 
 AGENT = "claude"
 FILE_TOOLS = {"Edit": "file_path", "Write": "file_path", "MultiEdit": "file_path",
@@ -61,14 +61,6 @@ def _mtime(path: str) -> float:
         return os.stat(path).st_mtime
     except OSError:
         return 0.0
-
-
-def result_text(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
-    return ""
 
 
 def exit_code(is_error: object, text: str) -> int | None:
@@ -133,7 +125,7 @@ def read(path: str, *, live: bool | None = None) -> list[dict]:
                 owner, name, tool_input = pending.pop(item["tool_use_id"])
                 events += tool_events(sessions[owner], item["tool_use_id"], name, tool_input,
                                       at, cwd, is_error=item.get("is_error"),
-                                      error_text=result_text(item.get("content")))
+                                      error_text=content_text(item.get("content")))
     if not live:
         events += [sessions[sid].end(at) for sid, at in last.items()]
     return events

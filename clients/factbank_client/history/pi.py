@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import re
 
-from factbank_client.history import Session, is_live, lines, parse_time
+from factbank_client.history import Session, content_text, is_live, lines, parse_time
 
 AGENT = "pi"
 FILE_TOOLS = {"edit", "write"}
@@ -39,12 +39,6 @@ def files(root: str | None = None) -> list[str]:
     for dirpath, _, names in os.walk(os.path.join(root or root_dir(), "sessions")):
         out += [os.path.join(dirpath, n) for n in names if n.endswith(".jsonl")]
     return sorted(out, key=lambda p: (os.stat(p).st_mtime, p))
-
-
-def _text(content: object) -> str:
-    if isinstance(content, list):
-        return "\n".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
-    return content if isinstance(content, str) else ""
 
 
 def tool_events(session: Session, call_id: str, name: str, args: object, at: object,
@@ -94,7 +88,7 @@ def read(path: str, *, live: bool | None = None) -> list[dict]:
         elif message.get("role") == "toolResult" and message.get("toolCallId") in calls:
             name, args = calls.pop(message["toolCallId"])
             events += tool_events(session, message["toolCallId"], name, args, at,
-                                  message.get("isError"), _text(message.get("content")))
+                                  message.get("isError"), content_text(message.get("content")))
     if session is not None and not live and last is not None:
         events.append(session.end(last))
     return events
