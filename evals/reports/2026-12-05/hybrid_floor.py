@@ -53,27 +53,8 @@ def _rows(bank, queries, bg):
 def _loaders(data: Path) -> dict:
     out = {name: (lambda n=name: ds.beir_bank(beir.load(data / n))) for name in SINGLE}
     out |= {f"agent-memory ({c})": (lambda c=c: ds.agent_memory_bank(c)) for c in AM}
-    out["mixed XQuAD-R"] = lambda: _mixed(data)
+    out["mixed XQuAD-R"] = lambda: mb.dev_bank(data)
     return out
-
-
-def _mixed(data: Path):
-    zh, en = beir.load(data / "xquad-r-zh2zh"), beir.load(data / "xquad-r-zh2en")
-    en_q = beir.load(data / "xquad-r-en2zh")
-    ids, texts, langs = mb._bank(zh, en, mb.mixed_lang)
-    n = len(ids)
-    mixed = ds.Bank("mixed XQuAD-R", np.arange(n), fs.embed_cached(texts, "passage"), langs,
-                    [False] * n, texts, langs, [False] * n)
-    pos = {d: i for i, d in enumerate(ids)}
-    mq = []
-    for qlang, src in (("zh", zh), ("en", en_q)):
-        for qid, text in src.queries.items():
-            gold = src.qrels.get(qid, {})
-            if gold:
-                glang = mb.mixed_lang(mb._article(next(iter(gold))))
-                mq.append(ds.Query(qid, text, {pos[d] for d in gold if d in pos}, "all",
-                                   (f"{qlang}>{glang}",)))
-    return mixed, mq, {}
 
 
 def cases(data: Path, names=None) -> dict[str, dict]:

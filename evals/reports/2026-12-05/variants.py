@@ -159,28 +159,7 @@ def cases(data: Path, round3: bool = False) -> dict[str, dict]:
         out[f"agent-memory ({cfg})"] = (bank, queries, successor)
     for name in ("xquad-r-zh2zh", "xquad-r-en2zh", "xquad-r-zh2en"):
         out[name] = ds.beir_bank(beir.load(data / name))
-    zh, en = beir.load(data / "xquad-r-zh2zh"), beir.load(data / "xquad-r-zh2en")
-    en_q = beir.load(data / "xquad-r-en2zh")
-    ids, texts, langs = mb._bank(zh, en, mb.mixed_lang)
-    n = len(ids)
-    # The rows of the two whole corpora's cached vectors (the same texts, embedded once).
-    row = {**{(d, "zh"): v for d, v in zip(zh.doc_ids, fs.embed_cached(zh.doc_texts, "passage"),
-                                            strict=True)},
-           **{(d, "en"): v for d, v in zip(en.doc_ids, fs.embed_cached(en.doc_texts, "passage"),
-                                            strict=True)}}
-    mixed = ds.Bank("mixed XQuAD-R", np.arange(n),
-                    np.vstack([row[(d, g)] for d, g in zip(ids, langs, strict=True)]), langs,
-                    [False] * n, texts, langs, [False] * n)
-    pos = {d: i for i, d in enumerate(ids)}
-    mq = []
-    for qlang, src in (("zh", zh), ("en", en_q)):
-        for qid, text in src.queries.items():
-            gold = src.qrels.get(qid, {})
-            if gold:
-                glang = mb.mixed_lang(mb._article(next(iter(gold))))
-                mq.append(ds.Query(qid, text, {pos[d] for d in gold if d in pos}, "all",
-                                   (f"{qlang}>{glang}",)))
-    out["mixed XQuAD-R"] = (mixed, mq, {})
+    out["mixed XQuAD-R"] = mb.dev_bank(data, corpus_vectors=True)
     if round3:
         out["XQuAD-R, 1 article in 4 in both"] = _xquad_both(data, lambda a: a % 4 == 0)
         out["XQuAD-R, every article in both"] = _xquad_both(data, lambda a: True)
