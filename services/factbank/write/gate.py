@@ -224,6 +224,17 @@ def clean_questions(questions: list[str], reasons: list[dict[str, str]]) -> list
                            ": one short question a teammate would type", reasons)
 
 
+def _text_reason(text: str, field: str, empty: str, max_chars: int, hint: str) -> str | None:
+    """Why a fact's content or quote is refused: empty, too long, or a dump (`_dump_reason`);
+    None or "" when it passes. Why shared: both fields are the fact's text and must be
+    refused by the same rules, in the same order."""
+    if not text:
+        return empty
+    if len(text) > max_chars:
+        return f"{field} is {len(text)} characters; the limit is {max_chars}: {hint}"
+    return _dump_reason(text, field)
+
+
 def check(new: NewFact, *, max_chars: int, policy: str, agent: str = "") -> Prepared:
     """Validate and redact one fact; raise `Refused` listing every problem found.
 
@@ -236,35 +247,12 @@ def check(new: NewFact, *, max_chars: int, policy: str, agent: str = "") -> Prep
     content = new.content.strip()
     quote = new.quote.strip()
     location = new.source.location.strip()
-    if not content:
-        reasons.append(reason("content", "content is empty"))
-    elif len(content) > max_chars:
-        reasons.append(
-            reason(
-                "content",
-                f"content is {len(content)} characters; "
-                f"the limit is {max_chars}: save one atomic claim",
-            )
-        )
-    elif why := _dump_reason(content, "content"):
+    if why := _text_reason(content, "content", "content is empty", max_chars,
+                           "save one atomic claim"):
         reasons.append(reason("content", why))
-    if not quote:
-        reasons.append(
-            reason(
-                "quote",
-                "a verbatim quote from the source is required"
-                + (" (the user's own words)" if new.source.kind == "user" else ""),
-            )
-        )
-    elif len(quote) > MAX_QUOTE_CHARS:
-        reasons.append(
-            reason(
-                "quote",
-                f"quote is {len(quote)} characters; the "
-                f"limit is {MAX_QUOTE_CHARS}: quote the lines that show the fact",
-            )
-        )
-    elif why := _dump_reason(quote, "quote"):
+    if why := _text_reason(quote, "quote", "a verbatim quote from the source is required"
+                           + (" (the user's own words)" if new.source.kind == "user" else ""),
+                           MAX_QUOTE_CHARS, "quote the lines that show the fact"):
         reasons.append(reason("quote", why))
     if len(location) > MAX_LOCATION_CHARS:
         reasons.append(
