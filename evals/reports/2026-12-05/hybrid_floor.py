@@ -33,7 +33,6 @@ from factbank_evals import beir
 from factbank_evals import dev_sets as ds
 from factbank_evals import fusion_sweep as fs
 from factbank_evals import mixed_banks as mb
-from factbank_evals.metrics import recall_at
 
 ROWS = Path("/tmp/factbank-hybrid-floor")
 SINGLE = ("cmrc2018-trial", "mlqa-r-zh-dev", "tatoeba-zh2en", "xquad-r-en2zh", "xquad-r-zh2en",
@@ -118,14 +117,9 @@ def rank(row, case, v: tuple, lexical) -> list[int]:
 
 
 def r5(case, ranked_of) -> dict[str, float]:
-    acc: dict[str, list[float]] = {}
-    for row in case["rows"]:
-        q = row["q"]
-        ranked = [f for f, _ in fs.redirect([(f, -i) for i, f in enumerate(ranked_of(row))],
-                                            case["successor"])]
-        for k in {"all", q.kind, *q.splits}:
-            acc.setdefault(k, []).append(recall_at(ranked, q.answers, 5))
-    return {k: float(np.mean(x)) for k, x in acc.items()}
+    rows = case["rows"]
+    return ds.r5_by_split([row["q"] for row in rows], (ranked_of(row) for row in rows),
+                          case["successor"])
 
 
 def plain(case) -> tuple[dict, dict]:
