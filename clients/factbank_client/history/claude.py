@@ -78,16 +78,11 @@ def tool_events(session: Session, tool_id: str, name: str, tool_input: object,
     if not isinstance(tool_input, dict):
         return []
     if name in FILE_TOOLS:
-        path = tool_input.get(FILE_TOOLS[name])
-        if is_error or not isinstance(path, str) or not path:
-            return []
-        return [session.file(f"{tool_id}:0", at, path, name, cwd)]
+        return session.edit_call(tool_id, at, tool_input.get(FILE_TOOLS[name]), name, is_error,
+                                 cwd)
     if name in SHELL_TOOLS:
-        command = tool_input.get("command")
-        code = exit_code(is_error, error_text)
-        if not isinstance(command, str) or not command.strip() or (is_error and code is None):
-            return []
-        return [session.command(f"{tool_id}:0", at, command, name, code)]
+        return session.shell_call(tool_id, at, tool_input.get("command"), name,
+                                  exit_code(is_error, error_text), is_error)
     return []
 
 

@@ -46,17 +46,11 @@ def tool_events(session: Session, call_id: str, name: str, args: object, at: obj
     if not isinstance(args, dict):
         return []
     if name in FILE_TOOLS:
-        path = args.get("path")
-        if is_error or not isinstance(path, str) or not path:
-            return []
-        return [session.file(f"{call_id}:0", at, path, name)]
+        return session.edit_call(call_id, at, args.get("path"), name, is_error)
     if name in SHELL_TOOLS:
-        command = args.get("command")
         m = EXIT.search(text or "")
         code = (int(m.group(1)) if m else None) if is_error else 0
-        if not isinstance(command, str) or not command.strip() or code is None:
-            return []
-        return [session.command(f"{call_id}:0", at, command, name, code)]
+        return session.shell_call(call_id, at, args.get("command"), name, code, is_error)
     return []
 
 
