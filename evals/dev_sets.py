@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -144,43 +144,41 @@ def _half_questions(bank: Bank, queries: list[Query], successor: dict[int, int],
     return half, out, successor
 
 
-def rankings(bank: Bank, queries: Sequence[Query], successor: dict[int, int], *,
-             labels: bool = False, params=None) -> dict[str, list[list[int]]]:
-    """Every method's ranking (fact indices, best first) of every query."""
+@dataclass(frozen=True)
+class Legs:
+    """One query's candidates as the recall service builds them, and the plain cosine order."""
+
+    qtoks: list[str]
+    lexical: list  # LegHit per fact, BM25 order, at most CANDIDATES with a query term
+    dense: list  # LegHit per vector, the CANDIDATES nearest of each language group
+    plain: list[int]  # exact, every vector, a fact at its best
+    background: object  # fusion.Background of the query
+
+
+def query_legs(bank: Bank, queries: Sequence[Query], qvecs: np.ndarray, bg, *,
+               labels: bool = False, scan: int | None = None) -> Iterator[Legs]:
+    """Each query's legs, in the order of `queries`.
+
+    Why one function: the dev sets and the dated report scripts beside them must rank the
+    very same candidates, or their tables stop being comparable. `scan` bounds how many BM25
+    hits are looked at for a query term (None: all; a report script kept its own bound)."""
     from rank_bm25 import BM25Okapi
 
-    from factbank.read.fusion import (
-        DEFAULT,
-        Background,
-        Candidates,
-        LegHit,
-        cohort_means,
-        raw_scores,
-    )
-    from factbank.text.tokenizer import language, tokenize
+    from factbank.read.fusion import Background, LegHit
+    from factbank.text.tokenizer import tokenize
 
-    params = params or DEFAULT
-    bg = fs.background_vectors()
     shares = bg.en_shares(bank.vecs)
     toks = [tokenize(t) for t in bank.lexical_texts]
     bm25 = BM25Okapi([t if t else [""] for t in toks])
     token_sets = [set(t) for t in toks]
-    qvecs = fs.embed_cached([q.text for q in queries], "query")
     langs = np.array(bank.vec_lang)
     groups = [g for g in (np.where(langs == "zh")[0], np.where(langs != "zh")[0]) if g.size]
-    doc_lang = dict(enumerate(bank.fact_lang))
-    doc_tagged = dict(enumerate(bank.fact_tagged))
-
-    def redirect(ranked: list[int]) -> list[int]:
-        return [f for f, _ in fs.redirect([(f, -i) for i, f in enumerate(ranked)], successor)]
-
-    out: dict[str, list[list[int]]] = {m: [] for m in METHODS}
     for qi, q in enumerate(queries):
         qtoks = tokenize(q.text)
         lexical: list = []
         if qtoks:
             scores = np.asarray(bm25.get_scores(qtoks))
-            for d in np.argsort(-scores, kind="stable"):
+            for d in np.argsort(-scores, kind="stable")[:scan]:
                 if len(lexical) >= CANDIDATES:
                     break
                 if matched := len(set(qtoks) & token_sets[d]):
@@ -189,14 +187,34 @@ def rankings(bank: Bank, queries: Sequence[Query], successor: dict[int, int], *,
         best: dict[int, float] = {}
         for v in np.argsort(-cos, kind="stable"):
             best.setdefault(int(bank.vec_fact[v]), float(cos[v]))
-        plain = list(best)  # exact, every vector, a fact at its best
         top = sorted(np.concatenate([g[np.argsort(-cos[g], kind="stable")[:CANDIDATES]]
                                      for g in groups]).tolist(), key=lambda v: (-cos[v], v))
         dense = [LegHit(int(bank.vec_fact[v]), float(cos[v]), lang=bank.vec_lang[v],
                         form="question" if bank.vec_question[v] else None,
                         en_share=None if labels else float(shares[v])) for v in top]
-        background = Background.for_query(qvecs[qi], bg)
+        yield Legs(qtoks, lexical, dense, list(best), Background.for_query(qvecs[qi], bg))
 
+
+def rankings(bank: Bank, queries: Sequence[Query], successor: dict[int, int], *,
+             labels: bool = False, params=None) -> dict[str, list[list[int]]]:
+    """Every method's ranking (fact indices, best first) of every query."""
+    from factbank.read.fusion import DEFAULT, Candidates, LegHit, cohort_means, raw_scores
+    from factbank.text.tokenizer import language
+
+    params = params or DEFAULT
+    bg = fs.background_vectors()
+    qvecs = fs.embed_cached([q.text for q in queries], "query")
+    doc_lang = dict(enumerate(bank.fact_lang))
+    doc_tagged = dict(enumerate(bank.fact_tagged))
+
+    def redirect(ranked: list[int]) -> list[int]:
+        return redirected(ranked, successor)
+
+    out: dict[str, list[list[int]]] = {m: [] for m in METHODS}
+    legs = query_legs(bank, queries, qvecs, bg, labels=labels)
+    for q, leg in zip(queries, legs, strict=True):
+        qtoks, lexical, dense, plain, background = (leg.qtoks, leg.lexical, leg.dense,
+                                                    leg.plain, leg.background)
         cohort = cohort_means(dense, doc_lang, params)
         for method, lex in (("dense", []), ("hybrid", lexical)):
             c = Candidates(lex, dense, len(set(qtoks)), language(q.text), doc_lang,
@@ -206,6 +224,24 @@ def rankings(bank: Bank, queries: Sequence[Query], successor: dict[int, int], *,
         out["cosine"].append(redirect(plain))
         out["rrf"].append(redirect(fs.rrf(lexical, [LegHit(f, 0.0) for f in plain[:CANDIDATES]])))
     return out
+
+
+def redirected(ranked: list[int], successor: dict[int, int]) -> list[int]:
+    """A ranking with each superseded fact standing for its successor, as recall does."""
+    return [f for f, _ in fs.redirect([(f, -i) for i, f in enumerate(ranked)], successor)]
+
+
+def r5_by_split(queries: Iterable[Query], ranked: Iterable[list[int]],
+                successor: dict[int, int]) -> dict[str, float]:
+    """Mean R@5 of each query's ranking (redirected), overall, per kind and per split, not
+    rounded. Why here: the dated report scripts score their rankings this one way, so their
+    tables agree with each other."""
+    acc: dict[str, list[float]] = {}
+    for q, r in zip(queries, ranked, strict=True):
+        r = redirected(r, successor)
+        for k in {"all", q.kind, *q.splits}:
+            acc.setdefault(k, []).append(recall_at(r, q.answers, 5))
+    return {k: float(np.mean(x)) for k, x in acc.items()}
 
 
 def r5_by_kind(queries: Sequence[Query], ranked: dict[str, list[list[int]]]) -> dict:

@@ -56,6 +56,41 @@ def _bank(zh: beir.BeirSet, en: beir.BeirSet, lang_of) -> tuple[list[str], list[
     return ids, texts, langs
 
 
+def dev_bank(data: Path, *, corpus_vectors: bool = False):
+    """The mixed bank as a `dev_sets` bank, its queries split by pair ("zh>en"), no successors.
+
+    Why here: the dated report scripts rank this bank with `dev_sets.query_legs`, and each
+    must build the same bank and splits as this module measures. `corpus_vectors`: take each
+    sentence's row of its whole corpus's cached vectors instead of embedding the bank's own
+    list (the same texts; a report that embedded the corpora already keeps its numbers)."""
+    from factbank_evals import dev_sets as ds
+
+    zh, en = beir.load(data / "xquad-r-zh2zh"), beir.load(data / "xquad-r-zh2en")
+    en_q = beir.load(data / "xquad-r-en2zh")
+    ids, texts, langs = _bank(zh, en, mixed_lang)
+    n = len(ids)
+    if corpus_vectors:
+        row = {**{(d, "zh"): v for d, v in zip(zh.doc_ids, fs.embed_cached(zh.doc_texts, "passage"),
+                                                strict=True)},
+               **{(d, "en"): v for d, v in zip(en.doc_ids, fs.embed_cached(en.doc_texts, "passage"),
+                                                strict=True)}}
+        vecs = np.vstack([row[(d, g)] for d, g in zip(ids, langs, strict=True)])
+    else:
+        vecs = fs.embed_cached(texts, "passage")
+    mixed = ds.Bank("mixed XQuAD-R", np.arange(n), vecs, langs, [False] * n, texts, langs,
+                    [False] * n)
+    pos = {d: i for i, d in enumerate(ids)}
+    mq = []
+    for qlang, src in (("zh", zh), ("en", en_q)):
+        for qid, text in src.queries.items():
+            gold = src.qrels.get(qid, {})
+            if gold:
+                glang = mixed_lang(_article(next(iter(gold))))
+                mq.append(ds.Query(qid, text, {pos[d] for d in gold if d in pos}, "all",
+                                   (f"{qlang}>{glang}",)))
+    return mixed, mq, {}
+
+
 def _runs(corpus: fs.Corpus, qids, qtexts, bg) -> list[fs.QueryRun]:
     """Both legs per query, the dense leg taking its candidates per language group."""
     return fs.run_legs(corpus, qids, qtexts, bg, k=CANDIDATES)

@@ -220,6 +220,12 @@ async def form_fields(request: Request) -> dict[str, str]:
     return {k: str(v) for k, v in form.items() if k != security.CSRF_FIELD}
 
 
+def form_tags(form: Mapping[str, str]) -> list[str]:
+    """The form's comma-separated `tags` field as a list; one reading for every page's form,
+    so a fact's tags come out the same whether edited, superseded or accepted from the queue."""
+    return [t.strip() for t in form.get("tags", "").split(",") if t.strip()]
+
+
 class EvalRun:
     """`factbank eval agent-memory` in a child process against a throwaway stack; its output
     is kept in memory (and streamed to the page) until the dashboard exits."""

@@ -18,6 +18,7 @@ from factbank_client.dashboard.base import (
     back,
     dash_of,
     form_fields,
+    form_tags,
     list_params,
     page,
     pick_bank,
@@ -125,7 +126,7 @@ def _act(dash: Dash, bank: str, fact_id: int, action: str, form: Mapping[str, st
         c.dispute(fact_id, reason, bank=bank)
         return "disputed"
     if action == "tags":
-        tags = [t.strip() for t in form.get("tags", "").split(",") if t.strip()]
+        tags = form_tags(form)
         c.edit(fact_id, tags=tags, bank=bank)
         return "tags saved"
     if action == "delete":
@@ -146,7 +147,7 @@ async def fact_action(request: Request, bank: str, fact_id: int, action: str) ->
     try:
         if action == "supersede":
             old = await asyncio.to_thread(dash.client.get, fact_id, bank=bank)
-            tags = [t.strip() for t in form.get("tags", "").split(",") if t.strip()]
+            tags = form_tags(form)
             body = new_fact(form.get("content", ""), form.get("category") or old["category"],
                             form.get("source_kind", "user"), form.get("location", ""),
                             form.get("quote", ""), tags=tags or old.get("tags", []),

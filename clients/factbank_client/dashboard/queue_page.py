@@ -10,7 +10,14 @@ import asyncio
 from litestar import Request, get, post
 from litestar.response import Redirect, Template
 
-from factbank_client.dashboard.base import back, dash_of, form_fields, page, pick_bank
+from factbank_client.dashboard.base import (
+    back,
+    dash_of,
+    form_fields,
+    form_tags,
+    page,
+    pick_bank,
+)
 from factbank_client.errors import FactbankError
 
 STATUSES = ("pending", "accepted", "rejected", "withdrawn", "all")
@@ -46,7 +53,7 @@ async def queue_action(request: Request, bank: str, cand_id: int, action: str) -
             edits: dict = {}
             if form.get("content", "").strip():
                 edits["content"] = form["content"].strip()
-            tags = [t.strip() for t in form.get("tags", "").split(",") if t.strip()]
+            tags = form_tags(form)
             if tags:
                 edits["tags"] = tags
             questions = _lines(form.get("questions", ""))

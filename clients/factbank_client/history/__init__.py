@@ -150,6 +150,23 @@ class Session:
         return self.event("command", key, at, command=command[:MAX_COMMAND_CHARS], tool=tool,
                           exit_code=exit_code)
 
+    # One finished tool call of a harness that names its calls (Claude Code, Pi): why here,
+    # both harnesses and the hook must keep a call or drop it by the same rule.
+    def edit_call(self, call_id: str, at: datetime | None, path: object, tool: str,
+                  failed: object, cwd: str | None = None) -> list[dict]:
+        """A file edit that did not fail and names its file; [] otherwise."""
+        if failed or not isinstance(path, str) or not path:
+            return []
+        return [self.file(f"{call_id}:0", at, path, tool, cwd)]
+
+    def shell_call(self, call_id: str, at: datetime | None, command: object, tool: str,
+                   exit_code: int | None, failed: object) -> list[dict]:
+        """A command that is not blank, unless it failed with no exit code to show; []
+        otherwise."""
+        if not isinstance(command, str) or not command.strip() or (failed and exit_code is None):
+            return []
+        return [self.command(f"{call_id}:0", at, command, tool, exit_code)]
+
 
 MAX_COMMAND_CHARS = 4000
 
@@ -178,6 +195,16 @@ def lines(path: str, start: int = 0) -> tuple[list[tuple[int, dict]], int]:
         if isinstance(obj, dict):
             out.append((here, obj))
     return out, start + end
+
+
+def content_text(content: object) -> str:
+    """A tool result's content (a string, or a list of blocks with "text") as text. Why here:
+    Claude Code and Pi write results in this same form, and an exit code is read from it."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
+    return ""
 
 
 def is_live(path: str, now: float | None = None) -> bool:

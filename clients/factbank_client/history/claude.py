@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import re
 
-from factbank_client.history import Session, is_live, lines, parse_time
+from factbank_client.history import Session, content_text, is_live, lines, parse_time
 
 AGENT = "claude"
 FILE_TOOLS = {"Edit": "file_path", "Write": "file_path", "MultiEdit": "file_path",
@@ -63,14 +63,6 @@ def _mtime(path: str) -> float:
         return 0.0
 
 
-def result_text(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
-    return ""
-
-
 def exit_code(is_error: object, text: str) -> int | None:
     """0 for a Bash call that did not fail; N for `Exit code N`; None when unknown."""
     if not is_error:
@@ -86,16 +78,11 @@ def tool_events(session: Session, tool_id: str, name: str, tool_input: object,
     if not isinstance(tool_input, dict):
         return []
     if name in FILE_TOOLS:
-        path = tool_input.get(FILE_TOOLS[name])
-        if is_error or not isinstance(path, str) or not path:
-            return []
-        return [session.file(f"{tool_id}:0", at, path, name, cwd)]
+        return session.edit_call(tool_id, at, tool_input.get(FILE_TOOLS[name]), name, is_error,
+                                 cwd)
     if name in SHELL_TOOLS:
-        command = tool_input.get("command")
-        code = exit_code(is_error, error_text)
-        if not isinstance(command, str) or not command.strip() or (is_error and code is None):
-            return []
-        return [session.command(f"{tool_id}:0", at, command, name, code)]
+        return session.shell_call(tool_id, at, tool_input.get("command"), name,
+                                  exit_code(is_error, error_text), is_error)
     return []
 
 
@@ -133,7 +120,7 @@ def read(path: str, *, live: bool | None = None) -> list[dict]:
                 owner, name, tool_input = pending.pop(item["tool_use_id"])
                 events += tool_events(sessions[owner], item["tool_use_id"], name, tool_input,
                                       at, cwd, is_error=item.get("is_error"),
-                                      error_text=result_text(item.get("content")))
+                                      error_text=content_text(item.get("content")))
     if not live:
         events += [sessions[sid].end(at) for sid, at in last.items()]
     return events

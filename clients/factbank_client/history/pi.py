@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import re
 
-from factbank_client.history import Session, is_live, lines, parse_time
+from factbank_client.history import Session, content_text, is_live, lines, parse_time
 
 AGENT = "pi"
 FILE_TOOLS = {"edit", "write"}
@@ -41,28 +41,16 @@ def files(root: str | None = None) -> list[str]:
     return sorted(out, key=lambda p: (os.stat(p).st_mtime, p))
 
 
-def _text(content: object) -> str:
-    if isinstance(content, list):
-        return "\n".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
-    return content if isinstance(content, str) else ""
-
-
 def tool_events(session: Session, call_id: str, name: str, args: object, at: object,
                 is_error: object, text: str) -> list[dict]:
     if not isinstance(args, dict):
         return []
     if name in FILE_TOOLS:
-        path = args.get("path")
-        if is_error or not isinstance(path, str) or not path:
-            return []
-        return [session.file(f"{call_id}:0", at, path, name)]
+        return session.edit_call(call_id, at, args.get("path"), name, is_error)
     if name in SHELL_TOOLS:
-        command = args.get("command")
         m = EXIT.search(text or "")
         code = (int(m.group(1)) if m else None) if is_error else 0
-        if not isinstance(command, str) or not command.strip() or code is None:
-            return []
-        return [session.command(f"{call_id}:0", at, command, name, code)]
+        return session.shell_call(call_id, at, args.get("command"), name, code, is_error)
     return []
 
 
@@ -94,7 +82,7 @@ def read(path: str, *, live: bool | None = None) -> list[dict]:
         elif message.get("role") == "toolResult" and message.get("toolCallId") in calls:
             name, args = calls.pop(message["toolCallId"])
             events += tool_events(session, message["toolCallId"], name, args, at,
-                                  message.get("isError"), _text(message.get("content")))
+                                  message.get("isError"), content_text(message.get("content")))
     if session is not None and not live and last is not None:
         events.append(session.end(last))
     return events

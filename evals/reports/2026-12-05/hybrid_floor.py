@@ -28,12 +28,11 @@ from pathlib import Path
 import numpy as np
 
 from factbank.read import fusion as F
-from factbank.text.tokenizer import language, tokenize
+from factbank.text.tokenizer import language
 from factbank_evals import beir
 from factbank_evals import dev_sets as ds
 from factbank_evals import fusion_sweep as fs
 from factbank_evals import mixed_banks as mb
-from factbank_evals.metrics import recall_at
 
 ROWS = Path("/tmp/factbank-hybrid-floor")
 SINGLE = ("cmrc2018-trial", "mlqa-r-zh-dev", "tatoeba-zh2en", "xquad-r-en2zh", "xquad-r-zh2en",
@@ -43,65 +42,18 @@ AM = ("bare", "tags", "questions", "tags+questions", "half-questions")
 
 def _rows(bank, queries, bg):
     """Per query: both legs, the plain cosine order, the background (dev_sets' rankings)."""
-    from rank_bm25 import BM25Okapi
-
-    shares = bg.en_shares(bank.vecs)
-    toks = [tokenize(t) for t in bank.lexical_texts]
-    bm25 = BM25Okapi([t if t else [""] for t in toks])
-    token_sets = [set(t) for t in toks]
     qvecs = fs.embed_cached([q.text for q in queries], "query")
-    langs = np.array(bank.vec_lang)
-    groups = [g for g in (np.where(langs == "zh")[0], np.where(langs != "zh")[0]) if g.size]
-    out = []
-    for qi, q in enumerate(queries):
-        qtoks = tokenize(q.text)
-        lexical = []
-        if qtoks:
-            scores = np.asarray(bm25.get_scores(qtoks))
-            for d in np.argsort(-scores, kind="stable"):
-                if len(lexical) >= ds.CANDIDATES:
-                    break
-                if m := len(set(qtoks) & token_sets[d]):
-                    lexical.append(F.LegHit(int(d), float(scores[d]), m))
-        cos = bank.vecs @ qvecs[qi]
-        best: dict[int, float] = {}
-        for v in np.argsort(-cos, kind="stable"):
-            best.setdefault(int(bank.vec_fact[v]), float(cos[v]))
-        top = sorted(np.concatenate([g[np.argsort(-cos[g], kind="stable")[: ds.CANDIDATES]]
-                                     for g in groups]).tolist(), key=lambda v: (-cos[v], v))
-        dense = [F.LegHit(int(bank.vec_fact[v]), float(cos[v]), lang=bank.vec_lang[v],
-                          form="question" if bank.vec_question[v] else None,
-                          en_share=float(shares[v])) for v in top]
-        out.append({"q": q, "lexical": lexical, "dense": dense, "plain": list(best),
-                    "qterms": len(set(qtoks)), "qlang": language(q.text),
-                    "background": F.Background.for_query(qvecs[qi], bg)})
-    return out
+    return [{"q": q, "lexical": leg.lexical, "dense": leg.dense, "plain": leg.plain,
+             "qterms": len(set(leg.qtoks)), "qlang": language(q.text),
+             "background": leg.background}
+            for q, leg in zip(queries, ds.query_legs(bank, queries, qvecs, bg), strict=True)]
 
 
 def _loaders(data: Path) -> dict:
     out = {name: (lambda n=name: ds.beir_bank(beir.load(data / n))) for name in SINGLE}
     out |= {f"agent-memory ({c})": (lambda c=c: ds.agent_memory_bank(c)) for c in AM}
-    out["mixed XQuAD-R"] = lambda: _mixed(data)
+    out["mixed XQuAD-R"] = lambda: mb.dev_bank(data)
     return out
-
-
-def _mixed(data: Path):
-    zh, en = beir.load(data / "xquad-r-zh2zh"), beir.load(data / "xquad-r-zh2en")
-    en_q = beir.load(data / "xquad-r-en2zh")
-    ids, texts, langs = mb._bank(zh, en, mb.mixed_lang)
-    n = len(ids)
-    mixed = ds.Bank("mixed XQuAD-R", np.arange(n), fs.embed_cached(texts, "passage"), langs,
-                    [False] * n, texts, langs, [False] * n)
-    pos = {d: i for i, d in enumerate(ids)}
-    mq = []
-    for qlang, src in (("zh", zh), ("en", en_q)):
-        for qid, text in src.queries.items():
-            gold = src.qrels.get(qid, {})
-            if gold:
-                glang = mb.mixed_lang(mb._article(next(iter(gold))))
-                mq.append(ds.Query(qid, text, {pos[d] for d in gold if d in pos}, "all",
-                                   (f"{qlang}>{glang}",)))
-    return mixed, mq, {}
 
 
 def cases(data: Path, names=None) -> dict[str, dict]:
@@ -165,14 +117,9 @@ def rank(row, case, v: tuple, lexical) -> list[int]:
 
 
 def r5(case, ranked_of) -> dict[str, float]:
-    acc: dict[str, list[float]] = {}
-    for row in case["rows"]:
-        q = row["q"]
-        ranked = [f for f, _ in fs.redirect([(f, -i) for i, f in enumerate(ranked_of(row))],
-                                            case["successor"])]
-        for k in {"all", q.kind, *q.splits}:
-            acc.setdefault(k, []).append(recall_at(ranked, q.answers, 5))
-    return {k: float(np.mean(x)) for k, x in acc.items()}
+    rows = case["rows"]
+    return ds.r5_by_split([row["q"] for row in rows], (ranked_of(row) for row in rows),
+                          case["successor"])
 
 
 def plain(case) -> tuple[dict, dict]:

@@ -40,12 +40,11 @@ from pathlib import Path
 import numpy as np
 
 from factbank.read import fusion as F
-from factbank.text.tokenizer import language, tokenize
+from factbank.text.tokenizer import language
 from factbank_evals import beir
 from factbank_evals import dev_sets as ds
 from factbank_evals import fusion_sweep as fs
 from factbank_evals import mixed_banks as mb
-from factbank_evals.metrics import recall_at
 
 EMAX = {1: 0.0, 2: 0.5642, 3: 0.8463, 4: 1.0294, 5: 1.1630}
 VARIANTS = {
@@ -97,40 +96,18 @@ def _query_vectors(texts: list[str]) -> np.ndarray:
 
 
 def _rows(bank, queries, bg):
-    """Per query: both legs, the plain cosine order, the background (dev_sets' rankings)."""
-    from rank_bm25 import BM25Okapi
-
-    shares = bg.en_shares(bank.vecs)
-    toks = [tokenize(t) for t in bank.lexical_texts]
-    bm25 = BM25Okapi([t if t else [""] for t in toks])
-    token_sets = [set(t) for t in toks]
+    """Per query: both legs, the plain cosine order, the background (dev_sets' rankings; the
+    lexical leg looks at BM25's first 5 x CANDIDATES hits only, as this report always did)."""
     qvecs = _query_vectors([q.text for q in queries])
-    langs = np.array(bank.vec_lang)
-    groups = [g for g in (np.where(langs == "zh")[0], np.where(langs != "zh")[0]) if g.size]
+    legs = ds.query_legs(bank, queries, qvecs, bg, scan=5 * ds.CANDIDATES)
     out = []
-    for qi, q in enumerate(queries):
-        qtoks = tokenize(q.text)
-        lexical = []
-        if qtoks:
-            scores = np.asarray(bm25.get_scores(qtoks))
-            for d in np.argsort(-scores, kind="stable")[: 5 * ds.CANDIDATES]:
-                if len(lexical) < ds.CANDIDATES and (m := len(set(qtoks) & token_sets[d])):
-                    lexical.append(F.LegHit(int(d), float(scores[d]), m))
-        cos = bank.vecs @ qvecs[qi]
-        best: dict[int, float] = {}
-        for v in np.argsort(-cos, kind="stable"):
-            best.setdefault(int(bank.vec_fact[v]), float(cos[v]))
-        top = sorted(np.concatenate([g[np.argsort(-cos[g], kind="stable")[: ds.CANDIDATES]]
-                                     for g in groups]).tolist(), key=lambda v: (-cos[v], v))
-        dense = [F.LegHit(int(bank.vec_fact[v]), float(cos[v]), lang=bank.vec_lang[v],
-                          form="question" if bank.vec_question[v] else None,
-                          en_share=float(shares[v])) for v in top]
+    for qi, (q, leg) in enumerate(zip(queries, legs, strict=True)):
         q_unit = qvecs[qi] / np.linalg.norm(qvecs[qi])
         plain_bg = np.concatenate([bg.groups[("zh", False)], bg.groups[("en", False)]])
-        out.append({"q": q, "lexical": lexical, "dense": dense, "plain": list(best),
-                    "qterms": len(set(qtoks)), "qlang": language(q.text),
+        out.append({"q": q, "lexical": leg.lexical, "dense": leg.dense, "plain": leg.plain,
+                    "qterms": len(set(leg.qtoks)), "qlang": language(q.text),
                     "q_en": float(bg.en_shares(qvecs[qi : qi + 1])[0]) >= 0.5,
-                    "background": F.Background.for_query(qvecs[qi], bg),
+                    "background": leg.background,
                     "spread": float((bg.matrix[plain_bg] @ q_unit).std())})
     return out
 
@@ -181,28 +158,7 @@ def cases(data: Path, round3: bool = False) -> dict[str, dict]:
         out[f"agent-memory ({cfg})"] = (bank, queries, successor)
     for name in ("xquad-r-zh2zh", "xquad-r-en2zh", "xquad-r-zh2en"):
         out[name] = ds.beir_bank(beir.load(data / name))
-    zh, en = beir.load(data / "xquad-r-zh2zh"), beir.load(data / "xquad-r-zh2en")
-    en_q = beir.load(data / "xquad-r-en2zh")
-    ids, texts, langs = mb._bank(zh, en, mb.mixed_lang)
-    n = len(ids)
-    # The rows of the two whole corpora's cached vectors (the same texts, embedded once).
-    row = {**{(d, "zh"): v for d, v in zip(zh.doc_ids, fs.embed_cached(zh.doc_texts, "passage"),
-                                            strict=True)},
-           **{(d, "en"): v for d, v in zip(en.doc_ids, fs.embed_cached(en.doc_texts, "passage"),
-                                            strict=True)}}
-    mixed = ds.Bank("mixed XQuAD-R", np.arange(n),
-                    np.vstack([row[(d, g)] for d, g in zip(ids, langs, strict=True)]), langs,
-                    [False] * n, texts, langs, [False] * n)
-    pos = {d: i for i, d in enumerate(ids)}
-    mq = []
-    for qlang, src in (("zh", zh), ("en", en_q)):
-        for qid, text in src.queries.items():
-            gold = src.qrels.get(qid, {})
-            if gold:
-                glang = mb.mixed_lang(mb._article(next(iter(gold))))
-                mq.append(ds.Query(qid, text, {pos[d] for d in gold if d in pos}, "all",
-                                   (f"{qlang}>{glang}",)))
-    out["mixed XQuAD-R"] = (mixed, mq, {})
+    out["mixed XQuAD-R"] = mb.dev_bank(data, corpus_vectors=True)
     if round3:
         out["XQuAD-R, 1 article in 4 in both"] = _xquad_both(data, lambda a: a % 4 == 0)
         out["XQuAD-R, every article in both"] = _xquad_both(data, lambda a: True)
@@ -260,14 +216,9 @@ def _quota(scored, case, q_en: bool, own: int, other: int):
 
 
 def r5(case, ranked_of) -> dict[str, float]:
-    acc: dict[str, list[float]] = {}
-    for row in case["rows"]:
-        q = row["q"]
-        ranked = [f for f, _ in fs.redirect([(f, -i) for i, f in enumerate(ranked_of(row))],
-                                            case["successor"])]
-        for k in {"all", q.kind, *q.splits}:
-            acc.setdefault(k, []).append(recall_at(ranked, q.answers, 5))
-    return {k: float(np.mean(x)) for k, x in acc.items()}
+    rows = case["rows"]
+    return ds.r5_by_split([row["q"] for row in rows], (ranked_of(row) for row in rows),
+                          case["successor"])
 
 
 def _auc(pos, neg) -> float:

@@ -34,6 +34,8 @@ import sys
 from pathlib import Path
 from re import _parser as sre_parse  # type: ignore[attr-defined]
 
+from factbank.redact.gitleaks_rules import go_regex_source
+
 HERE = Path(__file__).resolve().parent
 SEED = 20260601
 
@@ -432,20 +434,9 @@ def _load_rule_regexes(src: Source) -> dict[str, tuple[re.Pattern[str], int]]:
 
 
 def _go_to_python_regex(p: str) -> str:
-    posix = {
-        "[:alnum:]": "A-Za-z0-9",
-        "[:alpha:]": "A-Za-z",
-        "[:digit:]": "0-9",
-        "[:upper:]": "A-Z",
-        "[:lower:]": "a-z",
-        "[:space:]": r"\s",
-        "[:xdigit:]": "0-9A-Fa-f",
-        "[:punct:]": r"!-/:-@\[-`{-~",
-        "[:word:]": r"\w",
-    }
-    for k, v in posix.items():
-        p = p.replace(k, v)
-    p = p.replace(r"\z", r"\Z")
+    # The product's translation (POSIX classes, \z), plus the one class only the full catalog
+    # uses; each class is a distinct literal, so replacing it last gives the same text.
+    p = go_regex_source(p).replace("[:punct:]", r"!-/:-@\[-`{-~")
     # Go allows a global (?i) anywhere; Python wants it first.
     if "(?i)" in p and not p.startswith("(?i)"):
         p = "(?i)" + p.replace("(?i)", "")

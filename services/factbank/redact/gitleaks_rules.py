@@ -42,11 +42,20 @@ def path() -> Path:
     return Path(str(files("factbank") / "data" / "gitleaks-extra.toml"))
 
 
-def _python_regex(pattern: str) -> re.Pattern[str]:
-    """Go RE2 syntax as Python's: POSIX classes, ``\\z``, a global ``(?i)`` not at the start."""
+def go_regex_source(pattern: str) -> str:
+    """A Go RE2 pattern's POSIX classes and ``\\z`` in Python's syntax, as text.
+
+    Public because the secrets eval's corpus builder translates gitleaks' whole catalog the
+    same way (it adds ``[:punct:]`` and moves an inner ``(?i)`` itself): one translation keeps
+    the corpus's samples matching what the product compiles."""
     for k, v in _POSIX.items():
         pattern = pattern.replace(k, v)
-    pattern = pattern.replace(r"\z", r"\Z")
+    return pattern.replace(r"\z", r"\Z")
+
+
+def _python_regex(pattern: str) -> re.Pattern[str]:
+    """Go RE2 syntax as Python's: POSIX classes, ``\\z``, a global ``(?i)`` not at the start."""
+    pattern = go_regex_source(pattern)
     if pattern.startswith("(?i)"):
         return re.compile(pattern[4:], re.IGNORECASE)
     return re.compile(pattern)

@@ -176,25 +176,34 @@ def symbol_fingerprint_reasons(
     return []
 
 
+def _distinct_lines(items: list[str], field: str, noun: str, max_chars: int, hint: str,
+                    reasons: list[dict[str, str]]) -> list[str]:
+    """Each item's whitespace collapsed, empty ones dropped, one too long refused (its index
+    in `field`), case-insensitive repeats dropped (first kept). Why shared: tags and writer
+    questions must be normalised and refused alike, or one list would keep what the other
+    drops."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for i, item in enumerate(items):
+        item = " ".join(item.split())
+        if not item:
+            continue
+        if len(item) > max_chars:
+            reasons.append(reason(f"{field}[{i}]", f"{noun} is {len(item)} characters; the "
+                                  f"limit is {max_chars}{hint}"))
+            continue
+        if item.casefold() not in seen:
+            seen.add(item.casefold())
+            out.append(item)
+    return out
+
+
 def _clean_tags(tags: list[str], reasons: list[dict[str, str]]) -> list[str]:
     """Whitespace-normalised tags, de-duplicated case-insensitively in one pass (a set)."""
     if len(tags) > MAX_TAGS_SENT:
         reasons.append(reason("tags", f"{len(tags)} tags sent; the limit is {MAX_TAGS}"))
         return []
-    out: list[str] = []
-    seen: set[str] = set()
-    for i, tag in enumerate(tags):
-        tag = " ".join(tag.split())
-        if not tag:
-            continue
-        if len(tag) > MAX_TAG_CHARS:
-            reasons.append(
-                reason(f"tags[{i}]", f"tag is {len(tag)} characters; the limit is {MAX_TAG_CHARS}")
-            )
-            continue
-        if tag.casefold() not in seen:
-            seen.add(tag.casefold())
-            out.append(tag)
+    out = _distinct_lines(tags, "tags", "tag", MAX_TAG_CHARS, "", reasons)
     if len(out) > MAX_TAGS:
         reasons.append(reason("tags", f"{len(out)} tags; the limit is {MAX_TAGS}"))
     return out
@@ -211,25 +220,19 @@ def clean_questions(questions: list[str], reasons: list[dict[str, str]]) -> list
             )
         )
         return []
-    out: list[str] = []
-    seen: set[str] = set()
-    for i, question in enumerate(questions):
-        question = " ".join(question.split())
-        if not question:
-            continue
-        if len(question) > MAX_QUESTION_CHARS:
-            reasons.append(
-                reason(
-                    f"questions[{i}]",
-                    f"question is {len(question)} characters; the limit is "
-                    f"{MAX_QUESTION_CHARS}: one short question a teammate would type",
-                )
-            )
-            continue
-        if question.casefold() not in seen:
-            seen.add(question.casefold())
-            out.append(question)
-    return out
+    return _distinct_lines(questions, "questions", "question", MAX_QUESTION_CHARS,
+                           ": one short question a teammate would type", reasons)
+
+
+def _text_reason(text: str, field: str, empty: str, max_chars: int, hint: str) -> str | None:
+    """Why a fact's content or quote is refused: empty, too long, or a dump (`_dump_reason`);
+    None or "" when it passes. Why shared: both fields are the fact's text and must be
+    refused by the same rules, in the same order."""
+    if not text:
+        return empty
+    if len(text) > max_chars:
+        return f"{field} is {len(text)} characters; the limit is {max_chars}: {hint}"
+    return _dump_reason(text, field)
 
 
 def check(new: NewFact, *, max_chars: int, policy: str, agent: str = "") -> Prepared:
@@ -244,35 +247,12 @@ def check(new: NewFact, *, max_chars: int, policy: str, agent: str = "") -> Prep
     content = new.content.strip()
     quote = new.quote.strip()
     location = new.source.location.strip()
-    if not content:
-        reasons.append(reason("content", "content is empty"))
-    elif len(content) > max_chars:
-        reasons.append(
-            reason(
-                "content",
-                f"content is {len(content)} characters; "
-                f"the limit is {max_chars}: save one atomic claim",
-            )
-        )
-    elif why := _dump_reason(content, "content"):
+    if why := _text_reason(content, "content", "content is empty", max_chars,
+                           "save one atomic claim"):
         reasons.append(reason("content", why))
-    if not quote:
-        reasons.append(
-            reason(
-                "quote",
-                "a verbatim quote from the source is required"
-                + (" (the user's own words)" if new.source.kind == "user" else ""),
-            )
-        )
-    elif len(quote) > MAX_QUOTE_CHARS:
-        reasons.append(
-            reason(
-                "quote",
-                f"quote is {len(quote)} characters; the "
-                f"limit is {MAX_QUOTE_CHARS}: quote the lines that show the fact",
-            )
-        )
-    elif why := _dump_reason(quote, "quote"):
+    if why := _text_reason(quote, "quote", "a verbatim quote from the source is required"
+                           + (" (the user's own words)" if new.source.kind == "user" else ""),
+                           MAX_QUOTE_CHARS, "quote the lines that show the fact"):
         reasons.append(reason("quote", why))
     if len(location) > MAX_LOCATION_CHARS:
         reasons.append(
