@@ -565,3 +565,29 @@ def test_a_stray_line_no_longer_opens_the_gate_for_a_question_the_bank_cannot_an
     unplaced = dict(score_legs([], [dataclasses.replace(line[0], en_share=None)], 4, "zh",
                                {1: "en"}, background=ZH_Q))[1]
     assert relevance(unplaced) >= GATE > relevance(placed)
+
+
+def test_the_decisive_lift_orders_but_never_opens_a_gap_under_the_best_hit():
+    """A prompt block keeps the hits within 0.015 of its best (inject.PROMPT_MARGIN): the
+    +0.02 lift on a hit that is first anyway, or that it makes first, must not push the next
+    hits out of it. The lifted hit ends level with the best other one (a tie-break above it),
+    and the order is the order the uncapped lift gives."""
+    from factbank.read.fusion import LIFT_TIE, cohort_means
+
+    lex, hits, langs = _decisive_case(32.0)
+    # at 0.853 fact 99 stands third without the lift, 0.0023 under the best; +0.02 would put
+    # it 0.018 above the best, out of a prompt block's reach for everything under it
+    hits = [h if h.fact_id != 99 else LegHit(99, 0.853, lang="zh") for h in hits]
+    cohort = cohort_means(hits)
+    ranked = score_legs(lex, hits, 9, "zh", langs, background=ZH_Q, cohort=cohort)
+    off = dataclasses.replace(DEFAULT, apart_weight=0.0)
+    without = dict(raw_scores(Candidates(lex, hits, 9, "zh", langs, background=ZH_Q), off,
+                              cohort=cohort))
+    assert sorted(without, key=lambda f: -without[f]).index(99) == 2
+    assert ranked[0][0] == 99
+    assert ranked[0][1] == pytest.approx(ranked[1][1] + LIFT_TIE)
+    assert ranked[1][1] >= ranked[0][1] - 0.015  # the best other hit stays in a block
+    # the uncapped order: the lift as a plain addition
+    uncapped = sorted(((f, c + (DEFAULT.apart_weight if f == 99 else 0.0))
+                       for f, c in without.items()), key=lambda x: (-x[1], x[0]))
+    assert ids(ranked) == [f for f, _ in uncapped]

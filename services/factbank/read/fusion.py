@@ -489,9 +489,11 @@ def raw_scores(c: Candidates, params: FusionParams = DEFAULT, *,
         pair = language_pair(query_lang, langs.get(hit.fact_id)) if cos else "same"
         ev = lexical_evidence(hit, best_bm25, query_terms, pair, params)
         bonus[hit.fact_id] = max(bonus.get(hit.fact_id, 0.0), ev)
+    lifted = None
     if cohort is not None and cos and (top := decisive_lexical(lexical, params)) is not None:
         if language_pair(query_lang, langs.get(top)) not in ("zh>en", "en>zh"):
             bonus[top] += params.apart_weight
+            lifted = top
 
     def base_level(lang: str | None, tagged: bool) -> float:
         mean = (background.mean(lang, tagged) if background is not None
@@ -543,8 +545,31 @@ def raw_scores(c: Candidates, params: FusionParams = DEFAULT, *,
             # returned.
             conf = impute - level(langs.get(fid), bool(tags.get(fid, False))) + bonus[fid]
         out.append((fid, conf))
+    if lifted is not None:
+        out = _level_at_most(out, lifted, params.apart_weight)
     out.sort(key=lambda item: (-item[1], item[0]))
     return out
+
+
+# How far above the best other hit a lifted hit may end: a tie-break, not a gap.
+LIFT_TIE = 1e-4
+
+
+def _level_at_most(scored: list[tuple[int, float]], lifted: int,
+                   weight: float) -> list[tuple[int, float]]:
+    """The decisive lexical lift orders, it never opens a gap: the lifted hit ends at most
+    LIFT_TIE above the best other hit (never below where it stood without the lift). Uncapped,
+    +0.02 on a hit that was already first pushed the hits under it out of the prompt block,
+    which keeps hits within 0.015 of the best (inject.PROMPT_MARGIN): agent-memory's inject
+    crosslingual split lost one gold of 42 (0.964 -> 0.940) while search's order was the
+    same. The order the lift makes here is unchanged; the ranking's trust and project terms
+    (search._rank) may then break the tie it leaves."""
+    others = [conf for fid, conf in scored if fid != lifted]
+    if not others:
+        return scored
+    cap = max(others) + LIFT_TIE
+    return [(fid, max(conf - weight, min(conf, cap)) if fid == lifted else conf)
+            for fid, conf in scored]
 
 
 def relevance(raw: float, params: FusionParams = DEFAULT) -> float:
