@@ -37,6 +37,7 @@ from factbank.cli.server import _bank_name as first_run_bank_name
 from factbank.runtime.runner import free_port
 from tests.conftest import git as run_git
 from tests.conftest import git_env
+from tests.terminal import default_signals
 
 from .fake_model import FakeModel
 from .npm import Harnesses
@@ -133,6 +134,7 @@ def running_stack() -> Iterator[Stack]:
     log = home.parent / "up.log"
     with log.open("w") as out:
         proc = subprocess.Popen([*CLI, "up"], env=env, stdout=out, stderr=subprocess.STDOUT,
+                                preexec_fn=default_signals,  # tests/terminal.py says why
                                 text=True)
     try:
         token = ""

@@ -26,6 +26,7 @@ import pytest
 
 from factbank.runtime.runner import free_port
 from tests.integration.uphelp import UP, factbank, start, up_env, wait_ready
+from tests.terminal import default_signals
 
 pytestmark = pytest.mark.slow
 
@@ -92,6 +93,7 @@ def _pty_up(home, ingest, recall) -> tuple[subprocess.Popen, int]:
     master, slave = pty.openpty()
 
     def controlling_tty() -> None:
+        default_signals()
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
     proc = subprocess.Popen(UP, env=up_env(home, ingest, recall), stdin=slave, stdout=slave,
@@ -176,7 +178,7 @@ def test_a_killed_parent_stops_up_and_postgres(home, ports, tmp_path):
         [sys.executable, "-c", "import subprocess, sys; "
          f"p = subprocess.Popen({UP!r}, stdout=open({str(out)!r}, 'w'), "
          "stderr=subprocess.STDOUT); p.wait()"],
-        env=up_env(home, ingest, recall))
+        env=up_env(home, ingest, recall), preexec_fn=default_signals)
     try:
         wait_ready(recall, None)
         up_pid, pg_pid = _pids(home)
@@ -258,7 +260,7 @@ def test_nohup_keeps_running_when_the_parent_goes(home, ports, tmp_path):
     env = up_env(home, ingest, recall)
     parent = subprocess.Popen(
         ["bash", "-c", f"nohup {' '.join(UP)} > {tmp_path / 'out'} 2>&1 & echo $!; wait"],
-        env=env, stdout=subprocess.PIPE, text=True)
+        env=env, stdout=subprocess.PIPE, text=True, preexec_fn=default_signals)
     up_pid = int(parent.stdout.readline())
     try:
         wait_ready(recall, None)

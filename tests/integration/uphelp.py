@@ -11,6 +11,8 @@ from typing import Any
 
 import httpx
 
+from tests.terminal import default_signals
+
 VENV_BIN = str(Path(sys.executable).parent)
 UP = [sys.executable, "-m", "factbank_client.cli.main", "up"]
 
@@ -32,6 +34,7 @@ def up_env(home, ingest: int, recall: int, **extra: str) -> dict[str, str]:
 
 
 def start(home, ingest: int, recall: int, **popen: Any) -> subprocess.Popen:
+    popen.setdefault("preexec_fn", default_signals)  # tests/terminal.py says why
     popen.setdefault("stdout", subprocess.PIPE)
     popen.setdefault("stderr", subprocess.STDOUT)
     return subprocess.Popen(UP, env=up_env(home, ingest, recall), text=True, **popen)
