@@ -29,9 +29,15 @@ def _buffers(pg: EmbeddedPostgres) -> str:
     return asyncio.run(read())
 
 
-def test_shared_buffers_new_cluster_then_restarts() -> None:
-    home = Path(tempfile.mkdtemp(prefix="factbank-sb-"))
-    os.chmod(home, 0o755)
+@pytest.fixture
+def home() -> Path:
+    """A new FACTBANK_HOME the wheel's system user can enter (it runs Postgres when root)."""
+    path = Path(tempfile.mkdtemp(prefix="factbank-sb-"))
+    os.chmod(path, 0o755)
+    return path
+
+
+def test_shared_buffers_new_cluster_then_restarts(home: Path) -> None:
     pg = EmbeddedPostgres(home, "192MB")
     pg.start()
     try:
@@ -56,10 +62,8 @@ def test_shared_buffers_new_cluster_then_restarts() -> None:
     assert pg.pid() is None
 
 
-def test_a_new_cluster_starts_once_with_its_size() -> None:
+def test_a_new_cluster_starts_once_with_its_size(home: Path) -> None:
     """One postmaster from initdb to ready: the pid the start reports is the one serving."""
-    home = Path(tempfile.mkdtemp(prefix="factbank-sb-"))
-    os.chmod(home, 0o755)
     pg = EmbeddedPostgres(home, "176MB")
     pg.start()
     try:

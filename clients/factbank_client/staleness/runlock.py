@@ -6,7 +6,8 @@ run. The one that finds the lock taken used to do nothing ("the running one cove
 was wrong whenever the running verify had read the repository *before* the commit: a session
 starts, its verify is still reading (slow on a loaded machine), the user commits, the
 post-commit verify finds the lock taken and leaves, and the fact the commit broke stays fresh
-until the next commit. The harness test of this path failed that way under CI's load.
+until the next commit. That is the most likely way the harness test of this path once
+failed under CI's load (its log: "1 fresh, 0 turned stale").
 
 Now the caller that finds the lock taken leaves an `again` flag before leaving; the holder
 clears the flag before each run and, when it finds the flag set after a run, runs once more.

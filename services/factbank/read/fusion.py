@@ -559,11 +559,13 @@ def _level_at_most(scored: list[tuple[int, float]], lifted: int,
                    weight: float) -> list[tuple[int, float]]:
     """The decisive lexical lift orders, it never opens a gap: the lifted hit ends at most
     LIFT_TIE above the best other hit (never below where it stood without the lift). Uncapped,
-    +0.02 on a hit that was already first pushed the hits under it out of the prompt block,
-    which keeps hits within 0.015 of the best (inject.PROMPT_MARGIN): agent-memory's inject
-    crosslingual split lost one gold of 42 (0.964 -> 0.940) while search's order was the
-    same. The order the lift makes here is unchanged; the ranking's trust and project terms
-    (search._rank) may then break the tie it leaves."""
+    +0.02 on a hit that was already first, or that it made first, could push the hits under
+    it out of the prompt block, which keeps hits within 0.015 of the best
+    (inject.PROMPT_MARGIN; test_fusion builds such a case). No eval query was found to hit
+    it: the agent-memory inject row that first looked like one is the same at 5bd3437, before
+    the lift (evals/reports/2026-12-05b/same-machine-gate.md). The order the lift makes here
+    is unchanged; the ranking's trust and project terms (search._rank) may then break the tie
+    it leaves."""
     others = [conf for fid, conf in scored if fid != lifted]
     if not others:
         return scored

@@ -91,7 +91,8 @@ class EmbeddedPostgres:
     def _prepare(self, mb: int) -> None:
         """Write shared_buffers into a cluster that is not running, before its start: the
         setting takes effect only when the postmaster starts, and restarting a cluster the
-        wheel has just started (what this did first) hung `factbank up` in CI. A new data dir
+        wheel has just started (what this did first) cost every new cluster a second stop,
+        start and handle inside `factbank up`. A new data dir
         is initialised here with the wheel's own initdb step (same arguments, same system user
         when root), so the wheel's start finds it made and the first start already has the
         size. Under the wheel's inter-process lock, as the wheel does its own initdb."""
