@@ -398,6 +398,34 @@ def test_import_is_one_transaction_and_lists_bad_lines(env, capsys, tmp_path):
     assert data["stored"] == 1 and data["bank"] == "personal"
 
 
+def test_import_says_how_many_facts_lack_questions_and_what_writes_them(env, capsys, tmp_path):
+    """Imported facts usually come without writer questions, and then only searches worded
+    like them find them: the import says how many of the bank's facts lack them and names
+    `factbank enrich`; facts that bring questions (an export) leave nothing to say."""
+    login(capsys, env)
+    bare = [{"content": f"Worker w{i} drains queue q{i}", "category": "project",
+             "source": {"kind": "user"}, "quote": f"w{i} drains q{i}"} for i in range(3)]
+    asked = [{**bare[0], "content": "The nightly job runs at 02:00", "quote": "02:00",
+              "questions": ["when does the nightly job run?", "夜间任务几点跑？"]}]
+    f = tmp_path / "asked.jsonl"
+    f.write_text(json.dumps(asked[0], ensure_ascii=False) + "\n", "utf-8")
+    out = ok(capsys, "import", str(f), "--no-wait")
+    assert "1 stored" in out and "no writer questions" not in out
+    assert ok_json(capsys, "import", str(f), "--no-wait")["lacking_questions"] is None
+
+    f = tmp_path / "bare.jsonl"
+    f.write_text("\n".join(json.dumps(x) for x in bare[:2]) + "\n", "utf-8")
+    out = ok(capsys, "import", str(f), "--no-wait")
+    assert "2 fact(s) in personal have no writer questions" in out
+    assert "`factbank enrich` has an agent write them" in out
+    assert "factbank enrich --list --lacking questions --bank personal" in out
+    f.write_text(json.dumps(bare[2]) + "\n", "utf-8")
+    data = ok_json(capsys, "import", str(f), "--no-wait")
+    assert (data["stored"], data["lacking_questions"]) == (1, 3)
+    listed = ok_json(capsys, "enrich", "--list", "--lacking", "questions")
+    assert listed["remaining"] == 3  # the count the hint gave is the one enrich works down
+
+
 def test_import_is_chunked_progress_tracks_commits_and_a_rerun_resumes(env, capsys, tmp_path,
                                                                         monkeypatch):
     from factbank_client import client as client_mod

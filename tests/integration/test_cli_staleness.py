@@ -259,6 +259,7 @@ def test_migrate_native_proposes_saves_on_accept_and_is_idempotent(env, capsys, 
     before = (env.repo / "CLAUDE.md").read_bytes()
     plan = ok_json(capsys, "migrate-native", "claude", "--accept-all")
     assert all(c["saved"] for c in plan["candidates"])
+    assert plan["lacking_questions"] == 4  # native memory lines come without questions
     backup = Path(plan["backup"])
     assert (backup / "repo" / "CLAUDE.md").read_bytes() == before
     assert (env.repo / "CLAUDE.md").read_bytes() == before  # rules stay rules, file untouched
@@ -273,8 +274,10 @@ def test_migrate_native_proposes_saves_on_accept_and_is_idempotent(env, capsys, 
     assert {c["check"]["verdict"] for c in again["candidates"]} == {"same_claim"}
     assert not any(c["saved"] for c in again["candidates"])
     assert again["backup"] == plan["backup"]
+    assert "lacking_questions" not in again  # nothing saved: nothing to ask
     text = ok(capsys, "migrate-native", "claude")
     assert "ghp_" not in text and "(not shown: it holds a github_token; saved redacted)" in text
+    assert "no writer questions" not in text
     assert "4 candidate fact(s): 0 new, 4 already stored, 0 refused; 0 saved" in text
     assert "left alone (2 instruction line(s): rules stay rules):" in text
 

@@ -49,6 +49,35 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_enrich)
 
 
+def backlog(client, bank: str | None) -> dict | None:
+    """How many facts of `bank` have no writer questions: {"bank", "lacking_questions"}.
+
+    Why the commands that bring facts in (`import`, `migrate-native`) ask: such facts are
+    found only by searches worded like them, and nothing else tells whoever brought them in.
+    On the agent-memory set imported bare, R@5 is 0.471; enriched, 0.930
+    (evals/reports/2026-12-02/enrich.md). Four rounds of ranking work found no ranking that
+    gives bare facts back their paraphrases in a bank of two languages
+    (evals/reports/2026-12-06/bare-facts-4.md): questions are what does. None when the bank
+    cannot say (a token without the read scope): the write itself went through."""
+    from factbank_client.errors import FactbankError
+
+    try:
+        batch = client.enrich_batch(limit=1, lacking="questions", bank=bank)
+    except FactbankError:
+        return None
+    return {"bank": batch["bank"], "lacking_questions": int(batch["remaining"])}
+
+
+def backlog_lines(found: dict | None) -> list[str]:
+    """The hint under an import's summary; nothing when no fact lacks questions."""
+    if not found or not found["lacking_questions"]:
+        return []
+    return [f"{found['lacking_questions']} fact(s) in {found['bank']} have no writer questions, "
+            "so only searches worded like them find them (agent-memory R@5 0.471 bare, 0.930 "
+            "with questions and tags): `factbank enrich` has an agent write them "
+            f"(`factbank enrich --list --lacking questions --bank {found['bank']}` shows them)"]
+
+
 def task_text(facts: list[dict], agent: str) -> str:
     """What the agent is asked: the facts by id, each on one inert line."""
     lines = [

@@ -564,17 +564,27 @@ def cmd_import(args) -> int:
                     if done else "; nothing was imported")
             raise CommandError(f"import refused: {exc}{kept}") from None
     wait = sys.stderr.isatty() if args.wait is None else args.wait
-    if wait and args.vectors == "queue" and totals["stored"]:
+    found = None
+    if totals["stored"]:
+        from factbank_client.cli.enrich import backlog
+
         with common.client() as client:
-            _wait_for_vectors(client, bank)
+            if wait and args.vectors == "queue":
+                _wait_for_vectors(client, bank)
+            found = backlog(client, bank)
     if args.json:
         print_json({**totals, "skipped": skipped, "bank": bank, "visible_to": visible,
+                    "lacking_questions": found["lacking_questions"] if found else None,
                     "results": results})
         return 0
+    from factbank_client.cli.enrich import backlog_lines
+
     into = render.audience({"bank": bank, "visible_to": visible})
     print(f"imported {len(items)} facts into {into}: {totals['stored']} stored, "
           f"{totals['reinforced']} reinforced, {totals['present']} already present"
           + (f"; skipped {skipped} non-active (use --all-statuses)" if skipped else ""))
+    for line in backlog_lines(found):
+        print(line)
     return 0
 
 

@@ -310,4 +310,12 @@ def cmd_migrate_native(args) -> int:
             if isinstance(exc, FactbankError):
                 raise CommandError(str(exc)) from None
             raise
-    return show(args, plan, lambda: render.migrate_lines(plan))
+        found = None
+        if any(c.get("saved") for c in plan.get("candidates", [])):
+            from factbank_client.cli.enrich import backlog
+
+            found = backlog(client, args.bank)
+            plan["lacking_questions"] = found["lacking_questions"] if found else None
+    from factbank_client.cli.enrich import backlog_lines
+
+    return show(args, plan, lambda: render.migrate_lines(plan) + backlog_lines(found))
