@@ -88,7 +88,7 @@ async def _measure(dsn: str, bank: str, queries: np.ndarray, k: int) -> dict:
         out = {"exact_p50_ms": exact["p50_ms"], "exact_cpu_ms": exact["cpu_ms"],
                "exact_buffers": exact["buffers"]}
         for ef, pool in SETTINGS:
-            got_all = await timed(_DENSE_SQL, [dense_settings(ef)], ["q", pool])
+            got_all = await timed(_DENSE_SQL, [dense_settings(ef)], ["q", pool, "q"])
             recall, top10 = [], []
             for rows, ex in zip(got_all["rows"], exact["rows"], strict=True):
                 got = {(r["fact_id"], r["ord"]) for r in rows}

@@ -168,6 +168,10 @@ def query_legs(bank: Bank, queries: Sequence[Query], qvecs: np.ndarray, bg, *,
     from factbank.text.tokenizer import tokenize
 
     shares = bg.en_shares(bank.vecs)
+    # The hub figure takes the label's side when `labels` (as the service does without an
+    # axis): Chinese 0, the rest 1.
+    hubs = bg.hubs(bank.vecs, np.asarray([0.0 if lang == "zh" else 1.0 for lang in bank.vec_lang])
+                   if labels else shares)
     toks = [tokenize(t) for t in bank.lexical_texts]
     bm25 = BM25Okapi([t if t else [""] for t in toks])
     token_sets = [set(t) for t in toks]
@@ -191,7 +195,8 @@ def query_legs(bank: Bank, queries: Sequence[Query], qvecs: np.ndarray, bg, *,
                                      for g in groups]).tolist(), key=lambda v: (-cos[v], v))
         dense = [LegHit(int(bank.vec_fact[v]), float(cos[v]), lang=bank.vec_lang[v],
                         form="question" if bank.vec_question[v] else None,
-                        en_share=None if labels else float(shares[v])) for v in top]
+                        en_share=None if labels else float(shares[v]),
+                        hub=float(hubs[v])) for v in top]
         yield Legs(qtoks, lexical, dense, list(best), Background.for_query(qvecs[qi], bg))
 
 
@@ -215,7 +220,7 @@ def rankings(bank: Bank, queries: Sequence[Query], successor: dict[int, int], *,
     for q, leg in zip(queries, legs, strict=True):
         qtoks, lexical, dense, plain, background = (leg.qtoks, leg.lexical, leg.dense,
                                                     leg.plain, leg.background)
-        cohort = cohort_means(dense, doc_lang, params)
+        cohort = cohort_means(dense, doc_lang, params, doc_tagged)
         for method, lex in (("dense", []), ("hybrid", lexical)):
             c = Candidates(lex, dense, len(set(qtoks)), language(q.text), doc_lang,
                            doc_tagged, background)

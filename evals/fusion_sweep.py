@@ -148,7 +148,7 @@ def run_legs(corpus: Corpus, query_ids: list[str], query_texts: list[str], bg=No
     Postgres full-text match would; matched_terms counts distinct query terms in the doc.
     The dense leg takes its k per language group (Chinese, the rest), as the recall service
     does (`search._DENSE_SQL`), best first. With `bg` (BackgroundVectors) each run carries its
-    query's Background and each dense hit its `en_share`, as the service's do.
+    query's Background and each dense hit its `en_share` and hub figure, as the service's do.
     """
     from factbank.read.fusion import Background, LegHit
 
@@ -157,6 +157,10 @@ def run_legs(corpus: Corpus, query_ids: list[str], query_texts: list[str], bg=No
     groups = [g for g in (np.where(langs == "zh")[0], np.where(langs != "zh")[0]) if g.size]
     shares = (bg.en_shares(corpus.vecs) if bg is not None and bg.has_axis
               else [None] * len(corpus.ids))
+    hubs = (bg.hubs(corpus.vecs, np.asarray(
+                [(0.0 if lang == "zh" else 1.0) if share is None else share
+                 for share, lang in zip(shares, corpus.langs, strict=True)]))
+            if bg is not None else np.zeros(len(corpus.ids)))
     runs = []
     for qi, (qid, text) in enumerate(zip(query_ids, query_texts, strict=True)):
         qtoks = tokenize(text)
@@ -175,7 +179,7 @@ def run_legs(corpus: Corpus, query_ids: list[str], query_texts: list[str], bg=No
         top = np.concatenate([g[np.argsort(-cos[g], kind="stable")[:k]] for g in groups])
         top = sorted(top.tolist(), key=lambda d: (-cos[d], d))
         dense = [LegHit(d, float(cos[d]), 0, en_share=None if shares[d] is None
-                        else float(shares[d])) for d in top]
+                        else float(shares[d]), hub=float(hubs[d])) for d in top]
         background = Background.for_query(qvecs[qi], bg) if bg is not None else None
         runs.append(QueryRun(qid, lexical, dense, len(qset), text_language(text), background))
     return runs

@@ -111,12 +111,12 @@ def _ranked(run: fs.QueryRun, corpus: fs.Corpus, params=None) -> list[int]:
     from factbank.read.fusion import DEFAULT, Candidates, cohort_means, raw_scores
 
     params = params or DEFAULT
-    langs = dict(enumerate(corpus.langs))
+    langs, tagged = dict(enumerate(corpus.langs)), dict(enumerate(corpus.tagged))
     scored = raw_scores(
-        Candidates(run.lexical, run.dense, run.query_terms, run.query_lang, langs,
-                   dict(enumerate(corpus.tagged)), run.background),
+        Candidates(run.lexical, run.dense, run.query_terms, run.query_lang, langs, tagged,
+                   run.background),
         params,
-        cohort=cohort_means(run.dense, langs, params) if run.dense else None,
+        cohort=cohort_means(run.dense, langs, params, tagged) if run.dense else None,
     )
     return [f for f, _ in scored]
 

@@ -55,9 +55,9 @@ async def _dense(c: asyncpg.Connection, bank: int, q: np.ndarray, k: int) -> lis
         # The product's settings leave the exact path through the bank's btree to a bank this
         # small: make the planner take the graphs, which is what is tested here.
         await c.execute("SET LOCAL enable_sort = off")
-        rows = await c.fetch(search_mod._DENSE_SQL, bank, q, k, q, search_mod.DENSE_POOL)
+        rows = await c.fetch(search_mod._DENSE_SQL, bank, q, k, q, search_mod.DENSE_POOL, q)
         plan = await c.fetchval("EXPLAIN (ANALYZE, FORMAT JSON) " + search_mod._DENSE_SQL,
-                                bank, q, k, q, search_mod.DENSE_POOL)
+                                bank, q, k, q, search_mod.DENSE_POOL, q)
     return rows, json.loads(plan)[0]["Plan"]
 
 

@@ -591,3 +591,56 @@ def test_the_decisive_lift_orders_but_never_opens_a_gap_under_the_best_hit():
     uncapped = sorted(((f, c + (DEFAULT.apart_weight if f == 99 else 0.0))
                        for f, c in without.items()), key=lambda x: (-x[1], x[0]))
     assert ids(ranked) == [f for f, _ in uncapped]
+
+
+# --- the hub figure (ranking only) ---------------------------------------------------------
+
+
+def test_hub_figure_is_the_cosine_to_the_centroid_less_its_languages_level():
+    vectors = _two_language_background()
+    assert np.linalg.norm(vectors.centroid) == pytest.approx(1.0)
+    zh_level, en_level = vectors.hub_levels
+    # each language's own lines sit at its level, on average: their figures average 0
+    rows = vectors.matrix[:6]
+    shares = vectors.en_shares(rows)
+    figures = vectors.hubs(rows, shares)
+    assert figures[:3].mean() == pytest.approx(0.0, abs=1e-6)
+    assert figures[3:].mean() == pytest.approx(0.0, abs=1e-6)
+    # the SQL path (cosine to the centroid) gives the in-memory figure
+    v = np.array([0.5, 0.5, 0.7], dtype=np.float32)
+    share = float(vectors.en_shares(v[None, :])[0])
+    cos = float(v @ vectors.centroid / np.linalg.norm(v))
+    assert vectors.hub(cos, share) == pytest.approx(float(vectors.hubs(v[None, :], [share])[0]))
+    assert vectors.hub(cos, 0.0) == pytest.approx(cos - zh_level)
+    assert vectors.hub(cos, 1.0) == pytest.approx(cos - en_level)
+    # an embedder that gives no centroid gives no figure
+    assert BackgroundVectors(vectors.matrix, vectors.groups).hub(0.9, 1.0) == 0.0
+
+
+def test_a_generic_line_near_everything_ranks_under_an_answer_it_barely_beats():
+    """A fact's own vector ranks by its cosine less hub_weight x its hub figure: boilerplate
+    near everything generic (hub +0.08) loses first place to an answer 0.01 under it. The
+    gate's confidence is the plain one, and writer questions and tagged facts keep theirs."""
+    from factbank.read.fusion import cohort_means
+
+    generic = LegHit(1, 0.86, lang="en", hub=0.08)
+    answer = LegHit(2, 0.85, lang="en", hub=0.0)
+    rest = [LegHit(10 + i, 0.75 - 0.002 * i, lang="en") for i in range(10)]
+    hits = [generic, answer, *rest]
+    langs = {h.fact_id: "en" for h in hits}
+    plain = score_legs([], hits, 4, "en", langs, background=EN_Q)
+    ranked = score_legs([], hits, 4, "en", langs, background=EN_Q,
+                        cohort=cohort_means(hits, langs))
+    assert ids(plain)[:2] == [1, 2]  # the gate's scale: untouched
+    assert ids(ranked)[:2] == [2, 1]
+    assert dict(ranked)[2] - dict(ranked)[1] == pytest.approx(
+        0.25 * 0.08 - 0.01, abs=1e-6) and DEFAULT.hub_weight == 0.25
+    # the same vector as a writer question, or a fact saved with tags: as it was
+    as_question = [dataclasses.replace(generic, form="question"), answer, *rest]
+    ranked = score_legs([], as_question, 4, "en", langs, background=EN_Q,
+                        cohort=cohort_means(as_question, langs))
+    assert ids(ranked)[:2] == [1, 2]
+    tagged = {1: True, 2: True}  # both centred alike: only the figure could reorder them
+    ranked = score_legs([], hits, 4, "en", langs, tagged, background=EN_Q,
+                        cohort=cohort_means(hits, langs, doc_tagged=tagged))
+    assert ids(ranked)[:2] == [1, 2]

@@ -47,9 +47,12 @@ the reason for each constant (`FusionParams`).
    hit is centred on its own vector's language and form (a question on the plain
    background, less `offset_question` on the gate's scale) and a fact takes its best vector.
 8. Two scores: the gate keeps the calibrated confidence above; the ranking blends the bank's
-   own cohort per language group into each hit's level (`bank_share`, `cohort_means`), and
-   ranks by confidence, not relevance (relevance saturates at 1.0 a few hundredths above the
-   gate). Why: fusion-notes.md#writer-questions-and-mixed-language-banks.
+   own cohort per language group into each hit's level (`bank_share`, `cohort_means`),
+   takes a share of each fact's hub figure off its own vector (`hub_weight`: how close it
+   sits to generic text, from the background's centroid), and ranks by confidence, not
+   relevance (relevance saturates at 1.0 a few hundredths above the gate). Why:
+   fusion-notes.md#writer-questions-and-mixed-language-banks, and for the hub figure
+   evals/reports/2026-12-06/hubs-2.md.
 9. Which language a dense hit is ranked as is the embedder's, not its letters': its vector's
    `en_share` on the background's language axis (`LANGUAGE_TAIL_PERCENTILE`) mixes the
    Chinese and English levels of steps 3, 4 and 8, on the gate's scale (recalibrated
@@ -72,7 +75,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Container, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import resources
 from typing import NamedTuple
@@ -106,6 +109,10 @@ class LegHit:
     # background, 1: with the English one; `BackgroundVectors.en_share`). None: its label
     # decides (`lang`, else the fact's `doc_lang`).
     en_share: float | None = None
+    # How close the vector sits to generic text, beyond what is usual for its language
+    # (`BackgroundVectors.hub`): the ranking takes `hub_weight` x this off a fact's own
+    # vector. 0: not known.
+    hub: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -196,6 +203,10 @@ class BackgroundVectors:
     # the projections on it where Chinese ends and English begins (LANGUAGE_TAIL_PERCENTILE).
     axis: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
     anchors: tuple[float, float] = (0.0, 1.0)
+    # Unit vector to the centroid of the plain background (both languages), and the mean
+    # cosine of the plain Chinese and of the plain English lines to it (`hub`).
+    centroid: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
+    hub_levels: tuple[float, float] = (0.0, 0.0)
 
     def en_share(self, projection: float) -> float:
         """A vector's place between the languages from its cosine to `axis`: 0 Chinese, 1
@@ -210,6 +221,27 @@ class BackgroundVectors:
         proj = (v @ self.axis) / np.where(norms > 0, norms, 1.0)
         lo, hi = self.anchors
         return np.clip((proj - lo) / (hi - lo), 0.0, 1.0)
+
+    def hub(self, centroid_cosine: float, en_share: float) -> float:
+        """A vector's hub figure from its cosine to `centroid`: that cosine less the
+        background's own level for its language (the Chinese and English lines' mean cosine to
+        the centroid, mixed by `en_share`). Above 0: nearer to everyday text than lines of
+        its language usually are. 0 without a centroid."""
+        if self.centroid.size == 0:
+            return 0.0
+        zh, en = self.hub_levels
+        return float(centroid_cosine - ((1.0 - en_share) * zh + en_share * en))
+
+    def hubs(self, vectors: np.ndarray, en_shares: np.ndarray) -> np.ndarray:
+        """`hub` of each row of `vectors` (any norm), for the evals' in-memory legs."""
+        v = np.asarray(vectors, dtype=np.float32)
+        if self.centroid.size == 0:
+            return np.zeros(len(v))
+        norms = np.linalg.norm(v, axis=1)
+        cos = (v @ self.centroid) / np.where(norms > 0, norms, 1.0)
+        zh, en = self.hub_levels
+        s = np.asarray(en_shares, dtype=float)
+        return cos - ((1.0 - s) * zh + s * en)
 
     @classmethod
     def from_vectors(cls, vectors: Sequence[np.ndarray] | np.ndarray,
@@ -229,14 +261,18 @@ class BackgroundVectors:
             groups[(lang, False)] = np.asarray(rows)
             groups[(lang, True)] = np.asarray(rows) + n
         zh, en = matrix[groups[("zh", False)]], matrix[groups[("en", False)]]
+        centroid = np.vstack([zh, en]).mean(axis=0)
+        centroid = (centroid / max(float(np.linalg.norm(centroid)), 1e-12)).astype(np.float32)
+        hub = {"centroid": centroid,
+               "hub_levels": (float((zh @ centroid).mean()), float((en @ centroid).mean()))}
         axis = en.mean(axis=0) / np.linalg.norm(en.mean(axis=0)) - zh.mean(axis=0) / np.linalg.norm(
             zh.mean(axis=0))
         axis = (axis / max(float(np.linalg.norm(axis)), 1e-12)).astype(np.float32)
         lo = float(np.percentile(zh @ axis, 100 - LANGUAGE_TAIL_PERCENTILE))
         hi = float(np.percentile(en @ axis, LANGUAGE_TAIL_PERCENTILE))
         if hi <= lo:  # the embedder does not separate the two backgrounds: labels decide
-            return cls(matrix, groups)
-        return cls(matrix, groups, axis, (lo, hi))
+            return cls(matrix, groups, **hub)
+        return cls(matrix, groups, axis, (lo, hi), **hub)
 
     @property
     def has_axis(self) -> bool:
@@ -379,6 +415,21 @@ class FusionParams:
     rank_offset_zh_en: float = 0.0134
     rank_offset_en_zh: float = 0.0235
     rank_offset_tagged: float = 0.0303
+    # Ranking only: a fact's own vector ranks by its cosine less hub_weight x its hub figure
+    # (`BackgroundVectors.hub`: its cosine to the plain background's centroid, less the
+    # background's own level for its language). A line near everything generic (a stock
+    # phrase, a bare id, boilerplate) is near every query as well, and took places from
+    # answers. Measured in memory on every dev set and bank at 0.15 / 0.25 / 0.35 / 0.5
+    # (evals/reports/2026-12-06/hubs-2.md): at 0.25, R@5 dense / hybrid mlqa-r-zh-dev 0.819 /
+    # 0.831 -> 0.839 / 0.855, xquad-r-zh2en 0.859 -> 0.880, xquad-r-en2zh 0.883 -> 0.896,
+    # xquad-r-zh2zh 0.937 / 0.948 -> 0.943 / 0.951, the mixed bank 0.873 / 0.884 -> 0.884 /
+    # 0.891, cmrc2018 and tatoeba unchanged or +1 query; 47 splits rose, 45 held, 10 fell by
+    # one or two queries (hybrid en>en of the mixed banks, the half-questions bank). At 0.35
+    # tatoeba-zh2en lost a query. Writer questions and tagged facts are left as they are
+    # (`ranked_hits`): a question is meant to sit near the questions people ask, and the
+    # agent-memory banks saved with tags are unchanged by construction. The gate keeps the
+    # calibrated confidence.
+    hub_weight: float = 0.25
 
 
 DEFAULT = FusionParams()
@@ -451,13 +502,26 @@ def decisive_lexical(lexical: Sequence[LegHit], params: FusionParams = DEFAULT) 
     return None
 
 
+def ranked_hits(dense: Sequence[LegHit], params: FusionParams = DEFAULT,
+                tagged: Mapping[int, bool] | None = None) -> list[LegHit]:
+    """The dense hits as the ranking sees them: a fact's own vector less `hub_weight` x its
+    hub figure. Writer questions and facts saved with tags as they are: a tagged fact is
+    embedded with its tags and compared with the tagged background, not the plain one the
+    figure is read on, and on the tags-only agent bank the figure moved its answers both
+    ways (crosslingual -2 queries, paraphrase +2; hubs-2.md)."""
+    tagged = tagged or {}
+    return [h if h.form == "question" or not h.hub or tagged.get(h.fact_id)
+            else replace(h, score=h.score - params.hub_weight * h.hub) for h in dense]
+
+
 def cohort_means(dense: Sequence[LegHit], doc_lang: Mapping[int, str] | None = None,
-                 params: FusionParams = DEFAULT) -> dict[bool, float]:
+                 params: FusionParams = DEFAULT,
+                 doc_tagged: Mapping[int, bool] | None = None) -> dict[bool, float]:
     """The mean raw cosine of the query's `bank_cohort` nearest vectors in each language group
     (True: Chinese, False: the rest), from the dense leg's candidates (taken per group)."""
     langs = doc_lang or {}
     groups: dict[bool, list[float]] = {}
-    for hit in dense:
+    for hit in ranked_hits(dense, params, doc_tagged):
         lang = hit.lang if hit.lang is not None else langs.get(hit.fact_id)
         groups.setdefault(lang == "zh", []).append(hit.score)
     return {g: float(np.mean(sorted(v, reverse=True)[: params.bank_cohort]))
@@ -471,10 +535,13 @@ def raw_scores(c: Candidates, params: FusionParams = DEFAULT, *,
 
     With `cohort` (`cohort_means` of the same dense hits) it is the ranking score instead:
     each dense hit's level blends its language group's cohort mean with its background level
-    (`bank_share`). Rank by it; gate by the plain confidence.
+    (`bank_share`), and a fact's own vector counts less by its hub figure (`ranked_hits`).
+    Rank by it; gate by the plain confidence.
     """
     lexical, dense, query_terms, query_lang = c.lexical, c.dense, c.query_terms, c.query_lang
     langs, tags, background = c.doc_lang, c.doc_tagged, c.background
+    if cohort is not None:
+        dense = ranked_hits(dense, params, tags)
     cos: dict[int, float] = {}
     for h in dense:
         cos[h.fact_id] = max(cos.get(h.fact_id, -math.inf), h.score)

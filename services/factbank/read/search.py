@@ -183,6 +183,7 @@ class DenseHit:
     lang: str
     cosine: float
     en_share: float | None = None  # where the embedder places it (fusion.LegHit.en_share)
+    hub: float = 0.0  # how near generic text it sits (fusion.LegHit.hub)
 
 
 # Candidates are taken per language group, Chinese and the rest, each its own HNSW scan: in a
@@ -192,7 +193,9 @@ class DenseHit:
 # Each row also carries its cosine to the background's language axis ($4), from which fusion
 # reads where the embedder places the vector between Chinese and English (`en_share`): a line
 # such as `ISBN 978-0-520-08670-8.` is "en" by its letters and sits in the rest group, but must
-# not be centred as English text (fusion.LANGUAGE_TAIL_PERCENTILE).
+# not be centred as English text (fusion.LANGUAGE_TAIL_PERCENTILE). And its cosine to the
+# background's centroid ($6), from which fusion reads how near generic text it sits (`hub`,
+# fusion.FusionParams.hub_weight): two more distances a returned row, nothing per vector stored.
 # Each group is read from its own partial HNSW graph over half-precision vectors (migration
 # 0015: `WHERE lang = 'zh'` / `lang <> 'zh'`, the scan's own condition, so only the bank is
 # filtered): the graph proposes DENSE_POOL vectors by their half-precision distance, and the
@@ -201,7 +204,8 @@ class DenseHit:
 # EXISTS is a one-time filter, one probe of fact_vectors_bank_lang): a filtered scan for a
 # group that matches nothing walks the graph until hnsw.max_scan_tuples.
 _GROUP_SQL = """
-(SELECT fact_id, ord, lang, 1 - (embedding <=> $2) AS cosine, 1 - (embedding <=> $4) AS axis
+(SELECT fact_id, ord, lang, 1 - (embedding <=> $2) AS cosine, 1 - (embedding <=> $4) AS axis,
+        1 - (embedding <=> $6) AS hub
   FROM (SELECT fact_id, ord, lang, embedding FROM fact_vectors
         WHERE bank_id = $1 AND {group}
           AND EXISTS (SELECT 1 FROM fact_vectors WHERE bank_id = $1 AND {probe})
@@ -255,20 +259,26 @@ async def _dense(
     cached, and one statement ran them one after the other. Each walk holds one connection
     and waits for nothing while it holds it (as `_legs`)."""
     axis = background.axis if background is not None and background.has_axis else None
+    centroid = (background.centroid if background is not None and background.centroid.size
+                else None)
 
     async def group(sql: str) -> list[asyncpg.Record]:
         async with pool.acquire() as conn, conn.transaction(readonly=True):
             await conn.execute(dense_settings())
             return await conn.fetch(sql, bank_id, vector, k,
-                                    axis if axis is not None else vector, max(k, DENSE_POOL))
+                                    axis if axis is not None else vector, max(k, DENSE_POOL),
+                                    centroid if centroid is not None else vector)
+
+    def hit(r: asyncpg.Record) -> DenseHit:
+        share = background.en_share(float(r["axis"])) if axis is not None else None
+        hub = 0.0
+        if centroid is not None:
+            hub = background.hub(float(r["hub"]), share if share is not None
+                                 else 0.0 if r["lang"] == "zh" else 1.0)
+        return DenseHit(r["fact_id"], r["ord"], r["lang"], float(r["cosine"]), share, hub)
 
     # Each group comes back in exact order; the two groups are merged here.
-    hits = [
-        DenseHit(r["fact_id"], r["ord"], r["lang"], float(r["cosine"]),
-                 background.en_share(float(r["axis"])) if axis is not None else None)
-        for rows in await together([group(sql) for sql in _GROUPS])
-        for r in rows
-    ]
+    hits = [hit(r) for rows in await together([group(sql) for sql in _GROUPS]) for r in rows]
     return sorted(hits, key=lambda h: (-h.cosine, h.fact_id, h.ord))
 
 
@@ -349,7 +359,7 @@ async def _legs(
         lexical=[fusion.LegHit(f, s, m) for f, s, m in lexical],
         dense=[
             fusion.LegHit(h.fact_id, h.cosine, lang=h.lang, form="question" if h.ord else None,
-                          en_share=h.en_share)
+                          en_share=h.en_share, hub=h.hub)
             for h in dense
         ],
         query_terms=len(set(tokens)),
@@ -418,7 +428,8 @@ def _rank(
     and project terms (TRUST_WEIGHT, PROJECT_BONUS); each fact once, at its best match (two
     superseded matches may stand for one current fact)."""
     c = legs.candidates
-    rank = dict(fusion.raw_scores(c, cohort=fusion.cohort_means(c.dense, c.doc_lang)))
+    rank = dict(fusion.raw_scores(
+        c, cohort=fusion.cohort_means(c.dense, c.doc_lang, doc_tagged=c.doc_tagged)))
     lex_score = {f: s for f, s, _ in legs.lexical}
     best_vector: dict[int, DenseHit] = {}
     for h in legs.dense:  # best first
