@@ -7,17 +7,10 @@ product (bare-facts-4.md, section 3). The third round scaled the three pair offs
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import sys
 from dataclasses import replace
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-spec = importlib.util.spec_from_file_location(
-    "variants", HERE.parent / "2026-12-05" / "variants.py")
-V = importlib.util.module_from_spec(spec)
-sys.modules["variants"] = V
-spec.loader.exec_module(V)
+from variants_loader import V
 
 # (offset_en_en, rank_offset_en_zh); the product's is the first.
 GRID = [(-0.0416, 0.0235), (-0.03, 0.0235), (-0.02, 0.0235), (-0.01, 0.0235), (0.0, 0.0235),

@@ -12,21 +12,13 @@ and the language lift has fewer hubs to lift.
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+from variants_loader import V, by_best_vector
 
-HERE = Path(__file__).resolve().parent
-spec = importlib.util.spec_from_file_location(
-    "variants", HERE.parent / "2026-12-05" / "variants.py")
-V = importlib.util.module_from_spec(spec)
-sys.modules["variants"] = V
-spec.loader.exec_module(V)
-
-from factbank_evals import fusion_sweep as fs  # noqa: E402
+from factbank_evals import fusion_sweep as fs
 
 
 def hub(bank, k: int, source: str) -> np.ndarray:
@@ -61,14 +53,7 @@ def plain_hub(case, r, beta) -> list[list[int]]:
     x = bank.vecs / np.linalg.norm(bank.vecs, axis=1, keepdims=True)
     qv = V._query_vectors([row["q"].text for row in case["rows"]])
     qv = qv / np.linalg.norm(qv, axis=1, keepdims=True)
-    sims = qv @ x.T - beta * r[None, :]
-    nf = int(bank.vec_fact.max()) + 1
-    out = []
-    for s in sims:
-        best = np.full(nf, -np.inf)
-        np.maximum.at(best, bank.vec_fact.astype(int), s)
-        out.append(list(np.argsort(-best, kind="stable")))
-    return out
+    return by_best_vector(qv @ x.T - beta * r[None, :], bank.vec_fact)
 
 
 def product_hub(row, case, r_fact_vec, beta, v, lexical):

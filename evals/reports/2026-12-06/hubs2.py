@@ -18,23 +18,15 @@ Ranking score: the product's, with each own-vector dense hit's cosine less beta 
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+from variants_loader import V
 
-HERE = Path(__file__).resolve().parent
-spec = importlib.util.spec_from_file_location(
-    "variants", HERE.parent / "2026-12-05" / "variants.py")
-V = importlib.util.module_from_spec(spec)
-sys.modules["variants"] = V
-spec.loader.exec_module(V)
-
-from factbank_evals import beir  # noqa: E402
-from factbank_evals import dev_sets as ds  # noqa: E402
-from factbank_evals import fusion_sweep as fs  # noqa: E402
+from factbank_evals import beir
+from factbank_evals import dev_sets as ds
+from factbank_evals import fusion_sweep as fs
 
 BETAS = (0.15, 0.25, 0.35, 0.5)
 SPLITS = ("all", "paraphrase", "crosslingual", "en>zh", "zh>en", "en>en", "zh>zh")

@@ -12,20 +12,12 @@ it: the principal directions of en_i - zh_i), and rank by that.
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
+from variants_loader import V, by_best_vector
 
-HERE = Path(__file__).resolve().parent
-spec = importlib.util.spec_from_file_location(
-    "variants", HERE.parent / "2026-12-05" / "variants.py")
-V = importlib.util.module_from_spec(spec)
-sys.modules["variants"] = V
-spec.loader.exec_module(V)
-
-from factbank_evals import fusion_sweep as fs  # noqa: E402
+from factbank_evals import fusion_sweep as fs
 
 
 def language_basis(k: int) -> np.ndarray:
@@ -54,14 +46,7 @@ def ranked(case, basis) -> list[list[int]]:
     bank = case["bank"]
     vecs = neutral(bank.vecs, basis)
     qv = neutral(V._query_vectors([row["q"].text for row in case["rows"]]), basis)
-    sims = qv @ vecs.T
-    nf = int(bank.vec_fact.max()) + 1
-    out = []
-    for s in sims:
-        best = np.full(nf, -np.inf)
-        np.maximum.at(best, bank.vec_fact.astype(int), s)
-        out.append(list(np.argsort(-best, kind="stable")))
-    return out
+    return by_best_vector(qv @ vecs.T, bank.vec_fact)
 
 
 def main() -> None:
