@@ -164,14 +164,12 @@ def query_legs(bank: Bank, queries: Sequence[Query], qvecs: np.ndarray, bg, *,
     hits are looked at for a query term (None: all; a report script kept its own bound)."""
     from rank_bm25 import BM25Okapi
 
-    from factbank.read.fusion import Background, LegHit
+    from factbank.read.fusion import Background, LegHit, label_share
     from factbank.text.tokenizer import tokenize
 
     shares = bg.en_shares(bank.vecs)
-    # The hub figure takes the label's side when `labels` (as the service does without an
-    # axis): Chinese 0, the rest 1.
-    hubs = bg.hubs(bank.vecs, np.asarray([0.0 if lang == "zh" else 1.0 for lang in bank.vec_lang])
-                   if labels else shares)
+    # With `labels` the hub figure takes the label's share, as the service does without an axis.
+    hubs = bg.hubs(bank.vecs, [label_share(lang) for lang in bank.vec_lang] if labels else shares)
     toks = [tokenize(t) for t in bank.lexical_texts]
     bm25 = BM25Okapi([t if t else [""] for t in toks])
     token_sets = [set(t) for t in toks]

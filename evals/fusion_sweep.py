@@ -150,16 +150,15 @@ def run_legs(corpus: Corpus, query_ids: list[str], query_texts: list[str], bg=No
     does (`search._DENSE_SQL`), best first. With `bg` (BackgroundVectors) each run carries its
     query's Background and each dense hit its `en_share` and hub figure, as the service's do.
     """
-    from factbank.read.fusion import Background, LegHit
+    from factbank.read.fusion import Background, LegHit, label_share
 
     qvecs = embed_cached(query_texts, "query")
     langs = np.array(corpus.langs)
     groups = [g for g in (np.where(langs == "zh")[0], np.where(langs != "zh")[0]) if g.size]
     shares = (bg.en_shares(corpus.vecs) if bg is not None and bg.has_axis
               else [None] * len(corpus.ids))
-    hubs = (bg.hubs(corpus.vecs, np.asarray(
-                [(0.0 if lang == "zh" else 1.0) if share is None else share
-                 for share, lang in zip(shares, corpus.langs, strict=True)]))
+    hubs = (bg.hubs(corpus.vecs, [label_share(lang) if share is None else share
+                                  for share, lang in zip(shares, corpus.langs, strict=True)])
             if bg is not None else np.zeros(len(corpus.ids)))
     runs = []
     for qi, (qid, text) in enumerate(zip(query_ids, query_texts, strict=True)):

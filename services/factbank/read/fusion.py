@@ -224,24 +224,26 @@ class BackgroundVectors:
 
     def hub(self, centroid_cosine: float, en_share: float) -> float:
         """A vector's hub figure from its cosine to `centroid`: that cosine less the
-        background's own level for its language (the Chinese and English lines' mean cosine to
-        the centroid, mixed by `en_share`). Above 0: nearer to everyday text than lines of
-        its language usually are. 0 without a centroid."""
+        background's own level for its language (`_hub_level`). Above 0: nearer to everyday
+        text than lines of its language usually are. 0 without a centroid."""
         if self.centroid.size == 0:
             return 0.0
-        zh, en = self.hub_levels
-        return float(centroid_cosine - ((1.0 - en_share) * zh + en_share * en))
+        return float(centroid_cosine - self._hub_level(en_share))
 
-    def hubs(self, vectors: np.ndarray, en_shares: np.ndarray) -> np.ndarray:
+    def hubs(self, vectors: np.ndarray, en_shares: Sequence[float] | np.ndarray) -> np.ndarray:
         """`hub` of each row of `vectors` (any norm), for the evals' in-memory legs."""
         v = np.asarray(vectors, dtype=np.float32)
         if self.centroid.size == 0:
             return np.zeros(len(v))
         norms = np.linalg.norm(v, axis=1)
         cos = (v @ self.centroid) / np.where(norms > 0, norms, 1.0)
+        return cos - self._hub_level(np.asarray(en_shares, dtype=float))
+
+    def _hub_level(self, en_share):
+        """The Chinese and English lines' mean cosine to the centroid, mixed by `en_share`
+        (`label_share` when the embedder gives no axis); a number or an array of them."""
         zh, en = self.hub_levels
-        s = np.asarray(en_shares, dtype=float)
-        return cos - ((1.0 - s) * zh + s * en)
+        return (1.0 - en_share) * zh + en_share * en
 
     @classmethod
     def from_vectors(cls, vectors: Sequence[np.ndarray] | np.ndarray,
@@ -435,6 +437,12 @@ class FusionParams:
 DEFAULT = FusionParams()
 
 _CROSS = {("zh", "en"), ("en", "zh")}
+
+
+def label_share(lang: str | None) -> float:
+    """The `en_share` a vector's label stands for when the embedder gives no language axis:
+    Chinese 0, anything else 1 (the rest group of the dense leg)."""
+    return 0.0 if lang == "zh" else 1.0
 
 
 def language_pair(query_lang: str, doc_lang: str | None) -> str:

@@ -274,7 +274,7 @@ async def _dense(
         hub = 0.0
         if centroid is not None:
             hub = background.hub(float(r["hub"]), share if share is not None
-                                 else 0.0 if r["lang"] == "zh" else 1.0)
+                                 else fusion.label_share(r["lang"]))
         return DenseHit(r["fact_id"], r["ord"], r["lang"], float(r["cosine"]), share, hub)
 
     # Each group comes back in exact order; the two groups are merged here.
