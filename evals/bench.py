@@ -399,16 +399,54 @@ def _stats(values: list[float]) -> dict:
     }
 
 
+# The operator's token for recall's /metrics, where the bench reads how long each step of a
+# recall took (factbank_recall_stage_seconds): one bench process, its own throwaway stack.
+METRICS_TOKEN = "bench-" + os.urandom(8).hex()
+
+
+def stage_totals(http: httpx.Client, stack: Stack) -> dict[str, tuple[float, float]]:
+    """(seconds, observations) of each recall step so far, from recall's /metrics."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    r = http.get(stack.recall + "/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"})
+    r.raise_for_status()
+    sums: dict[str, float] = {}
+    counts: dict[str, float] = {}
+    for family in text_string_to_metric_families(r.text):
+        if family.name != "factbank_recall_stage_seconds":
+            continue
+        for sample in family.samples:
+            stage = sample.labels.get("stage", "")
+            if sample.name.endswith("_sum"):
+                sums[stage] = sample.value
+            elif sample.name.endswith("_count"):
+                counts[stage] = sample.value
+    return {k: (sums[k], counts.get(k, 0.0)) for k in sums}
+
+
+def stage_means(before: dict, after: dict) -> dict[str, float]:
+    """Mean ms of each step observed between two `stage_totals` (steps not run are left out)."""
+    out = {}
+    for stage, (total, count) in after.items():
+        t0, c0 = before.get(stage, (0.0, 0.0))
+        if count > c0:
+            out[stage] = round((total - t0) / (count - c0) * 1000, 1)
+    return out
+
+
 def measure_recall(http: httpx.Client, stack: Stack, texts: QueryTexts, size: int, n: int) -> dict:
     url = stack.recall + "/v1/search"
     for q in texts.take(3, size):  # warm-up: pool connections, plans, the first embedding
         timed_post(http, url, {"query": q, "limit": 5})
     cold_q = texts.take(n, size)
     cold, emb_cached, hit, lexical, cached_flags = [], [], [], [], []
+    t0 = stage_totals(http, stack)
     for q in cold_q:
         cold.append(timed_post(http, url, {"query": q, "limit": 5})[1])
+    t1 = stage_totals(http, stack)
     for q in cold_q:
         emb_cached.append(timed_post(http, url, {"query": q, "limit": 6})[1])
+    t2 = stage_totals(http, stack)
     for q in cold_q:
         body, ms = timed_post(http, url, {"query": q, "limit": 5})
         hit.append(ms)
@@ -421,6 +459,7 @@ def measure_recall(http: httpx.Client, stack: Stack, texts: QueryTexts, size: in
         "cache_hit": _stats(hit),
         "cache_hit_confirmed": sum(cached_flags),
         "bm25_only": _stats(lexical),
+        "stages": {"cold": stage_means(t0, t1), "embedding_cached": stage_means(t1, t2)},
     }
 
 
@@ -523,7 +562,8 @@ def run(
     texts = QueryTexts()
     toy = Toy()
     result["recall"] = {}
-    with running_stack() as stack, httpx.Client(headers=stack.headers(), timeout=120) as http:
+    with (running_stack(metrics_token=METRICS_TOKEN) as stack,
+          httpx.Client(headers=stack.headers(), timeout=120) as http):
         have = 0
         for size in sorted(sizes):
             bar = tqdm(total=size - have, desc=f"fill to {size}", unit="fact", disable=not progress)
@@ -606,6 +646,8 @@ def targets(result: dict) -> list[dict]:
 
 
 def table(result: dict) -> str:
+    from factbank.observability import RECALL_STAGES
+
     lines = ["| measurement | value |", "|---|---|"]
     ing = result.get("ingest")
     if ing:
@@ -627,6 +669,12 @@ def table(result: dict) -> str:
                 f"| recall @ {int(size):,} facts: {label}, p50 / p95 | "
                 f"{s['p50_ms']} / {s['p95_ms']} ms |"
             )
+        for key, label in (("cold", "cold"), ("embedding_cached", "query embedding cached")):
+            steps = row.get("stages", {}).get(key)
+            if steps:
+                parts = ", ".join(f"{k} {steps[k]}" for k in RECALL_STAGES if k in steps)
+                lines.append(f"| recall @ {int(size):,} facts, {label}: mean ms a step "
+                             f"(the legs run at once) | {parts} |")
         toy = row.get("toy")
         if toy:
             for key, label in (("cosine_only", "cosine only (query embedding given)"),
@@ -680,8 +728,10 @@ def table(result: dict) -> str:
         "Bank filled by COPY: synthetic zh/en facts with real postings and term_df "
         "(factbank.text.tokenizer) and synthetic vectors (template embeddings + noise), not "
         "embedded one by one. Latency is "
-        "timed around each HTTP request on loopback (keep-alive); nothing was added to the "
-        f"service. {result['cpus']} CPUs, load average at the end "
+        "timed around each HTTP request on loopback (keep-alive); the mean time of each step "
+        "of a recall is the service's own histogram (factbank_recall_stage_seconds on its "
+        "/metrics), read before and after each run of queries. "
+        f"{result['cpus']} CPUs, load average at the end "
         f"{result['load_avg'][0]:.2f}."
     )
     code = result.get("code")

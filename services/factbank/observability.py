@@ -15,11 +15,13 @@ import logging.handlers
 import os
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from prometheus_client import Counter
+from prometheus_client import Counter, Histogram
 
 
 def digest_of(text: str) -> str:
@@ -65,6 +67,34 @@ REPLICA_READS = Counter(
 VECTOR_QUEUE = Counter(
     "factbank_vector_queue_total", "Facts through the vector queue", ["result"]
 )
+
+# Where a recall's time goes, step by step (read.search): the query embedding (only when it
+# is computed, not a cache hit), the lexical leg, the dense leg's graph walks, the candidate
+# rows, the gate and the ranking, and the whole search when its result is computed. The route
+# latency says *that* recall got slow; this says which step: at 100k facts on the bench bank
+# the graph walks are most of a recall whose query embedding is cached (evals/README.md).
+# The legs run at once, so the steps of one search add up to more than its wall time.
+RECALL_STAGE = Histogram(
+    "factbank_recall_stage_seconds",
+    "Wall time of each step of a recall (embed, lexical, dense, rows, rank, search)",
+    ["stage"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56),
+)
+RECALL_STAGES = ("embed", "lexical", "dense", "rows", "rank", "search")
+for _stage in RECALL_STAGES:  # every step shows from the start, at zero
+    RECALL_STAGE.labels(stage=_stage)
+
+
+@contextmanager
+def timed(stage: str) -> Iterator[None]:
+    """Observe the wall time of the block as recall step `stage` (RECALL_STAGE), also when
+    it raises (a failing step's time is part of what the caller waited)."""
+    t = time.perf_counter()
+    try:
+        yield
+    finally:
+        RECALL_STAGE.labels(stage=stage).observe(time.perf_counter() - t)
+
 
 _RESERVED = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
 

@@ -60,3 +60,41 @@ async def test_access_log_has_no_content_or_token(stack, two_banks, caplog):
     joined = "\n".join(lines)
     assert secret_words not in joined
     assert alpha.rw not in joined and alpha.ro not in joined
+
+
+async def _stage_counts(stack) -> dict[str, float]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = (await stack.recall.get("/metrics", headers=auth(METRICS_TOKEN))).text
+    return {s.labels["stage"]: s.value
+            for f in text_string_to_metric_families(text)
+            if f.name == "factbank_recall_stage_seconds"
+            for s in f.samples if s.name.endswith("_count")}
+
+
+async def test_recall_steps_are_timed_where_they_run(stack, two_banks):
+    """factbank_recall_stage_seconds: each step is observed when it runs and only then (the
+    query embedding only when computed, nothing on a result-cache hit, no dense step in a
+    lexical search), so its means say where a recall's time went (the bench reads them)."""
+    alpha, _ = two_banks
+    await stack.ingest.post("/v1/facts", json=fact_body(
+        "The staging deploy of billing-api runs on runner-7 every night"),
+        headers=auth(alpha.rw))
+    steps = ("embed", "lexical", "dense", "rows", "rank", "search")
+
+    async def moved(body: dict) -> dict[str, float]:
+        before = await _stage_counts(stack)
+        r = await stack.recall.post("/v1/search", json=body, headers=auth(alpha.ro))
+        assert r.status_code == 200, r.text
+        after = await _stage_counts(stack)
+        return {k: after.get(k, 0) - before.get(k, 0) for k in steps}
+
+    query = "which runner deploys billing-api to staging?"
+    assert await moved({"query": query}) == dict.fromkeys(steps, 1)
+    # the result cache misses (another limit), the query embedding is cached: no embed step
+    assert await moved({"query": query, "limit": 3}) == {**dict.fromkeys(steps, 1), "embed": 0}
+    # the same request again is a result-cache hit: no step runs
+    assert await moved({"query": query, "limit": 3}) == dict.fromkeys(steps, 0)
+    # lexical only: no embedding, no graph walk
+    assert await moved({"query": "billing-api runner", "mode": "lexical"}) == {
+        **dict.fromkeys(steps, 1), "embed": 0, "dense": 0}

@@ -41,6 +41,7 @@ from factbank.observability import (
     RECALL_BELOW_FLOOR,
     RECALL_RESULTS,
     REPLICA_READS,
+    timed,
 )
 from factbank.read import cache as cache_mod
 from factbank.read import fusion
@@ -166,7 +167,8 @@ async def query_vector(r: Recall, bank_id: int, text: str) -> np.ndarray:
     cached = await r.cache.get("query_embedding", key)
     if cached is not None:
         return np.frombuffer(cached, dtype=np.float32)
-    vector = await asyncio.to_thread(model.query, text)
+    with timed("embed"):
+        vector = await asyncio.to_thread(model.query, text)
     await r.cache.set(
         "query_embedding", key, vector.astype(np.float32).tobytes(), cache_mod.QUERY_EMBEDDING_TTL
     )
@@ -336,13 +338,15 @@ async def _legs(
 
     async def lexical_leg() -> None:
         nonlocal lexical
-        async with pool.acquire() as conn:
-            lexical = await lexicon.bm25(conn, bank_id, tokens, CANDIDATES)
+        with timed("lexical"):
+            async with pool.acquire() as conn:
+                lexical = await lexicon.bm25(conn, bank_id, tokens, CANDIDATES)
 
     async def dense_leg() -> None:
         nonlocal dense, background
         qvec = await query_vector(r, bank_id, query)
-        dense = await _dense(pool, bank_id, qvec, CANDIDATES, r.background)
+        with timed("dense"):
+            dense = await _dense(pool, bank_id, qvec, CANDIDATES, r.background)
         if r.background is not None:
             background = fusion.Background.for_query(qvec, r.background)
 
@@ -352,9 +356,10 @@ async def _legs(
     if mode in ("hybrid", "dense") and r.embedder is not None:
         legs.append(dense_leg())
     await together(legs)
-    async with pool.acquire() as conn:
-        rows = await _rows(conn, bank_id, list(dict.fromkeys([f for f, _, _ in lexical]
-                                                             + [h.fact_id for h in dense])))
+    with timed("rows"):
+        async with pool.acquire() as conn:
+            rows = await _rows(conn, bank_id, list(dict.fromkeys([f for f, _, _ in lexical]
+                                                                 + [h.fact_id for h in dense])))
     candidates = fusion.Candidates(
         lexical=[fusion.LegHit(f, s, m) for f, s, m in lexical],
         dense=[
@@ -501,17 +506,19 @@ async def search(
         result = msgspec.json.decode(cached, type=SearchResult)
         result.cached = True
         return result
-    legs = await _legs(r, pool, bank_id, query, tokens, mode)
-    async with pool.acquire() as conn:
-        eligible = await _eligible(conn, bank_id, legs.rows, category)
-    gated = fusion.apply_floor(
-        fusion.fuse(legs.candidates),
-        companions=companions,
-        lexical_only=not legs.dense,
-        eligible=eligible,
-        use_floor=use_floor,
-    )
-    hits = _rank(legs, eligible, gated, project, limit)
+    with timed("search"):
+        legs = await _legs(r, pool, bank_id, query, tokens, mode)
+        with timed("rank"):
+            async with pool.acquire() as conn:
+                eligible = await _eligible(conn, bank_id, legs.rows, category)
+            gated = fusion.apply_floor(
+                fusion.fuse(legs.candidates),
+                companions=companions,
+                lexical_only=not legs.dense,
+                eligible=eligible,
+                use_floor=use_floor,
+            )
+            hits = _rank(legs, eligible, gated, project, limit)
     result = SearchResult(results=hits, degraded=degraded, below_floor=gated.below)
     RECALL_RESULTS.labels(outcome="returned" if hits else "nothing").inc()
     RECALL_BELOW_FLOOR.inc(gated.below)
