@@ -59,3 +59,33 @@ def test_each_target_fails_on_its_own_figure():
                           drained=17.0, hook=39.0))
     assert not verdict(toy, "toy")  # 40 / 200 = 0.20 of the toy
     assert verdict(toy, "cold p50 at 100,000", "1.5x")  # x1.33 of 1k
+
+
+def test_step_means_come_from_the_histograms_difference():
+    """The mean of each recall step between two reads of /metrics: the difference of the sums
+    over the difference of the counts; a step that did not run in between is left out."""
+    before = {"embed": (1.0, 10.0), "dense": (0.5, 20.0), "rank": (0.2, 20.0)}
+    after = {"embed": (1.0, 10.0), "dense": (0.9, 30.0), "rank": (0.25, 30.0),
+             "rows": (0.03, 10.0)}
+    assert bench.stage_means(before, after) == {"dense": 40.0, "rank": 5.0, "rows": 3.0}
+
+
+def test_the_table_prints_each_steps_mean_in_recall_order():
+    r = result(cold_big=40.0, cached_big=19.0, toy_big=300.0, alone=20.0, drained=17.0,
+               hook=39.0)
+    r["recall"][100_000]["stages"] = {
+        "cold": {"search": 30.1, "embed": 20.5, "dense": 8.2},
+        "embedding_cached": {"rows": 2.0, "dense": 9.0, "lexical": 4.0}}
+    r.update(sizes=[1000, 100_000], cpus=2, load_avg=[0.5], code=None)
+    for row in r["recall"].values():
+        for key in ("cold", "embedding_cached", "cache_hit", "bm25_only"):
+            row[key]["p95_ms"] = row[key]["p50_ms"]
+        row["toy"] = None
+    r["drain"] = r["hooks"] = None
+    r["targets"] = []
+    lines = [x for x in bench.table(r).splitlines() if "mean ms a step" in x]
+    assert lines == [
+        "| recall @ 100,000 facts, cold: mean ms a step (the legs run at once) | "
+        "embed 20.5, dense 8.2, search 30.1 |",
+        "| recall @ 100,000 facts, query embedding cached: mean ms a step (the legs run at "
+        "once) | lexical 4.0, dense 9.0, rows 2.0 |"]
