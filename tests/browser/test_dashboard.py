@@ -343,6 +343,9 @@ def test_evals_page_shows_the_committed_reports_and_plots(page, live):
         assert img.evaluate("i => i.complete && i.naturalWidth > 0"), img.get_attribute("src")
     assert page.locator("table.md").count() >= 1
     assert page.goto(live.url + "/evals/plot/..%2F..%2Fetc/passwd.png").status == 404
+    for bad in ("2026-12-06%2F..%2F..%2F..%2Fetc/passwd.png", "a/b/c/d.png", "x.png",
+                "2026-12-06/eval/report.md", "2026-12-06/eval/..%5Cx.png"):
+        assert page.goto(f"{live.url}/evals/plot/{bad}").status == 404, bad
     page.console.errors.clear()  # the 404 asked for
 
 

@@ -122,3 +122,28 @@ def test_every_redirect_the_app_sends_is_local():
         assert not _leaves(location), (path, location)
     assert base.back("/facts?bank=personal", done="saved").url == \
         "/facts?bank=personal&done=saved"
+
+
+def test_the_evals_page_lists_eval_reports_not_every_folder(tmp_path):
+    """An eval report is a folder holding the report.md `factbank eval all` writes, dated or
+    one below a dated folder; a newer bench or exploration folder does not push it (and its
+    plots) off the page, which shows the newest two and the newest bench."""
+    root = tmp_path / "reports"
+    for folder, files in {
+        "2026-12-05b": ["report.md", "recall_by_method.png"],
+        "2026-12-06": ["bare-facts-4.md"],
+        "2026-12-06/eval": ["report.md", "notes.md", "score_distributions.png"],
+        "2026-12-06/bench": ["README.md"],
+        "2026-12-06b": ["bare-facts-5.md"],
+        "2026-12-06b/bench": ["bench.md"],
+    }.items():
+        (root / folder).mkdir(parents=True, exist_ok=True)
+        for name in files:
+            (root / folder / name).write_bytes(b"# t\n" if name.endswith(".md") else b"\x89PNG")
+    got = evals_page.latest_reports(root)
+    assert [r["name"] for r in got] == ["2026-12-06/eval", "2026-12-05b"]
+    assert [n for n, _ in got[0]["texts"]] == ["notes.md", "report.md"]
+    assert got[0]["plots"] == ["score_distributions.png"]
+    benches = evals_page.latest_reports(root, evals_page.BENCH_FILE)
+    assert [r["name"] for r in benches] == ["2026-12-06b/bench"]
+    assert evals_page.latest_reports(tmp_path / "none") == []

@@ -301,11 +301,16 @@ def test_dashboard_reports_never_follow_a_link_out(fresh, tmp_path):
 
     reports = tmp_path / "reports"
     (reports / "2026-12-02").mkdir(parents=True)
-    (reports / "2026-12-02" / "ok.md").write_text(f"# ok\n\n{OK_LINE}\n")
+    (reports / "2026-12-02" / "report.md").write_text(f"# ok\n\n{OK_LINE}\n")
     (reports / "2026-12-02" / "leak.md").symlink_to(lay.notes)
     (reports / "2026-12-02" / "leak.png").symlink_to(lay.notes)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "report.md").write_text(f"- {SECRET_LINE}\n")
+    (reports / "2026-12-03").symlink_to(outside)  # a folder linked out is not listed
     got = evals_page.latest_reports(reports)
-    assert [name for name, _ in got[0]["texts"]] == ["ok.md"] and secret_free(got)
+    assert [r["name"] for r in got] == ["2026-12-02"]
+    assert [name for name, _ in got[0]["texts"]] == ["report.md"] and secret_free(got)
     with pytest.raises(UnsafePath):
         safefs.read(reports, "2026-12-02/leak.png")
 

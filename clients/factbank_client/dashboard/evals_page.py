@@ -66,14 +66,33 @@ def _report_text(root: Path, path: Path) -> str | None:
         return None
 
 
-def latest_reports(root: Path | None) -> list[dict]:
-    """The committed report folders, newest first, each with its text files and plots."""
+# What marks a report folder: the file `factbank eval all` writes into it
+# (factbank_evals.report.write), and the one `factbank bench --out` writes.
+REPORT_FILE = "report.md"
+BENCH_FILE = "bench.md"
+
+
+def latest_reports(root: Path | None, marker: str = REPORT_FILE) -> list[dict]:
+    """The committed reports of one kind, newest first, each with its text files and plots: a
+    folder holding `marker` (an eval run's report.md, or a bench's bench.md), a dated folder
+    or one below it ("2026-12-06/eval"). Exploration folders beside them are neither: when
+    every folder counted, a newer folder of report scripts pushed the newest eval report, and
+    every plot, off the page. Folders are listed without following links (the files are read
+    by safefs, inside the reports folder only)."""
     if root is None or not root.is_dir():
         return []
+
+    def folders(parent: Path) -> list[Path]:
+        return [p for p in parent.iterdir() if p.is_dir() and not p.is_symlink()]
+
+    dated = folders(root)
     out = []
-    for folder in sorted((p for p in root.iterdir() if p.is_dir()), reverse=True):
+    for folder in sorted(dated + [sub for d in dated for sub in folders(d)],
+                         key=lambda p: p.relative_to(root).parts, reverse=True):
+        if not (folder / marker).is_file():
+            continue
         files = sorted(folder.iterdir())
-        out.append({"name": folder.name,
+        out.append({"name": folder.relative_to(root).as_posix(),
                     "texts": [(f.name, markdown_html(text)) for f in files
                               if f.suffix == ".md" and (text := _report_text(root, f))
                               is not None],
@@ -95,20 +114,26 @@ def default_evals_dir() -> Path | None:
 @get("/evals", sync_to_thread=True)
 def evals_page(request: Request) -> Template:
     dash = dash_of(request)
-    reports = latest_reports(dash.evals_dir)
+    # The two newest eval reports and the newest bench.
+    reports = (latest_reports(dash.evals_dir)[:2]
+               + latest_reports(dash.evals_dir, BENCH_FILE)[:1])
     runs = sorted(dash.runs.values(), key=lambda r: r.started, reverse=True)
-    return page(request, "evals.html", reports=reports[:2], runs=runs,
+    return page(request, "evals.html", reports=reports, runs=runs,
                 current=request.query_params.get("run"))
 
 
-@get("/evals/plot/{folder:str}/{name:str}", sync_to_thread=True)
-def eval_plot(request: Request, folder: str, name: str) -> Response:
+@get("/evals/plot/{path:path}", sync_to_thread=True)
+def eval_plot(request: Request, path: str) -> Response:
+    """A report's plot: `<folder>/<name>.png`, the folder one or two levels deep (as
+    `latest_reports` names them)."""
     dash = dash_of(request)
     root = dash.evals_dir
-    if root is None or "/" in folder + name or not name.endswith(".png"):
+    parts = path.strip("/").split("/")
+    if (root is None or not 2 <= len(parts) <= 3 or not parts[-1].endswith(".png")
+            or any(p in ("", ".", "..") or "\\" in p for p in parts)):
         raise NotFoundException("no such plot")
     try:  # inside the reports folder, never through a link out of it
-        data = safefs.read(root, f"{folder}/{name}")[1]
+        data = safefs.read(root, "/".join(parts))[1]
     except (UnsafePath, OSError):
         raise NotFoundException("no such plot") from None
     return Response(data, media_type="image/png")
