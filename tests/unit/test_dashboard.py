@@ -144,6 +144,7 @@ def test_the_evals_page_lists_eval_reports_not_every_folder(tmp_path):
     assert [r["name"] for r in got] == ["2026-12-06/eval", "2026-12-05b"]
     assert [n for n, _ in got[0]["texts"]] == ["notes.md", "report.md"]
     assert got[0]["plots"] == ["score_distributions.png"]
+    assert [r["name"] for r in evals_page.latest_reports(root, limit=1)] == ["2026-12-06/eval"]
     benches = evals_page.latest_reports(root, evals_page.BENCH_FILE)
     assert [r["name"] for r in benches] == ["2026-12-06b/bench"]
     assert evals_page.latest_reports(tmp_path / "none") == []

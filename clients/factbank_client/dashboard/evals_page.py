@@ -72,13 +72,15 @@ REPORT_FILE = "report.md"
 BENCH_FILE = "bench.md"
 
 
-def latest_reports(root: Path | None, marker: str = REPORT_FILE) -> list[dict]:
+def latest_reports(root: Path | None, marker: str = REPORT_FILE,
+                   limit: int | None = None) -> list[dict]:
     """The committed reports of one kind, newest first, each with its text files and plots: a
     folder holding `marker` (an eval run's report.md, or a bench's bench.md), a dated folder
     or one below it ("2026-12-06/eval"). Exploration folders beside them are neither: when
     every folder counted, a newer folder of report scripts pushed the newest eval report, and
     every plot, off the page. Folders are listed without following links (the files are read
-    by safefs, inside the reports folder only)."""
+    by safefs, inside the reports folder only). Only the newest `limit` are read and
+    rendered."""
     if root is None or not root.is_dir():
         return []
 
@@ -86,11 +88,11 @@ def latest_reports(root: Path | None, marker: str = REPORT_FILE) -> list[dict]:
         return [p for p in parent.iterdir() if p.is_dir() and not p.is_symlink()]
 
     dated = folders(root)
+    reports = sorted((f for f in dated + [sub for d in dated for sub in folders(d)]
+                      if (f / marker).is_file()),
+                     key=lambda p: p.relative_to(root).parts, reverse=True)
     out = []
-    for folder in sorted(dated + [sub for d in dated for sub in folders(d)],
-                         key=lambda p: p.relative_to(root).parts, reverse=True):
-        if not (folder / marker).is_file():
-            continue
+    for folder in reports[:limit]:
         files = sorted(folder.iterdir())
         out.append({"name": folder.relative_to(root).as_posix(),
                     "texts": [(f.name, markdown_html(text)) for f in files
@@ -115,8 +117,8 @@ def default_evals_dir() -> Path | None:
 def evals_page(request: Request) -> Template:
     dash = dash_of(request)
     # The two newest eval reports and the newest bench.
-    reports = (latest_reports(dash.evals_dir)[:2]
-               + latest_reports(dash.evals_dir, BENCH_FILE)[:1])
+    reports = (latest_reports(dash.evals_dir, limit=2)
+               + latest_reports(dash.evals_dir, BENCH_FILE, limit=1))
     runs = sorted(dash.runs.values(), key=lambda r: r.started, reverse=True)
     return page(request, "evals.html", reports=reports, runs=runs,
                 current=request.query_params.get("run"))
